@@ -23,7 +23,7 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
     "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers
     "k_map": ("strided", "blocked"),     # key rows of a lane: l + 32*i, or l*K/32 + i
-    "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums
+    "reduce": ("butterfly",),            # warp reduction of the per-column sums (xor all-reduce)
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "qk_l2norm": (False, True),
     "beta_sigmoid": (False, True),

@@ -23,7 +23,7 @@ enum KDA2Flags {
   KDA2_HAS_DT_BIAS = 1 << 6,    // dt_bias given
 };
 
-// Negative return codes; positive ones are cudaError_t values.
+// Negative return codes; positive ones are CUresult values of the CUDA driver API.
 enum KDA2Status {
   KDA2_OK = 0,
   KDA2_ERR_BUCKET_OVERFLOW = -1,   // max_seqlen above the largest bucket built
@@ -31,6 +31,8 @@ enum KDA2Status {
   KDA2_ERR_FEATURE = -3,           // gate mode / flag not compiled into this library
   KDA2_ERR_BAD_INDEX = -4,         // no variant with that index
   KDA2_ERR_SHAPE = -5,             // H/HV/N inconsistent
+  KDA2_ERR_DRIVER = -6,            // libcuda.so.1 could not be opened (no NVIDIA driver)
+  KDA2_ERR_NO_CONTEXT = -7,        // no current CUDA context (initialise CUDA first), or too many
 };
 
 typedef struct KDA2RecurrentArgs {
@@ -66,6 +68,8 @@ const char* kda2_library_json(void);   // {"spec":..., "arch":..., "variants":[{
 int kda2_num_variants(void);
 // Index of the variant the dispatch table picks for (layout, max_seqlen), or a KDA2Status < 0.
 int kda2_select(int32_t state_v_first, int64_t max_seqlen);
+// Load every variant's cubin into the current context (call before CUDA graph capture).
+int kda2_preload(void);
 // Launch variant `index` (as listed in kda2_library_json) on `stream`.
 int kda2_launch(int index, const KDA2RecurrentArgs* args, void* stream);
 // kda2_select + kda2_launch.

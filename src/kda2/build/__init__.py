@@ -1,0 +1,1 @@
+"""SCons-facing part of kda2 (imported only inside an SCons process)."""

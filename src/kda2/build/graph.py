@@ -1,0 +1,206 @@
+"""Declares the build graph as SCons nodes: spec -> plan -> TIR -> render -> nvcc -dc -> nvlink -dlto
+-> library -> manifest. Imported only from inside SCons (site_scons/site_tools/kda2.py).
+
+Every node's signature holds exactly what its output depends on: the variant's canonical config (as a
+Value), the toolchain id (Value), the digest of only the rules that matched it (Value), and the
+template files it renders (File). Absolute paths stay inside $( $) so that two checkouts share cache
+entries. Python actions write through a temp file + os.replace, so a killed build never leaves a
+half-written target that looks finished.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from SCons.Action import Action  # not env.Action: that substitutes $TARGET before there is one
+
+from kda2 import manifest as manifest_mod
+from kda2 import resources as resources_mod
+from kda2.planner import PlannedVariant, SpecPlan, plan_all
+from kda2.render import FAMILY_TEMPLATES, LIBRARY_TEMPLATES, TEMPLATE_DIR
+from kda2.rules import load_rules
+from kda2.spec import load_specs
+from kda2.toolchain import Toolchain, find_toolchain, gencode
+from kda2.variant import canonical_json
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _value_json(source: Any) -> Any:
+    return json.loads(source.read())
+
+
+# ---- Python actions (their bytecode is part of each node's signature) ---------------------------
+
+def tir_action(target, source, env):
+    from kda2.tir import write_plan  # TVM is imported only when a plan is really (re)built
+
+    d = _value_json(source[0])
+    write_plan(d["config"], d["smem_budget"], str(target[0]), str(target[1]), str(target[2]))
+    return 0
+
+
+def render_action(target, source, env):
+    from kda2.render import render_variant
+
+    d = _value_json(source[1])
+    plan = json.loads(Path(str(source[0])).read_text())
+    _atomic_write(str(target[0]), render_variant(d["config"], d["reasons"], plan, d["spec"]))
+    return 0
+
+
+def resources_action(target, source, env):
+    d = _value_json(source[1])
+    log = Path(str(source[0])).read_text()
+    res = resources_mod.parse_ptxas(log)
+    problems = resources_mod.check(res, allow_spills=d["allow_spills"], max_registers=d["max_registers"])
+    if problems:
+        sys.stderr.write(f"kda2: error: variant {d['variant']} ({d['spec']}/{d['arch']}): {'; '.join(problems)}. "
+                         f"Lower budget.max_registers / v_per_warp in the spec, or add a rule that forbids "
+                         f"this config (rules/NNNN-slug.yaml, action: forbid).\n")
+        return 1
+    _atomic_write(str(target[0]), canonical_json(res) + "\n")
+    return 0
+
+
+def library_render_action(target, source, env):
+    from kda2.render import render_library
+
+    d = _value_json(source[0])
+    _atomic_write(str(target[0]), render_library(d["spec"], d["arch"], d["variants"], d["dispatch"],
+                                                 json.dumps(d["library_json"])))
+    return 0
+
+
+def manifest_action(target, source, env):
+    d = _value_json(source[0])
+    files = [str(s) for s in source[1:]]
+    _atomic_write(str(target[0]), manifest_mod.build_manifest(d, files, os.path.dirname(str(target[0]))))
+    return 0
+
+
+def _action(env, cmd, kind: str, verbose: bool):
+    """A command action that prints one progress line (or, with VERBOSE=1, the full command)."""
+    return Action(cmd) if verbose else Action(cmd, _progress(kind))
+
+
+def _progress(kind: str):
+    def show(target, source, env):
+        return f"kda2 {kind:<9} {os.path.dirname(str(target[0]))}"
+    return show
+
+
+# ---- graph ---------------------------------------------------------------------------------------
+
+def _variant_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, pv: PlannedVariant, out: Path, verbose: bool):
+    spec = plan.spec
+    vdir = out / pv.id
+    cfg_value = env.Value(canonical_json({"config": pv.config, "smem_budget": spec.budget.max_smem_bytes}))
+    rules_value = env.Value(pv.rules_digest)
+
+    tir = env.Command([str(vdir / "plan.json"), str(vdir / "tir_before.tir"), str(vdir / "tir_after.tir")],
+                      [cfg_value, tc_value, rules_value],
+                      Action(tir_action, _progress("tir")))
+
+    render_value = env.Value(canonical_json({"config": pv.config, "reasons": pv.reasons, "spec": spec.name}))
+    templates = [env.File(str(TEMPLATE_DIR / t)) for t in FAMILY_TEMPLATES[pv.config["family"]]]
+    cu = env.Command(str(vdir / "kernel.cu"), [tir[0], render_value, *templates],
+                     Action(render_action, _progress("render")))
+
+    keep = vdir / "keep"
+    flags = " ".join(pv.flags)
+    obj = env.Command(
+        str(vdir / "kernel.o"), [cu[0], tc_value, rules_value],
+        _action(env, f"mkdir -p {keep} && $( {tc.nvcc} $) -std=c++17 -O3 -Xcompiler -fPIC -dc -gencode {gencode(pv.config['arch'], True)} "
+                   f"-diag-suppress 177 $( -I{TEMPLATE_DIR} -keep -keep-dir {keep} $) {flags} "
+                   f"-o $TARGET ${{SOURCES[0]}}", "nvcc -dc", verbose))
+    env.Depends(obj, env.File(str(TEMPLATE_DIR / "kda2_abi.h")))
+
+    link_flags = " ".join(f"-Xptxas {f.split('=', 1)[1]}" for f in pv.flags if f.startswith("-Xptxas="))
+    cubin = env.Command(
+        [str(vdir / "kernel.cubin"), str(vdir / "ptxas.log")], [obj[0]],
+        _action(env, f"$( {tc.nvlink} $) -m64 --arch={pv.config['arch']} -dlto "
+                   f"$( -nvvmpath={tc.nvvm_dir(Path(env.Dir('#build').abspath) / '.toolchain')} -L{tc.lib_dir()} $) "
+                   f"-Xptxas -v {link_flags} -lcudadevrt ${{SOURCES[0]}} -o ${{TARGETS[0]}} > ${{TARGETS[1]}}.raw 2>&1; "
+                   # ptxas prints its wall time; drop it so the log (an artifact) is reproducible
+                   f"rc=$$?; sed '/Compile time/d' ${{TARGETS[1]}}.raw > ${{TARGETS[1]}}; rm -f ${{TARGETS[1]}}.raw; "
+                   f"if [ $$rc -ne 0 ]; then cat ${{TARGETS[1]}}; rm -f ${{TARGETS[0]}}; exit $$rc; fi", "nvlink", verbose))
+
+    res_value = env.Value(canonical_json({"allow_spills": spec.budget.allow_spills,
+                                          "max_registers": spec.budget.max_registers, "variant": pv.id,
+                                          "spec": spec.name, "arch": plan.arch}))
+    res = env.Command(str(vdir / "resources.json"), [cubin[1], res_value],
+                      Action(resources_action, _progress("resources")))
+    return {"plan": tir[0], "tir": tir[1:], "cu": cu[0], "obj": obj[0], "cubin": cubin[0], "log": cubin[1],
+            "resources": res[0]}
+
+
+def _library_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, nodes: dict[str, dict], out: Path, verbose: bool):
+    spec, arch = plan.spec, plan.arch
+    lib_name = f"lib{spec.name}.{arch}.so"
+    variants = [{"id": pv.id, "config": pv.config, "cubin_path": str(out / pv.id / "kernel.cubin")}
+                for pv in plan.variants]
+    library_json = {"abi_version": 1, "spec": spec.name, "arch": arch,
+                    "variants": [pv.id for pv in plan.variants],
+                    "dispatch": [dict(d) for d in plan.dispatch]}
+    desc = env.Value(canonical_json({"spec": spec.name, "arch": arch, "variants": variants,
+                                     "dispatch": [dict(d) for d in plan.dispatch],
+                                     "library_json": canonical_json(library_json)}))
+    templates = [env.File(str(TEMPLATE_DIR / t)) for t in LIBRARY_TEMPLATES]
+    cpp = env.Command(str(out / "library.cpp"), [desc, *templates],
+                      Action(library_render_action, _progress("render")))
+    lib_obj = env.Command(
+        str(out / "library.o"), [cpp[0], tc_value],
+        _action(env, f"$( {tc.cxx} $) -std=c++17 -O2 -fPIC $( -I{TEMPLATE_DIR} -I{tc.include_dir()} $) "
+                   f"-c ${{SOURCES[0]}} -o $TARGET", "c++", verbose))
+    env.Depends(lib_obj, [n["cubin"] for n in nodes.values()])  # embedded with .incbin
+    so = env.Command(str(out / lib_name), [lib_obj[0]],
+                     _action(env, f"$( {tc.cxx} $) -shared -Wl,--build-id=none -o $TARGET ${{SOURCES[0]}} -ldl", "link", verbose))
+
+    base = {"schema": manifest_mod.SCHEMA, "spec": spec.name, "arch": arch, "family": spec.family,
+            "abi_version": 1, "toolchain": tc.ident(), "k": spec.head_dims.k, "v": spec.head_dims.v,
+            "features": spec.canonical()["features"], "buckets": list(spec.seq_len_buckets),
+            "spec_digest": spec.digest(), "library": lib_name,
+            "dispatch": [dict(d) for d in plan.dispatch],
+            "variants": [{"id": pv.id, "index": i, "name": pv.name, "config": pv.config, "reasons": pv.reasons,
+                          "rules": pv.rules, "flags": pv.flags} for i, pv in enumerate(plan.variants)]}
+    files = [so[0]]
+    for pv in plan.variants:
+        n = nodes[pv.id]
+        files += [n["cubin"], n["resources"], n["plan"], n["cu"], n["log"], *n["tir"]]
+    man = env.Command(str(out / "manifest.json"), [env.Value(canonical_json(base)), *files],
+                      Action(manifest_action, _progress("manifest")))
+    return so[0], man[0]
+
+
+def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", build_dir: str = "build",
+            only: list[str] | None = None, verbose: bool = False) -> list:
+    """Declare every node for the specs in `specs_dir`; returns the manifests (the default targets)."""
+    specs = load_specs(specs_dir)
+    if only:
+        unknown = sorted(set(only) - {s.name for s in specs})
+        if unknown:
+            raise ValueError(f"SPECS names unknown spec(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(s.name for s in specs)}")
+        specs = [s for s in specs if s.name in only]
+    rules = load_rules(rules_dir)
+    plans, warnings = plan_all(specs, rules)
+    for w in warnings:
+        print(f"kda2: warning: {w}", file=sys.stderr)
+    tc = find_toolchain()
+    tc_value = env.Value(canonical_json(tc.ident()))
+    manifests = []
+    for plan in plans:
+        out = Path(build_dir) / plan.spec.name / plan.arch
+        nodes = {pv.id: _variant_nodes(env, tc, tc_value, plan, pv, out, verbose) for pv in plan.variants}
+        _, man = _library_nodes(env, tc, tc_value, plan, nodes, out, verbose)
+        manifests.append(man)
+    return manifests

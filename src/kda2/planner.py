@@ -1,0 +1,104 @@
+"""Plan stage: Spec x arch -> the variants to build and the dispatch table that routes to them.
+
+Agents propose and prune candidates per (state layout, seq_len bucket); rules then forbid, set or add
+flags; the first surviving candidate of each (layout, bucket) is the one the dispatch table calls,
+the others are built too, as tuning candidates reachable by index.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from kda2.agents import FAMILY_AGENTS, Candidate
+from kda2.rules import Rule, apply_rules, unmatched
+from kda2.spec import Spec
+from kda2.variant import variant_id, variant_name
+
+
+class PlanError(ValueError):
+    """The spec and rules leave some (layout, bucket) without any variant."""
+
+
+@dataclass(frozen=True)
+class PlannedVariant:
+    config: dict[str, Any]
+    reasons: tuple[tuple[str, str], ...]
+    flags: tuple[str, ...]        # extra nvcc flags from rules
+    rules_digest: str             # digest of exactly the rules that matched (enters the build signature)
+    rules: tuple[str, ...]        # "NNNN@vV" of those rules, for people
+
+    @property
+    def id(self) -> str:
+        return variant_id(self.config)
+
+    @property
+    def name(self) -> str:
+        return variant_name(self.config)
+
+
+@dataclass(frozen=True)
+class SpecPlan:
+    spec: Spec
+    arch: str
+    variants: tuple[PlannedVariant, ...]     # library index order
+    dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "index", "variant"}
+    considered: tuple[dict[str, Any], ...]   # every config the agents proposed (for rule warnings)
+
+
+def _base_config(spec: Spec, arch: str, bucket: int) -> dict[str, Any]:
+    f = spec.features
+    return {"family": spec.family, "arch": arch, "k": spec.head_dims.k, "v": spec.head_dims.v,
+            "bucket": bucket, "gate_modes": sorted(f.gate_modes), "qk_l2norm": f.qk_l2norm,
+            "beta_sigmoid": f.beta_sigmoid, "varlen": f.varlen}
+
+
+def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule]) -> SpecPlan:
+    agents = FAMILY_AGENTS[spec.family]
+    picked: list[tuple[str, int, PlannedVariant]] = []
+    considered: list[dict[str, Any]] = []
+    for bucket in spec.seq_len_buckets:
+        cands = [Candidate(_base_config(spec, arch, bucket))]
+        for agent in agents:
+            cands = agent(spec, arch, bucket, cands)
+        considered.extend(c.config for c in cands)
+        for c in cands:
+            applied = apply_rules(rules, c.config)
+            if applied.config is None:
+                continue
+            why = tuple((f"rule {r.id:04d} v{r.version}", f"{r.action}: {' '.join(r.reason.split())}")
+                        for r in applied.matched)
+            pv = PlannedVariant(config=dict(applied.config), reasons=c.reasons + why, flags=applied.flags,
+                                rules_digest=applied.digest,
+                                rules=tuple(f"{r.id:04d}@v{r.version}" for r in applied.matched))
+            picked.append((pv.config["state_layout"], bucket, pv))
+
+    variants: list[PlannedVariant] = []
+    seen: set[str] = set()
+    dispatch: list[dict[str, Any]] = []
+    for layout in ("k_first", "v_first"):
+        if layout not in spec.features.state_layouts:
+            continue
+        for bucket in spec.seq_len_buckets:
+            group = [pv for lay, b, pv in picked if lay == layout and b == bucket]
+            if not group:
+                raise PlanError(f"{spec.source}: no variant survives for state_layout={layout}, bucket {bucket} "
+                                f"on {arch} (agents' budget or rules forbid every candidate); widen "
+                                f"agents/budget in the spec or relax the forbidding rule")
+            for pv in group:
+                if pv.id not in seen:
+                    seen.add(pv.id)
+                    variants.append(pv)
+            first = group[0]
+            dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id,
+                             "index": next(i for i, v in enumerate(variants) if v.id == first.id)})
+    return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
+                    considered=tuple(considered))
+
+
+def plan_all(specs: Sequence[Spec], rules: Sequence[Rule]) -> tuple[list[SpecPlan], list[str]]:
+    """Plans for every (spec, arch), plus one warning per rule that matches no proposed variant."""
+    plans = [plan_spec(s, arch, rules) for s in specs for arch in s.archs]
+    configs = [c for p in plans for c in p.considered]
+    warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"
+                for r in unmatched(rules, configs)]
+    return plans, warnings

@@ -1,0 +1,16 @@
+"""KDA² runtime: load built kernel libraries and call them (FLA-compatible API).
+
+Imports only the standard library, numpy-free ctypes and (lazily) cuda.pathfinder / torch: no SCons,
+TVM, Jinja or pydantic, so a deployment needs just the artifacts plus cuda-python (torch optional).
+"""
+from kda2.runtime.abi import ABI_VERSION, KDA2RecurrentArgs
+from kda2.runtime.api import fused_recurrent_kda, fused_recurrent_kda_pool
+from kda2.runtime.errors import ArtifactError, KDA2Error, KDA2InputError, KDA2LaunchError
+from kda2.runtime.library import Features, Library
+from kda2.runtime.loader import default_library, find_manifests, load
+
+__all__ = [
+    "ABI_VERSION", "ArtifactError", "Features", "KDA2Error", "KDA2InputError", "KDA2LaunchError",
+    "KDA2RecurrentArgs", "Library", "default_library", "find_manifests", "fused_recurrent_kda",
+    "fused_recurrent_kda_pool", "load",
+]

@@ -1,0 +1,169 @@
+"""A loaded `lib<spec>.<arch>.so`: its manifest facts, bound C functions, and the raw launch entry.
+
+Construction (in `kda2.runtime.loader`) has already verified the files; this module only binds and
+cross-checks. The hot path (`Library._fwd`, `Library.args`) is kept to plain attributes so that the
+torch API spends its per-call budget on validation, not on lookups.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from kda2.runtime import abi
+from kda2.runtime.errors import ArtifactError, KDA2LaunchError
+
+#: cudaErrorNoKernelImageForDevice: the .so has no code for this GPU (wrong arch picked or forced).
+_CUDA_NO_KERNEL_IMAGE = 209
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the library was compiled to accept (manifest `features`)."""
+
+    gate_modes: tuple[str, ...]
+    qk_l2norm: bool
+    beta_sigmoid: bool
+    gva_ratios: tuple[int, ...]
+    varlen: bool
+    state_dtype: str
+    state_layouts: tuple[str, ...]
+
+    @classmethod
+    def from_manifest(cls, f: Mapping[str, Any], where: str) -> "Features":
+        try:
+            return cls(
+                gate_modes=tuple(f["gate_modes"]),
+                qk_l2norm=bool(f["qk_l2norm"]),
+                beta_sigmoid=bool(f["beta_sigmoid"]),
+                gva_ratios=tuple(int(r) for r in f["gva_ratios"]),
+                varlen=bool(f["varlen"]),
+                state_dtype=str(f["state_dtype"]),
+                state_layouts=tuple(f["state_layouts"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtifactError(f"{where}: field 'features' is malformed ({exc!r})") from exc
+
+
+class Library:
+    """One loaded recurrent KDA library. Use `kda2.runtime.load(...)` to get one (it caches)."""
+
+    def __init__(self, manifest_path: Path, manifest: Mapping[str, Any], so_path: Path):
+        self.manifest_path = manifest_path
+        self.root = manifest_path.parent
+        self.manifest = manifest
+        self.so_path = so_path
+        where = str(manifest_path)
+        try:
+            self.spec: str = manifest["spec"]
+            self.arch: str = manifest["arch"]
+            self.family: str = manifest["family"]
+            self.k: int = int(manifest["k"])
+            self.v: int = int(manifest["v"])
+            self.buckets: tuple[int, ...] = tuple(sorted(int(b) for b in manifest["buckets"]))
+            self.variants: list[dict] = list(manifest["variants"])
+            self.dispatch: list[dict] = list(manifest["dispatch"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtifactError(f"{where}: manifest is missing or has a malformed field ({exc!r})") from exc
+        if self.family != "recurrent":
+            raise ArtifactError(f"{where}: family {self.family!r} is not supported by this runtime "
+                                "(allowed: 'recurrent')")
+        self.features = Features.from_manifest(manifest.get("features", {}), where)
+        self.max_bucket: int = self.buckets[-1]
+
+        self._dll = ctypes.CDLL(str(so_path))
+        for name, (restype, argtypes) in abi.FUNCTIONS.items():
+            try:
+                fn = getattr(self._dll, name)
+            except AttributeError as exc:
+                raise ArtifactError(f"{so_path}: does not export {name}() of kda2_abi.h; "
+                                    "rebuild it with this kda2 (`scons`)") from exc
+            fn.restype, fn.argtypes = restype, argtypes
+        # Bound once: the hot path calls self._fwd(addr, max_seqlen, stream) with no lookups.
+        self._fwd = self._dll.kda2_recurrent_fwd
+        self._launch = self._dll.kda2_launch
+        self._select = self._dll.kda2_select
+        self._tls = threading.local()
+        self._checked_devices: set[int] = set()
+        self._cross_check()
+
+    # -- load-time checks ------------------------------------------------------------------------
+    def _cross_check(self) -> None:
+        """The .so must describe itself exactly as the manifest does (guards against mixed builds)."""
+        so, mf = self.so_path, self.manifest_path
+        version = self._dll.kda2_abi_version()
+        if version != abi.ABI_VERSION:
+            raise ArtifactError(f"{so}: kda2_abi_version() = {version}, this runtime speaks ABI "
+                                f"{abi.ABI_VERSION}; rebuild the library (`scons`) or use a matching kda2")
+        raw = self._dll.kda2_library_json()
+        try:
+            info = json.loads(raw.decode() if raw else "")
+        except ValueError as exc:
+            raise ArtifactError(f"{so}: kda2_library_json() is not valid JSON ({exc})") from exc
+        for key in ("spec", "arch"):
+            if info.get(key) != self.manifest[key]:
+                raise ArtifactError(f"{so}: kda2_library_json() says {key}={info.get(key)!r} but {mf} "
+                                    f"says {self.manifest[key]!r}; the build directory mixes two builds")
+        so_ids = [(int(v.get("index", i)), v.get("id")) for i, v in enumerate(info.get("variants", []))]
+        mf_ids = [(int(v["index"]), v["id"]) for v in self.variants]
+        if sorted(so_ids) != sorted(mf_ids):
+            raise ArtifactError(f"{so}: variants {so_ids} differ from the manifest's {mf_ids} ({mf})")
+        n = self._dll.kda2_num_variants()
+        if n != len(self.variants):
+            raise ArtifactError(f"{so}: kda2_num_variants() = {n}, manifest lists {len(self.variants)}")
+        for entry in self.dispatch:
+            v_first = 1 if entry["state_layout"] == "v_first" else 0
+            got = self._select(v_first, int(entry["bucket"]))
+            if got != int(entry["index"]):
+                raise ArtifactError(f"{so}: kda2_select({entry['state_layout']}, {entry['bucket']}) = {got}, "
+                                    f"manifest dispatch says {entry['index']} ({mf})")
+
+    def check_device(self, device_index: int, capability: tuple[int, int]) -> None:
+        """Refuse, once per device, a GPU this arch's SASS cannot run on (clearer than error 209)."""
+        from kda2.runtime.device import arch_preference
+
+        if self.arch not in arch_preference(capability):
+            raise ArtifactError(
+                f"{self.manifest_path}: built for {self.arch}, which cannot run on cuda:{device_index} "
+                f"(compute capability {capability[0]}.{capability[1]}); build the spec for "
+                f"{(arch_preference(capability) or ['a matching arch'])[0]}")
+        self._checked_devices.add(device_index)
+
+    # -- launching ---------------------------------------------------------------------------------
+    def args(self) -> abi.KDA2RecurrentArgs:
+        """This thread's reusable args struct (the C side copies it during the call, so reuse is safe)."""
+        a = getattr(self._tls, "args", None)
+        if a is None:
+            a = self._tls.args = abi.KDA2RecurrentArgs()
+        return a
+
+    def select(self, state_v_first: bool, max_seqlen: int) -> int:
+        """Variant index the dispatch table picks; raises KDA2LaunchError on a KDA2Status."""
+        rc = self._select(1 if state_v_first else 0, int(max_seqlen))
+        if rc < 0:
+            raise self.error(rc)
+        return rc
+
+    def launch_raw(self, args: abi.KDA2RecurrentArgs, max_seqlen: int, stream_handle: int = 0) -> None:
+        """kda2_recurrent_fwd with caller-built args (raw device pointers); no validation at all."""
+        rc = self._fwd(ctypes.addressof(args), int(max_seqlen), stream_handle or None)
+        if rc:
+            raise self.error(rc)
+
+    def launch_variant(self, index: int, args: abi.KDA2RecurrentArgs, stream_handle: int = 0) -> None:
+        """kda2_launch of one variant by index (what `kda2 tune` needs to time each candidate)."""
+        rc = self._launch(int(index), ctypes.addressof(args), stream_handle or None)
+        if rc:
+            raise self.error(rc)
+
+    def error(self, rc: int) -> KDA2LaunchError:
+        msg = f"{self.so_path.name} (spec {self.spec}, {self.arch}): {abi.describe_rc(rc)}"
+        if rc == _CUDA_NO_KERNEL_IMAGE:
+            msg += f"; this GPU cannot run {self.arch} code, build the spec for this GPU's arch"
+        return KDA2LaunchError(msg, rc)
+
+    def __repr__(self) -> str:
+        return f"Library(spec={self.spec!r}, arch={self.arch!r}, k={self.k}, v={self.v}, path='{self.manifest_path}')"

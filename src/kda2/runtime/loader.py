@@ -1,0 +1,244 @@
+"""Find, verify and load built libraries: `load(...)`, `default_library()`.
+
+Layout produced by the build (all manifest paths are relative to the manifest's directory):
+    build/<spec>/<arch>/manifest.json, lib<spec>.<arch>.so, <variant id>/kernel.cubin, ...
+Every file listed in the manifest is checked against its sha256 before the .so is dlopen'ed, so a
+half-copied or mixed-up deployment fails with the file's name instead of a wrong answer.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from kda2.runtime import abi
+from kda2.runtime.device import arch_preference, current_capability
+from kda2.runtime.errors import ArtifactError
+from kda2.runtime.library import Library
+
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = 1
+ENV_LIBRARY = "KDA2_LIBRARY"
+ENV_BUILD_DIR = "KDA2_BUILD_DIR"
+
+_lock = threading.Lock()
+_cache: dict[Path, tuple[str, Library]] = {}  # resolved manifest path -> (manifest sha256, library)
+_default: Library | None = None
+
+_HOW_TO_BUILD = ("build it from the repository root with `scons` (or `kda2 build`), "
+                 "or point to another build with KDA2_LIBRARY=<path to manifest.json>")
+
+
+def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verify: bool = True) -> Library:
+    """Load a built library.
+
+    `manifest_or_spec_dir` is a manifest.json, a `build/<spec>/<arch>` directory, a `build/<spec>`
+    directory (the arch is then chosen for the current GPU, or given by `arch`), or a bare spec name
+    looked up under `$KDA2_BUILD_DIR` (default ./build). `verify` checks every file's sha256.
+    Libraries are cached per manifest path: loading twice returns the same object.
+    """
+    manifest_path = _resolve(Path(manifest_or_spec_dir), arch)
+    raw = _read_bytes(manifest_path, what="manifest")
+    digest = hashlib.sha256(raw).hexdigest()
+    with _lock:
+        hit = _cache.get(manifest_path)
+        if hit is not None:
+            if hit[0] != digest:
+                # dlopen of the same path returns the already-mapped copy; a rebuilt .so cannot be reloaded.
+                raise ArtifactError(f"{manifest_path} changed since it was loaded in this process; "
+                                    "restart the process to load the rebuilt library")
+            return hit[1]
+        manifest = _parse(manifest_path, raw)
+        if arch is not None and manifest.get("arch") != arch:
+            raise ArtifactError(f"{manifest_path}: built for arch {manifest.get('arch')!r}, not the requested {arch!r}")
+        if verify:
+            verify_files(manifest_path, manifest)
+        so_path = _member(manifest_path, manifest["library"]["path"])
+        if not so_path.is_file():
+            raise ArtifactError(f"missing library {so_path} (listed in {manifest_path}); {_HOW_TO_BUILD}")
+        _preload_cudart()
+        try:
+            lib = Library(manifest_path, manifest, so_path)
+        except OSError as exc:
+            hint = f"; {_cudart_hint}" if "cudart" in str(exc) and _cudart_hint else ""
+            raise ArtifactError(f"cannot load {so_path}: {exc}{hint}") from exc
+        _cache[manifest_path] = (digest, lib)
+        return lib
+
+
+def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
+    """Check each file of `manifest['files']` exists and matches its sha256; raise on the first that doesn't."""
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise ArtifactError(f"{manifest_path}: no 'files' table to verify against; rebuild ({_HOW_TO_BUILD})")
+    lib_rel = manifest["library"]["path"]
+    if lib_rel not in files:
+        raise ArtifactError(f"{manifest_path}: library {lib_rel!r} is not listed under 'files'")
+    if manifest["library"].get("sha256") not in (None, files[lib_rel]):
+        raise ArtifactError(f"{manifest_path}: library.sha256 disagrees with files[{lib_rel!r}]")
+    for rel, expected in sorted(files.items()):
+        path = _member(manifest_path, rel)
+        if not path.is_file():
+            raise ArtifactError(f"missing artifact {path} (listed in {manifest_path}); {_HOW_TO_BUILD}")
+        actual = _sha256_file(path)
+        if actual != expected:
+            raise ArtifactError(f"corrupt artifact {path}: sha256 {actual}, manifest {manifest_path} expects "
+                                f"{expected}; rebuild it ({_HOW_TO_BUILD})")
+
+
+def default_library() -> Library:
+    """The library used when `library=` is not passed (cached after the first call).
+
+    $KDA2_LIBRARY (a manifest path or directory) wins; otherwise the one recurrent spec under
+    $KDA2_BUILD_DIR (default ./build) that has a build for the current GPU.
+    """
+    global _default
+    lib = _default
+    if lib is not None:
+        return lib
+    env = os.environ.get(ENV_LIBRARY)
+    if env:
+        lib = load(env)
+    else:
+        lib = load(_discover())
+    _default = lib
+    return lib
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get(ENV_BUILD_DIR) or "build")
+
+
+def find_manifests(root: Path | None = None) -> list[Path]:
+    """Every build/<spec>/<arch>/manifest.json under `root` (default build_dir())."""
+    root = build_dir() if root is None else root
+    return sorted(root.glob(f"*/*/{MANIFEST}"))
+
+
+def _discover() -> Path:
+    root = build_dir()
+    found = [p for p in find_manifests(root) if _family(p) == "recurrent"]
+    if not found:
+        raise ArtifactError(f"no built recurrent library under {root.resolve()} (looked for "
+                            f"<spec>/<arch>/{MANIFEST}); {_HOW_TO_BUILD}")
+    prefs = arch_preference(current_capability())
+    best: dict[str, Path] = {}
+    for p in found:  # per spec, the most preferred arch that was built
+        spec, a = p.parent.parent.name, p.parent.name
+        if a in prefs and (spec not in best or prefs.index(a) < prefs.index(best[spec].parent.name)):
+            best[spec] = p
+    if not best:
+        raise ArtifactError(f"no build under {root.resolve()} runs on this GPU (archs it can run: {prefs}); "
+                            f"found: {', '.join(str(p) for p in found)}")
+    if len(best) > 1:
+        listing = ", ".join(str(p) for p in best.values())
+        raise ArtifactError(f"more than one recurrent library fits this GPU: {listing}; "
+                            f"pass library=kda2.runtime.load(path) or set {ENV_LIBRARY}=<manifest.json>")
+    return next(iter(best.values()))
+
+
+def _resolve(path: Path, arch: str | None) -> Path:
+    """Turn any accepted spelling of a build into the manifest path (not yet read)."""
+    if not path.exists() and len(path.parts) == 1:  # a bare spec name
+        path = build_dir() / path
+    if path.is_file():
+        return path.resolve()
+    if (path / MANIFEST).is_file():
+        return (path / MANIFEST).resolve()
+    if path.is_dir():
+        archs = sorted(p.parent.name for p in path.glob(f"*/{MANIFEST}"))
+        if not archs:
+            raise ArtifactError(f"no {MANIFEST} in {path} or its arch subdirectories; {_HOW_TO_BUILD}")
+        if arch is not None:
+            if arch not in archs:
+                raise ArtifactError(f"{path} has no build for {arch} (built: {', '.join(archs)}); "
+                                    f"add {arch} to the spec's archs and rebuild")
+            return (path / arch / MANIFEST).resolve()
+        prefs = arch_preference(current_capability())
+        for a in prefs:
+            if a in archs:
+                return (path / a / MANIFEST).resolve()
+        raise ArtifactError(f"{path}: built archs {archs} cannot run on this GPU (it runs {prefs}); "
+                            "add one to the spec's archs, or pass arch= to force one")
+    raise ArtifactError(f"missing manifest: {path} does not exist; {_HOW_TO_BUILD}")
+
+
+def _parse(manifest_path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        manifest = json.loads(raw)
+    except ValueError as exc:
+        raise ArtifactError(f"{manifest_path}: not valid JSON ({exc}); rebuild ({_HOW_TO_BUILD})") from exc
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{manifest_path}: expected a JSON object")
+    if manifest.get("schema") != MANIFEST_SCHEMA:
+        raise ArtifactError(f"{manifest_path}: manifest schema {manifest.get('schema')!r}, this runtime reads "
+                            f"schema {MANIFEST_SCHEMA}; rebuild with this kda2 or upgrade the runtime")
+    if manifest.get("abi_version") != abi.ABI_VERSION:
+        raise ArtifactError(f"{manifest_path}: abi_version {manifest.get('abi_version')!r}, this runtime speaks "
+                            f"ABI {abi.ABI_VERSION}; rebuild with this kda2 or use the kda2 that built it")
+    if not isinstance(manifest.get("library"), dict) or "path" not in manifest["library"]:
+        raise ArtifactError(f"{manifest_path}: field 'library.path' is missing")
+    return manifest
+
+
+def _member(manifest_path: Path, rel: str) -> Path:
+    """A manifest-relative path, refused if it would escape the manifest's directory."""
+    root = manifest_path.parent
+    path = (root / rel).resolve()
+    if os.path.isabs(rel) or root.resolve() not in (path, *path.parents):
+        raise ArtifactError(f"{manifest_path}: path {rel!r} leaves the build directory")
+    return path
+
+
+def _family(manifest_path: Path) -> str | None:
+    try:
+        return json.loads(manifest_path.read_bytes()).get("family")
+    except (OSError, ValueError):
+        return None
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"missing {what} {path}; {_HOW_TO_BUILD}") from exc
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _preload_cudart() -> None:
+    """Map libcudart.so.13 before dlopen'ing a library that links it dynamically.
+
+    On the GPU host cudart lives in a pip wheel (nvidia-cuda-runtime) that the system loader does not
+    search; once pathfinder has loaded it, the .so's DT_NEEDED entry resolves to that copy by soname.
+    If pathfinder cannot find it we still try dlopen (LD_LIBRARY_PATH may have it), and translate a
+    failure there into a message naming cudart.
+    """
+    try:
+        from cuda import pathfinder
+
+        pathfinder.load_nvidia_dynamic_lib("cudart")
+    except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and friends; checked again at dlopen
+        global _cudart_hint
+        _cudart_hint = (f"libcudart was not found by cuda.pathfinder ({type(exc).__name__}: {exc}); "
+                        "install nvidia-cuda-runtime (pip) or add the CUDA toolkit's lib dir to LD_LIBRARY_PATH")
+
+
+_cudart_hint: str | None = None
+
+
+def clear_cache() -> None:
+    """Forget cached Library objects (tests). The .so files stay mapped: dlclose is never safe here."""
+    global _default
+    with _lock:
+        _cache.clear()
+        _default = None

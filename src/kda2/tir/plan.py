@@ -1,0 +1,148 @@
+"""The TIR stage's entry points: config -> PrimFunc -> `kda2.bank_pad` pass -> plan.json + dumps.
+
+TVM is imported lazily, inside the functions: `import kda2.tir` stays cheap.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from kda2.tir.errors import TirBudgetError, TirConfigError
+
+PLAN_SCHEMA = 1
+PASS_NAME = "kda2.bank_pad"           # mirrors bankpass.PASS_NAME without importing TVM
+_STAGINGS = ("smem", "direct")
+_K_MAPS = ("strided", "blocked")
+
+
+def _int_field(c: Mapping[str, Any], key: str) -> int:
+    if key not in c:
+        raise TirConfigError(f"config has no {key!r} (the TIR stage needs k, warps, v_per_warp, "
+                             f"staging, and k_map for staging=smem)")
+    value = c[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise TirConfigError(f"config field {key!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_config(config: Mapping[str, Any]) -> dict:
+    """The fields the TIR stage reads, validated; raises TirConfigError naming the field."""
+    c = dict(config)
+    if c.get("family", "recurrent") != "recurrent":
+        raise TirConfigError(f"TIR stage models family 'recurrent' only, got {c.get('family')!r}")
+    k, warps, vpw = _int_field(c, "k"), _int_field(c, "warps"), _int_field(c, "v_per_warp")
+    if k % 32:
+        raise TirConfigError(f"config field 'k' must be a multiple of 32 (one row per lane), got {k}")
+    staging = c.get("staging")
+    if staging not in _STAGINGS:
+        raise TirConfigError(f"config field 'staging' must be one of {_STAGINGS}, got {staging!r}")
+    k_map = c.get("k_map")
+    if staging == "smem" and k_map not in _K_MAPS:
+        raise TirConfigError(f"config field 'k_map' must be one of {_K_MAPS}, got {k_map!r}")
+    return {"k": k, "warps": warps, "v_per_warp": vpw, "staging": staging, "k_map": k_map}
+
+
+def _label(config: Mapping[str, Any]) -> str:
+    from kda2.variant import variant_id, variant_name
+    try:
+        return variant_name(config)
+    except (KeyError, TypeError):
+        return f"variant {variant_id(config)}"
+
+
+def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bool = True) -> dict:
+    """Plan the shared-memory staging of one variant (see the package docstring for the keys).
+
+    Raises TirBudgetError when even the unpadded tile exceeds ``smem_budget`` bytes, and
+    TirConfigError for a config the model cannot represent.
+    """
+    if isinstance(smem_budget, bool) or not isinstance(smem_budget, int) or smem_budget < 0:
+        raise TirConfigError(f"smem_budget must be a non-negative integer, got {smem_budget!r}")
+    c = check_config(config)
+    import tvm
+
+    from kda2.tir import bankpass, staging
+
+    geo = staging.tile_geometry(c["k"], c["warps"], c["v_per_warp"])
+    if c["staging"] == "direct":
+        func = staging.direct_staging_func(c["k"], c["warps"], c["v_per_warp"])
+    else:
+        func = staging.smem_staging_func(c["k"], c["warps"], c["v_per_warp"], c["k_map"])
+    mod = tvm.IRModule({"main": func})
+    after_mod = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(mod)
+    after = after_mod["main"]
+    plan: dict[str, Any] = {
+        "schema": PLAN_SCHEMA,
+        "staging": c["staging"],
+        "tile": [geo["K"], geo["BV"]],
+        "threads": geo["NT"],
+        "smem_budget": smem_budget,
+    }
+    if c["staging"] == "direct":
+        plan.update({
+            "smem_stride": 0, "smem_pad": 0, "smem_bytes": 0,
+            "vector_width": geo["VEC"], "coop_vector_width": 0,
+            "conflicts_before": {}, "conflicts_after": {},
+            "pass": {"name": PASS_NAME, "enabled": enable_pass, "candidates": {},
+                     "note": "no shared buffer: nothing to pad"},
+        })
+    else:
+        record = bankpass.to_python(after.attrs[bankpass.ATTR])
+        if not record["fits"]:
+            need = geo["K"] * geo["BV"] * 4
+            raise TirBudgetError(f"{_label(config)}: shared-memory state tile needs {need} bytes "
+                                 f"(K={geo['K']} x BV={geo['BV']} fp32), budget is {smem_budget} bytes")
+        (buf,) = record["buffers"].values()
+        plan.update({
+            "smem_stride": buf["row_stride"],
+            "smem_pad": buf["pad"],
+            "smem_bytes": buf["bytes"],
+            "vector_width": buf["vector_widths"]["read"],
+            "coop_vector_width": buf["vector_widths"]["fill"],
+            "conflicts_before": buf["conflicts_before"],
+            "conflicts_after": buf["conflicts_after"],
+            "pass": {"name": PASS_NAME, "enabled": enable_pass,
+                     "candidates": buf["candidates"], "misaligned": buf["misaligned"]},
+        })
+    plan["tir_before"] = func.script()
+    plan["tir_after"] = after.script()
+    return plan
+
+
+def _atomic_write(path: str | os.PathLike, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def plan_json_text(plan: Mapping[str, Any]) -> str:
+    """The plan.json bytes: the plan without the two TIR texts, key-sorted, indented."""
+    body = {k: v for k, v in plan.items() if k not in ("tir_before", "tir_after")}
+    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+
+def write_plan(config: Mapping[str, Any], smem_budget: int, plan_json_path: str | os.PathLike,
+               before_path: str | os.PathLike, after_path: str | os.PathLike, *,
+               enable_pass: bool = True) -> dict:
+    """Plan the variant and write plan.json and the before/after TIR dumps (each atomically).
+
+    Nothing is written when planning fails (e.g. TirBudgetError). Returns the full plan.
+    """
+    plan = plan_variant(config, smem_budget, enable_pass=enable_pass)
+    for path, text in ((before_path, plan["tir_before"]), (after_path, plan["tir_after"])):
+        _atomic_write(path, text if text.endswith("\n") else text + "\n")
+    _atomic_write(plan_json_path, plan_json_text(plan))
+    return plan

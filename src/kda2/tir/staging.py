@@ -1,0 +1,115 @@
+"""TVMScript models of how a recurrent variant stages its fp32 state tile.
+
+The TVMScript parser reads the decorated function's source (`inspect.getsource`), so these
+PrimFuncs must live in a real .py file. They are parameterised by closure constants: each builder
+call parses a fresh PrimFunc whose loop extents and index arithmetic are plain integers.
+
+Only this module and the pass import TVM; import it lazily (`import tvm` costs about a second).
+
+The smem model, for a CTA of W warps (NT = 32*W threads) owning BV = W*v_per_warp value columns of
+a [K, BV] fp32 state tile, in the order the CUDA kernel runs it:
+
+1. ``fill``  (global -> smem): all threads, CV-float vectors, row-major over the tile.
+2. ``read``  (smem -> registers): warp w, lane l, key rows of the lane (``k_map``), VEC-float
+   vectors over the warp's own v_per_warp columns.
+3. ``write`` (registers -> smem): the same addresses as ``read``.
+4. ``drain`` (smem -> global): the same addresses as ``fill``.
+
+Each phase is the outermost loop annotated ``{"kda2.access": name}``; the bank pass names the
+shared accesses it finds by that annotation.
+"""
+import functools
+
+import tvm
+from tvm.script import tirx as T
+
+#: Name of the PrimFunc (and so of the kernel, were it compiled).
+SMEM_SYMBOL = "kda2_smem_stage"
+DIRECT_SYMBOL = "kda2_direct_stage"
+
+
+def widest_vector(n: int) -> int:
+    """Largest of 4, 2, 1 floats that divides ``n`` (a float4 access needs 16-byte alignment)."""
+    for width in (4, 2, 1):
+        if n % width == 0:
+            return width
+    raise AssertionError("unreachable")
+
+
+def tile_geometry(k: int, warps: int, v_per_warp: int) -> dict:
+    """The integers the smem model is built from (also what the tests recompute independently)."""
+    bv = warps * v_per_warp
+    nt = 32 * warps
+    cv = widest_vector(bv)
+    vec = widest_vector(v_per_warp)
+    nv = k * bv // cv
+    return {"K": k, "BV": bv, "NT": nt, "CV": cv, "VEC": vec, "NV": nv,
+            "FILL": -(-nv // nt), "KI": k // 32, "NJ": v_per_warp // vec}
+
+
+@functools.lru_cache(maxsize=256)
+def smem_staging_func(k: int, warps: int, v_per_warp: int, k_map: str) -> "tvm.tirx.PrimFunc":
+    """PrimFunc modelling the smem staging of one CTA (cached: PrimFuncs are immutable)."""
+    g = tile_geometry(k, warps, v_per_warp)
+    K, BV, NT, CV, VEC, NV = g["K"], g["BV"], g["NT"], g["CV"], g["VEC"], g["NV"]
+    FILL, KI, NJ = g["FILL"], g["KI"], g["NJ"]
+    BVC = BV // CV          # CV-float vectors per tile row
+    VPW = v_per_warp
+    blocked = k_map == "blocked"
+    model = {"family": "recurrent", "k": K, "warps": warps, "v_per_warp": VPW, "k_map": k_map,
+             "tile": [K, BV], "threads": NT, "coop_vector": CV, "compute_vector": VEC}
+
+    # `blocked` is a Python constant: the parser evaluates `if blocked:` and keeps one branch.
+    @T.prim_func
+    def kda2_smem_stage(state_ptr: T.handle):
+        T.func_attr({"global_symbol": SMEM_SYMBOL, "kda2.model": model})
+        state = T.match_buffer(state_ptr, (K, BV), "float32")
+        T.device_entry()
+        tx = T.thread_id([NT])
+        sm = T.alloc_shared((K, BV), "float32")
+        reg = T.alloc_local((KI * VPW,), "float32")
+        for it in T.serial(FILL, annotations={"kda2.access": "fill"}):
+            if it * NT + tx < NV:
+                for v in T.vectorized(CV):
+                    sm[(it * NT + tx) // BVC, (it * NT + tx) % BVC * CV + v] = state[
+                        (it * NT + tx) // BVC, (it * NT + tx) % BVC * CV + v]
+        T.cuda.cta_sync()
+        for i in T.serial(KI, annotations={"kda2.access": "read"}):
+            for j in T.serial(NJ):
+                for v in T.vectorized(VEC):
+                    if blocked:
+                        reg[i * VPW + j * VEC + v] = sm[tx % 32 * KI + i, tx // 32 * VPW + j * VEC + v]
+                    else:
+                        reg[i * VPW + j * VEC + v] = sm[tx % 32 + 32 * i, tx // 32 * VPW + j * VEC + v]
+        # (the recurrence updates the state in registers here)
+        for i in T.serial(KI, annotations={"kda2.access": "write"}):
+            for j in T.serial(NJ):
+                for v in T.vectorized(VEC):
+                    if blocked:
+                        sm[tx % 32 * KI + i, tx // 32 * VPW + j * VEC + v] = reg[i * VPW + j * VEC + v]
+                    else:
+                        sm[tx % 32 + 32 * i, tx // 32 * VPW + j * VEC + v] = reg[i * VPW + j * VEC + v]
+        T.cuda.cta_sync()
+        for it in T.serial(FILL, annotations={"kda2.access": "drain"}):
+            if it * NT + tx < NV:
+                for v in T.vectorized(CV):
+                    state[(it * NT + tx) // BVC, (it * NT + tx) % BVC * CV + v] = sm[
+                        (it * NT + tx) // BVC, (it * NT + tx) % BVC * CV + v]
+
+    return kda2_smem_stage
+
+
+@functools.lru_cache(maxsize=16)
+def direct_staging_func(k: int, warps: int, v_per_warp: int) -> "tvm.tirx.PrimFunc":
+    """Trivial PrimFunc for ``staging: direct``: there is no shared buffer to lay out."""
+    note = ("staging=direct: no shared-memory staging; each warp loads its state columns "
+            "straight from global memory into registers")
+    model = {"family": "recurrent", "k": k, "warps": warps, "v_per_warp": v_per_warp,
+             "staging": "direct", "note": note}
+
+    @T.prim_func
+    def kda2_direct_stage():
+        T.func_attr({"global_symbol": DIRECT_SYMBOL, "kda2.model": model})
+        T.evaluate(0)
+
+    return kda2_direct_stage

@@ -1,0 +1,356 @@
+"""kda2.rules: matching, actions, digests that ignore formatting, one-line errors, the lock."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kda2.rules import (LOCK_NAME, MATCHER_VERSION, Applied, RuleError, apply_rules, check_lock,
+                        load_rule, load_rules, rules_digest, unmatched, write_lock)
+
+REPO = Path(__file__).resolve().parents[1]
+REAL_RULES = REPO / "rules"
+
+CONFIG: dict[str, Any] = {
+    "family": "recurrent", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 64,
+    "state_layout": "k_first", "v_per_warp": 8, "warps": 4, "staging": "smem", "k_map": "strided",
+    "reduce": "butterfly", "gate_modes": ("lower_bound", "precomputed", "softplus"),
+    "qk_l2norm": True, "beta_sigmoid": True, "varlen": True,
+}
+
+
+def cfg(**changes: Any) -> dict[str, Any]:
+    return {**CONFIG, **changes}
+
+
+def rule_text(id: int, body: str, version: int = 1) -> str:
+    return f"id: {id}\nversion: {version}\n{body}reason: because\nevidence: test log\n"
+
+
+def write_rule(directory: Path, name: str, body: str, version: int = 1) -> Path:
+    path = directory / name
+    path.write_text(rule_text(int(name[:4]), body, version))
+    return path
+
+
+def load_error(path: Path) -> str:
+    with pytest.raises(RuleError) as info:
+        load_rule(path)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{path}: "), msg
+    return msg
+
+
+# --- the real rules ----------------------------------------------------------------------------
+
+def test_real_rules_load_and_are_locked() -> None:
+    rules = load_rules(REAL_RULES)
+    assert [r.id for r in rules][:2] == [1, 2]
+    assert check_lock(REAL_RULES) == []
+    forbid_smem_vf = rules[0]
+    assert forbid_smem_vf.action == "forbid"
+    assert forbid_smem_vf.matches(cfg(state_layout="v_first", staging="smem"))
+    assert not forbid_smem_vf.matches(cfg(state_layout="v_first", staging="direct"))
+    assert not forbid_smem_vf.matches(cfg(state_layout="k_first", staging="smem"))
+    applied = apply_rules(rules, cfg(arch="sm_80", staging="direct"))
+    assert "-Xptxas=-warn-spills" in applied.flags
+
+
+# --- matching ----------------------------------------------------------------------------------
+
+def test_match_scalar_list_and_config(tmp_path: Path) -> None:
+    scalar = load_rule(write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_80}\naction: forbid\n"))
+    assert scalar.matches(cfg(arch="sm_80")) and not scalar.matches(cfg(arch="sm_90a"))
+
+    any_of = load_rule(write_rule(tmp_path, "0002-b.yaml", "match: {bucket: [1, 64]}\naction: forbid\n"))
+    assert any_of.matches(cfg(bucket=1)) and any_of.matches(cfg(bucket=64))
+    assert not any_of.matches(cfg(bucket=1024))
+
+    both = load_rule(write_rule(tmp_path, "0003-c.yaml", (
+        "match:\n  arch: [sm_80, sm_86]\n  family: recurrent\n"
+        "  config: {staging: smem, v_per_warp: [8, 16]}\naction: forbid\n")))
+    assert both.matches(cfg(arch="sm_86", staging="smem", v_per_warp=16))
+    assert not both.matches(cfg(arch="sm_86", staging="direct", v_per_warp=16))  # one predicate fails
+    assert not both.matches(cfg(arch="sm_86", staging="smem", v_per_warp=4))
+    assert not both.matches(cfg(arch="sm_90", staging="smem", v_per_warp=16))
+    partial = {k: v for k, v in cfg(arch="sm_80", v_per_warp=8).items() if k != "staging"}
+    assert not both.matches(partial)  # a field the config lacks cannot hold
+
+    everything = load_rule(write_rule(tmp_path, "0004-d.yaml", "match: {}\naction: forbid\n"))
+    assert everything.matches(CONFIG)
+
+
+def test_match_list_valued_field(tmp_path: Path) -> None:
+    one = load_rule(write_rule(tmp_path, "0001-a.yaml", (
+        "match: {config: {gate_modes: [lower_bound, precomputed, softplus]}}\naction: forbid\n")))
+    assert one.matches(CONFIG)  # the config holds a tuple, the rule a list: same value
+    assert not one.matches(cfg(gate_modes=("softplus",)))
+    any_of = load_rule(write_rule(tmp_path, "0002-b.yaml", (
+        "match: {config: {gate_modes: [[softplus], [precomputed]]}}\naction: forbid\n")))
+    assert any_of.matches(cfg(gate_modes=["softplus"]))
+    assert not any_of.matches(CONFIG)
+
+
+def test_bool_does_not_match_int(tmp_path: Path) -> None:
+    msg = load_error(write_rule(tmp_path, "0001-a.yaml", "match: {config: {qk_l2norm: 1}}\naction: forbid\n"))
+    assert "match.config.qk_l2norm: not an allowed value; allowed: false, true (got 1)" in msg
+    msg = load_error(write_rule(tmp_path, "0001-a.yaml", "match: {config: {warps: true}}\naction: forbid\n"))
+    assert "match.config.warps:" in msg and "(got true)" in msg
+
+
+# --- actions -----------------------------------------------------------------------------------
+
+def test_forbid_set_flags_in_id_order(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0001-set.yaml", "match: {arch: sm_80, config: {v_per_warp: 16}}\n"
+                                          "action: set\nset: {v_per_warp: 8, staging: direct}\n")
+    write_rule(tmp_path, "0002-flags.yaml", "match: {config: {v_per_warp: 8}}\n"
+                                            "action: flags\nflags: [-Xptxas=-O3, -lineinfo]\n")
+    write_rule(tmp_path, "0003-forbid.yaml", "match: {bucket: 1024}\naction: forbid\n")
+    write_rule(tmp_path, "0004-late-flags.yaml", "match: {}\naction: flags\nflags: [-DLATE]\n")
+    rules = load_rules(tmp_path)
+
+    # rule 2 sees the config as rule 1 left it
+    applied = apply_rules(list(reversed(rules)), cfg(arch="sm_80", v_per_warp=16))
+    assert isinstance(applied, Applied)
+    assert applied.config == cfg(arch="sm_80", v_per_warp=8, staging="direct")
+    assert applied.flags == ("-Xptxas=-O3", "-lineinfo", "-DLATE")
+    assert [r.id for r in applied.matched] == [1, 2, 4]
+
+    # forbid stops: the later flags rule is not reached
+    applied = apply_rules(rules, cfg(bucket=1024, v_per_warp=4))
+    assert applied.config is None
+    assert [r.id for r in applied.matched] == [3]
+
+    # the input is not modified
+    original = cfg(arch="sm_80", v_per_warp=16)
+    apply_rules(rules, original)
+    assert original == cfg(arch="sm_80", v_per_warp=16)
+
+
+def test_no_match_digest_is_constant(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_80}\naction: forbid\n")
+    rules = load_rules(tmp_path)
+    a = apply_rules(rules, cfg(bucket=1))
+    b = apply_rules([], cfg(bucket=4096, warps=8))
+    assert a.matched == () and a.config == cfg(bucket=1) and a.flags == ()
+    assert a.digest == b.digest == rules_digest([])
+    assert apply_rules(rules, cfg(arch="sm_80")).digest != a.digest
+
+
+def test_digest_covers_only_matched_rules(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_80}\naction: flags\nflags: [-DA]\n")
+    before = apply_rules(load_rules(tmp_path), cfg(arch="sm_80")).digest
+    write_rule(tmp_path, "0002-b.yaml", "match: {arch: sm_90}\naction: forbid\n")
+    assert apply_rules(load_rules(tmp_path), cfg(arch="sm_80")).digest == before
+    write_rule(tmp_path, "0003-c.yaml", "match: {arch: sm_80}\naction: flags\nflags: [-DC]\n")
+    assert apply_rules(load_rules(tmp_path), cfg(arch="sm_80")).digest != before
+
+
+def test_matcher_version_is_in_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MATCHER_VERSION == 1
+    before = rules_digest([])
+    monkeypatch.setattr("kda2.rules.MATCHER_VERSION", 2)
+    assert rules_digest([]) != before
+
+
+# --- digests and formatting --------------------------------------------------------------------
+
+def test_body_digest_ignores_formatting(tmp_path: Path) -> None:
+    plain = tmp_path / "0007-x.yaml"
+    plain.write_text("id: 7\nversion: 1\nmatch: {arch: sm_80, config: {staging: smem}}\n"
+                     "action: set\nset: {staging: direct}\nreason: why\nevidence: log\n")
+    reformatted = tmp_path / "sub" / "0007-x.yaml"
+    reformatted.parent.mkdir()
+    reformatted.write_text(
+        "# a comment\nevidence:   log   # trailing comment\nreason: 'why'\n\n"
+        "action: set\nset:\n    staging: direct\nmatch:\n  config:\n    staging: smem\n"
+        "  arch: sm_80\nversion: 1\nid: 7\n")
+    a, b = load_rule(plain), load_rule(reformatted)
+    assert a.body() == b.body()
+    assert a.body_digest() == b.body_digest()
+    assert "path" not in a.body() and a.path != b.path
+    assert apply_rules([a], cfg(arch="sm_80")).digest == apply_rules([b], cfg(arch="sm_80")).digest
+
+    edited = tmp_path / "0007-y.yaml"
+    edited.write_text(plain.read_text().replace("reason: why", "reason: why not"))
+    assert load_rule(edited).body_digest() != a.body_digest()
+    assert apply_rules([load_rule(edited)], cfg(arch="sm_80")).digest != \
+        apply_rules([a], cfg(arch="sm_80")).digest
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+def test_unknown_match_config_field(tmp_path: Path) -> None:
+    path = write_rule(tmp_path, "0003-x.yaml", "match: {config: {foo: 1}}\naction: forbid\n")
+    msg = load_error(path)
+    assert msg.startswith(f"{path}: match.config.foo: unknown field 'foo'; allowed: ")
+    assert "v_per_warp" in msg and "staging" in msg
+
+
+def test_unknown_match_key_and_top_level_field(tmp_path: Path) -> None:
+    msg = load_error(write_rule(tmp_path, "0003-x.yaml", "match: {gpu: h200}\naction: forbid\n"))
+    assert "match.gpu: unknown field 'gpu'; allowed: arch, family, bucket, config" in msg
+    msg = load_error(write_rule(tmp_path, "0003-x.yaml", "match: {}\naction: forbid\nseverity: high\n"))
+    assert "severity: unknown field 'severity'; allowed: id, version, match, action" in msg
+
+
+@pytest.mark.parametrize("body, parts", [
+    ("match: {arch: sm_75}\naction: forbid\n", ("match.arch: not an allowed value", "sm_80, sm_86", "(got 'sm_75')")),
+    ("match: {arch: [sm_80, sm_70]}\naction: forbid\n", ("match.arch:", "(got 'sm_70')")),
+    ("match: {arch: []}\naction: forbid\n", ("match.arch: must not be empty",)),
+    ("match: {family: chunk}\naction: forbid\n", ("match.family:", "allowed: recurrent", "(got 'chunk')")),
+    ("match: {bucket: big}\naction: forbid\n", ("match.bucket:", "allowed: int", "(got 'big')")),
+    ("match: {config: {staging: tma}}\naction: forbid\n", ("match.config.staging:", "allowed: smem, direct")),
+    ("match: {config: {gate_modes: softplus}}\naction: forbid\n", ("match.config.gate_modes:", "allowed: list")),
+    ("match: {}\naction: delete\n", ("action: not an allowed value", "allowed: forbid, set, flags")),
+    ("match: {}\naction: set\n", ("set: required when action is 'set'",)),
+    ("match: {}\naction: set\nset: {}\n", ("set: must not be empty",)),
+    ("match: {}\naction: set\nset: {v_per_warp: 12}\n", ("set.v_per_warp:", "allowed: 2, 4, 8, 16", "(got 12)")),
+    ("match: {}\naction: set\nset: {v_per_warp: [8, 16]}\n", ("set.v_per_warp:",)),
+    ("match: {}\naction: set\nset: {tiles: 2}\n", ("set.tiles: unknown field 'tiles'",)),
+    ("match: {}\naction: set\nset: {arch: sm_90}\n", ("set.arch: field 'arch' cannot be set", "allowed: k, v")),
+    ("match: {}\naction: flags\n", ("flags: required when action is 'flags'",)),
+    ("match: {}\naction: flags\nflags: []\n", ("flags: must not be empty",)),
+    ("match: {}\naction: flags\nflags: [-Xptxas -v]\n", ("flags[0]:", "(got '-Xptxas -v')")),
+    ("match: {}\naction: flags\nflags: [O3]\n", ("flags[0]:",)),
+    ("match: {}\naction: forbid\nflags: [-O3]\n", ("flags: only allowed when action is 'flags'",)),
+    ("match: {}\naction: forbid\nset: {warps: 2}\n", ("set: only allowed when action is 'set'",)),
+    ("action: forbid\n", ("match: required field is missing",)),
+])
+def test_rule_field_errors(tmp_path: Path, body: str, parts: tuple[str, ...]) -> None:
+    msg = load_error(write_rule(tmp_path, "0003-x.yaml", body))
+    for part in parts:
+        assert part in msg, (part, msg)
+
+
+@pytest.mark.parametrize("text, part", [
+    ("id: 3\nversion: 0\nmatch: {}\naction: forbid\nreason: r\nevidence: e\n", "version: out of range"),
+    ("id: 3\nversion: 1\nmatch: {}\naction: forbid\nreason: '  '\nevidence: e\n", "reason: must not be blank"),
+    ("id: 3\nversion: 1\nmatch: {}\naction: forbid\nreason: r\n", "evidence: required field is missing"),
+    ("id: 4\nversion: 1\nmatch: {}\naction: forbid\nreason: r\nevidence: e\n",
+     "id: must equal the number in the file name; allowed: 3 (got 4)"),
+    ("id: 3\nversion: 1\nmatch: {arch: [sm_80}\n", "malformed YAML"),
+])
+def test_rule_file_errors(tmp_path: Path, text: str, part: str) -> None:
+    path = tmp_path / "0003-x.yaml"
+    path.write_text(text)
+    with pytest.raises(RuleError) as info:
+        load_rule(path)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(str(path)) and part in msg, msg
+
+
+@pytest.mark.parametrize("name", ["3-x.yaml", "0003_x.yaml", "0003-X.yaml", "0003-x.yml", "notes.txt"])
+def test_bad_file_name(tmp_path: Path, name: str) -> None:
+    write_rule(tmp_path, "0001-ok.yaml", "match: {}\naction: forbid\n")
+    (tmp_path / name).write_text(rule_text(3, "match: {}\naction: forbid\n"))
+    with pytest.raises(RuleError) as info:
+        load_rules(tmp_path)
+    msg = str(info.value)
+    assert "\n" not in msg and name in msg and r"^\d{4}-[a-z0-9-]+\.yaml$" in msg, msg
+
+
+def test_ignored_files_and_sorting(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0010-b.yaml", "match: {}\naction: forbid\n")
+    write_rule(tmp_path, "0002-a.yaml", "match: {}\naction: forbid\n")
+    (tmp_path / "README.md").write_text("# rules\n")
+    (tmp_path / LOCK_NAME).write_text("{}\n")
+    (tmp_path / ".0002-a.yaml.swp").write_text("editor junk")
+    assert [r.id for r in load_rules(tmp_path)] == [2, 10]
+
+
+def test_duplicate_ids(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0003-a.yaml", "match: {}\naction: forbid\n")
+    write_rule(tmp_path, "0003-b.yaml", "match: {}\naction: forbid\n")
+    with pytest.raises(RuleError, match=r"0003-b\.yaml: id: duplicate rule id 3 \(also .*0003-a\.yaml\)"):
+        load_rules(tmp_path)
+
+
+# --- unmatched ---------------------------------------------------------------------------------
+
+def test_unmatched(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_80}\naction: set\nset: {warps: 2}\n")
+    write_rule(tmp_path, "0002-b.yaml", "match: {config: {warps: 2}}\naction: flags\nflags: [-DB]\n")
+    write_rule(tmp_path, "0003-c.yaml", "match: {arch: sm_86}\naction: forbid\n")
+    rules = load_rules(tmp_path)
+    # rule 2 only matches what rule 1 produced: still in use
+    assert [r.id for r in unmatched(rules, [cfg(arch="sm_80")])] == [3]
+    assert [r.id for r in unmatched(rules, [cfg(arch="sm_90a")])] == [1, 2, 3]
+    assert unmatched(rules, [cfg(arch="sm_80"), cfg(arch="sm_86")]) == []
+    assert [r.id for r in unmatched(rules, [])] == [1, 2, 3]
+
+
+# --- lock --------------------------------------------------------------------------------------
+
+def copy_rules(tmp_path: Path) -> Path:
+    target = tmp_path / "rules"
+    shutil.copytree(REAL_RULES, target)
+    return target
+
+
+def test_lock_detects_body_change_without_bump(tmp_path: Path) -> None:
+    rules_dir = copy_rules(tmp_path)
+    assert check_lock(rules_dir) == []
+    path = rules_dir / "0001-no-smem-staging-v-first.yaml"
+    path.write_text(path.read_text().replace("smem staging only adds", "smem staging merely adds"))
+    problems = check_lock(rules_dir)
+    assert problems == [f"{path}: body changed without a version bump (locked version 1); "
+                        "bump `version` and run `kda2 rules lock`"]
+    with pytest.raises(RuleError, match="body changed without a version bump"):
+        write_lock(rules_dir)
+
+    path.write_text(path.read_text().replace("version: 1", "version: 2"))
+    assert any("not locked" in p for p in check_lock(rules_dir))  # bumped, lock not yet rewritten
+    assert write_lock(rules_dir) == rules_dir / LOCK_NAME
+    assert check_lock(rules_dir) == []
+    assert json.loads((rules_dir / LOCK_NAME).read_text())["0001"]["version"] == 2
+
+
+def test_lock_ignores_formatting_edits(tmp_path: Path) -> None:
+    rules_dir = copy_rules(tmp_path)
+    path = rules_dir / "0002-sm80-warps.yaml"
+    path.write_text("# reformatted\n\n" + path.read_text().replace("flags: [", "flags:   ["))
+    assert check_lock(rules_dir) == []
+
+
+def test_lock_version_lower_missing_entry_and_orphan(tmp_path: Path) -> None:
+    rules_dir = copy_rules(tmp_path)
+    lock_path = rules_dir / LOCK_NAME
+    lock = json.loads(lock_path.read_text())
+    lock["0001"]["version"] = 3
+    lock["0042"] = {"version": 1, "digest": "0" * 64}
+    lock_path.write_text(json.dumps(lock))
+    write_rule(rules_dir, "0005-new.yaml", "match: {}\naction: forbid\n")
+    problems = check_lock(rules_dir)
+    assert len(problems) == 3, problems
+    assert any("0001-no-smem-staging-v-first.yaml: version 1 is lower than the locked version 3" in p
+               for p in problems)
+    assert any("0005-new.yaml: not in" in p for p in problems)
+    assert any("entry 0042 has no rule file" in p for p in problems)
+    assert all("\n" not in p for p in problems)
+    with pytest.raises(RuleError, match="lower than the locked version"):
+        write_lock(rules_dir)
+
+
+def test_write_lock_adds_new_rules_and_drops_orphans(tmp_path: Path) -> None:
+    rules_dir = copy_rules(tmp_path)
+    write_rule(rules_dir, "0005-new.yaml", "match: {}\naction: forbid\n")
+    (rules_dir / "0002-sm80-warps.yaml").unlink()
+    assert len(check_lock(rules_dir)) == 2
+    write_lock(rules_dir)
+    assert check_lock(rules_dir) == []
+    assert sorted(json.loads((rules_dir / LOCK_NAME).read_text())) == ["0001", "0005"]
+
+
+def test_missing_or_broken_lock(tmp_path: Path) -> None:
+    rules_dir = copy_rules(tmp_path)
+    (rules_dir / LOCK_NAME).unlink()
+    assert check_lock(rules_dir) == [f"{rules_dir / LOCK_NAME}: missing; run `kda2 rules lock`"]
+    (rules_dir / LOCK_NAME).write_text("{not json")
+    assert "unreadable" in check_lock(rules_dir)[0]
+    write_lock(rules_dir)
+    assert check_lock(rules_dir) == []

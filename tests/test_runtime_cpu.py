@@ -1,0 +1,590 @@
+"""kda2.runtime without a GPU: import hygiene, ABI layout, manifest verification, input validation.
+
+A fake `lib<spec>.<arch>.so` is compiled from a small C file against the real kda2_abi.h: it answers the
+ABI's queries from a generated table and records the args of each launch instead of running a kernel,
+so the whole path from the torch API to the C struct is checked here; only the kernel itself needs the GPU.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+if str(SRC) not in sys.path:  # the package may not be pip-installed
+    sys.path.insert(0, str(SRC))
+
+from kda2.runtime import abi, loader  # noqa: E402
+from kda2.runtime.errors import ArtifactError, KDA2InputError, KDA2LaunchError  # noqa: E402
+
+HEADER_DIR = SRC / "kda2" / "templates"
+CC = shutil.which("cc") or shutil.which("gcc")
+needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler to build the fake library")
+
+FEATURES = {"gate_modes": ["precomputed", "softplus", "lower_bound"], "qk_l2norm": True, "beta_sigmoid": True,
+            "gva_ratios": [1, 2, 4], "varlen": True, "state_dtype": "fp32", "state_layouts": ["k_first", "v_first"]}
+FIELDS = [name for name, _ in abi.KDA2RecurrentArgs._fields_]
+
+FAKE_C = r"""
+#include <stddef.h>
+#include "kda2_abi.h"
+static KDA2RecurrentArgs last;
+static long long last_max_seqlen = -7;
+static void* last_stream = 0;
+static int calls = 0, forced_rc = 0;
+int kda2_abi_version(void) { return %(abi)d; }
+const char* kda2_library_json(void) { return %(json)s; }
+int kda2_num_variants(void) { return %(nvar)d; }
+int kda2_select(int32_t v_first, int64_t max_seqlen) {
+%(select)s
+}
+int kda2_launch(int index, const KDA2RecurrentArgs* a, void* s) {
+  if (index < 0 || index >= %(nvar)d) return KDA2_ERR_BAD_INDEX;
+  last = *a; last_stream = s; calls++; return forced_rc;
+}
+int kda2_recurrent_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) {
+  int i = kda2_select(a->state_v_first, m);
+  if (i < 0) return i;
+  last_max_seqlen = m;
+  return kda2_launch(i, a, s);
+}
+const KDA2RecurrentArgs* kda2_test_last(void) { return &last; }
+long long kda2_test_last_max_seqlen(void) { return last_max_seqlen; }
+void* kda2_test_last_stream(void) { return last_stream; }
+int kda2_test_calls(void) { return calls; }
+void kda2_test_force_rc(int rc) { forced_rc = rc; }
+size_t kda2_test_layout(size_t* off) {
+%(offsets)s
+  return sizeof(KDA2RecurrentArgs);
+}
+"""
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *, k: int = 128, v: int = 128,
+                    features: dict | None = None, buckets=(1, 64, 1024), so_abi: int = 1,
+                    so_spec: str | None = None, bad_select: bool = False) -> Path:
+    """build/<spec>/<arch>/ with manifest.json, the fake .so and one dummy cubin per variant."""
+    features = dict(FEATURES if features is None else features)
+    out = root / spec / arch
+    out.mkdir(parents=True, exist_ok=True)
+    variants, dispatch, select = [], [], []
+    for layout in features["state_layouts"]:
+        vf = int(layout == "v_first")
+        for b in sorted(buckets):
+            idx = len(variants)
+            vid = hashlib.sha256(f"{spec}{arch}{layout}{b}".encode()).hexdigest()[:12]
+            variants.append({"id": vid, "index": idx, "name": f"fake_{layout}_t{b}", "config": {"bucket": b},
+                             "cubin": f"{vid}/kernel.cubin", "resources": {}})
+            dispatch.append({"state_layout": layout, "bucket": b, "variant": vid, "index": idx})
+            chosen = 0 if bad_select else idx
+            select.append(f"  if (v_first == {vf} && max_seqlen <= {b}) return {chosen};")
+    built_vf = {int(lay == "v_first") for lay in features["state_layouts"]}
+    select.append("  if (" + " && ".join(f"v_first != {x}" for x in sorted(built_vf)) + ") return KDA2_ERR_LAYOUT;"
+                  if built_vf else "  return KDA2_ERR_LAYOUT;")
+    select.append("  return KDA2_ERR_BUCKET_OVERFLOW;")
+    so_json = json.dumps({"spec": so_spec or spec, "arch": arch,
+                          "variants": [{"id": x["id"], "index": x["index"]} for x in variants]})
+    offsets = "\n".join(f"  off[{i}] = offsetof(KDA2RecurrentArgs, {f});" for i, f in enumerate(FIELDS))
+    src = out / "fake.c"
+    src.write_text(FAKE_C % {"abi": so_abi, "json": _c_string(so_json), "nvar": len(variants),
+                             "select": "\n".join(select), "offsets": offsets})
+    lib_name = f"lib{spec}.{arch}.so"
+    subprocess.run([CC, "-shared", "-fPIC", "-O1", f"-I{HEADER_DIR}", str(src), "-o", str(out / lib_name)],
+                   check=True)
+    src.unlink()
+    files = {lib_name: hashlib.sha256((out / lib_name).read_bytes()).hexdigest()}
+    for x in variants:
+        cubin = out / x["cubin"]
+        cubin.parent.mkdir(exist_ok=True)
+        cubin.write_bytes(os.urandom(64))
+        files[x["cubin"]] = hashlib.sha256(cubin.read_bytes()).hexdigest()
+    manifest = {"schema": 1, "spec": spec, "arch": arch, "family": "recurrent", "abi_version": 1,
+                "toolchain": {"nvcc": "fake", "tvm": "fake", "kda2": "0.1.0"}, "k": k, "v": v,
+                "features": features, "buckets": list(buckets),
+                "library": {"path": lib_name, "sha256": files[lib_name]},
+                "dispatch": dispatch, "variants": variants, "files": files}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return out / "manifest.json"
+
+
+def _rewrite_manifest(path: Path, **changes) -> None:
+    m = json.loads(path.read_text())
+    m.update(changes)
+    path.write_text(json.dumps(m))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(monkeypatch):
+    loader.clear_cache()
+    monkeypatch.delenv("KDA2_LIBRARY", raising=False)
+    monkeypatch.delenv("KDA2_BUILD_DIR", raising=False)
+    yield
+    loader.clear_cache()
+
+
+@pytest.fixture
+def fake(tmp_path) -> Path:
+    if CC is None:
+        pytest.skip("no C compiler to build the fake library")
+    return make_fake_build(tmp_path / "build")
+
+
+def _hooks(lib):
+    d = lib._dll
+    d.kda2_test_last.restype = ctypes.POINTER(abi.KDA2RecurrentArgs)
+    d.kda2_test_last_max_seqlen.restype = ctypes.c_longlong
+    d.kda2_test_last_stream.restype = ctypes.c_void_p
+    d.kda2_test_layout.restype = ctypes.c_size_t
+    d.kda2_test_layout.argtypes = [ctypes.POINTER(ctypes.c_size_t)]
+    return d
+
+
+# --- import hygiene --------------------------------------------------------------------------------
+
+def test_runtime_imports_without_build_dependencies(tmp_path):
+    """The deployment promise: kda2.runtime imports (and loads a library) with SCons/TVM/Jinja/pydantic/torch absent."""
+    manifest = make_fake_build(tmp_path / "build") if CC else None
+    code = textwrap.dedent(f"""
+        import sys
+        BLOCKED = {{"SCons", "tvm", "tvm_ffi", "jinja2", "pydantic", "yaml", "torch"}}
+        class Blocker:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in BLOCKED:
+                    raise ImportError("blocked import of " + name)
+                return None
+        sys.meta_path.insert(0, Blocker())
+        import kda2, kda2.runtime
+        assert callable(kda2.fused_recurrent_kda) and callable(kda2.fused_recurrent_kda_pool)
+        assert callable(kda2.load)
+        import kda2.runtime.api, kda2.runtime.loader, kda2.runtime.abi, kda2.runtime.library
+        if {str(manifest)!r} != "None":
+            lib = kda2.load({str(manifest)!r})
+            assert lib.k == 128, lib
+        bad = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        assert not bad, bad
+        print("IMPORT-OK")
+    """)
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0 and "IMPORT-OK" in res.stdout, res.stdout + res.stderr
+
+
+# --- ABI layout ------------------------------------------------------------------------------------
+
+@needs_cc
+def test_ctypes_struct_matches_c_header(fake):
+    lib = loader.load(fake)
+    d = _hooks(lib)
+    off = (ctypes.c_size_t * len(FIELDS))()
+    size = d.kda2_test_layout(off)
+    assert size == ctypes.sizeof(abi.KDA2RecurrentArgs) == abi.ARGS_PACK.size
+    for i, name in enumerate(FIELDS):
+        assert off[i] == getattr(abi.KDA2RecurrentArgs, name).offset, name
+
+
+def test_pack_format_equals_field_assignment():
+    vals = dict(zip(FIELDS, [*(0x1000 * (i + 1) for i in range(12)), 3, 7, 2, 8, 0.125, -5.0, 2, 0x5B, 1, 0]))
+    a, b = abi.KDA2RecurrentArgs(), abi.KDA2RecurrentArgs()
+    for name, val in vals.items():
+        setattr(a, name, val)
+    abi.ARGS_PACK.pack_into(b, 0, *vals.values())
+    assert bytes(a) == bytes(b)
+
+
+def test_status_messages():
+    assert "BUCKET_OVERFLOW" in abi.describe_rc(abi.ERR_BUCKET_OVERFLOW)
+    assert "LAYOUT" in abi.describe_rc(-2) and "unknown" in abi.describe_rc(-99)
+    assert "CUDA error 2" in abi.describe_rc(2)
+
+
+# --- loading and verification ----------------------------------------------------------------------
+
+@needs_cc
+def test_load_forms_and_cache(fake, monkeypatch):
+    lib = loader.load(fake)
+    assert (lib.spec, lib.arch, lib.k, lib.v, lib.max_bucket) == ("fake_spec", "sm_90a", 128, 128, 1024)
+    assert lib.features.gva_ratios == (1, 2, 4) and "softplus" in lib.features.gate_modes
+    assert loader.load(fake.parent) is lib  # the arch directory
+    assert loader.load(fake.parent.parent, arch="sm_90a") is lib  # the spec directory + explicit arch
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(fake.parents[2]))
+    assert loader.load("fake_spec", arch="sm_90a") is lib  # a bare spec name
+    assert lib.select(False, 1) == 0 and lib.select(True, 2) == 4
+    with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
+        lib.select(False, 1025)
+
+
+@needs_cc
+def test_corrupt_file_names_file_and_digests(fake):
+    m = json.loads(fake.read_text())
+    rel = m["variants"][1]["cubin"]
+    target = fake.parent / rel
+    target.write_bytes(b"corrupted")
+    actual = hashlib.sha256(b"corrupted").hexdigest()
+    with pytest.raises(ArtifactError) as ei:
+        loader.load(fake)
+    msg = str(ei.value)
+    assert str(target) in msg and m["files"][rel] in msg and actual in msg and "corrupt" in msg
+    loader.load(fake, verify=False)  # an explicit opt-out still loads
+
+
+@needs_cc
+def test_missing_artifact_says_how_to_build(fake, tmp_path):
+    m = json.loads(fake.read_text())
+    missing = fake.parent / m["variants"][0]["cubin"]
+    missing.unlink()
+    with pytest.raises(ArtifactError, match="scons") as ei:
+        loader.load(fake)
+    assert str(missing) in str(ei.value) and "missing" in str(ei.value)
+    with pytest.raises(ArtifactError, match="scons"):
+        loader.load(tmp_path / "nowhere" / "manifest.json")
+    with pytest.raises(ArtifactError, match="no manifest.json"):
+        loader.load(tmp_path)
+
+
+@needs_cc
+def test_bad_abi_version_in_manifest(fake):
+    _rewrite_manifest(fake, abi_version=2)
+    with pytest.raises(ArtifactError, match="abi_version 2.*ABI 1"):
+        loader.load(fake)
+
+
+@needs_cc
+def test_bad_manifest_schema_and_json(fake):
+    _rewrite_manifest(fake, schema=99)
+    with pytest.raises(ArtifactError, match="schema 99"):
+        loader.load(fake)
+    fake.write_text("{not json")
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        loader.load(fake)
+
+
+@needs_cc
+def test_library_abi_mismatch(tmp_path):
+    manifest = make_fake_build(tmp_path / "build", so_abi=2)
+    with pytest.raises(ArtifactError, match=r"kda2_abi_version\(\) = 2"):
+        loader.load(manifest)
+
+
+@needs_cc
+def test_library_json_must_match_manifest(tmp_path):
+    manifest = make_fake_build(tmp_path / "build", so_spec="other_spec")
+    with pytest.raises(ArtifactError, match="mixes two builds"):
+        loader.load(manifest)
+
+
+@needs_cc
+def test_dispatch_table_must_match_library(tmp_path):
+    manifest = make_fake_build(tmp_path / "build", bad_select=True)
+    with pytest.raises(ArtifactError, match="dispatch"):
+        loader.load(manifest)
+
+
+@needs_cc
+def test_manifest_paths_cannot_escape(fake):
+    m = json.loads(fake.read_text())
+    m["files"]["../../../etc/passwd"] = "0" * 64
+    fake.write_text(json.dumps(m))
+    with pytest.raises(ArtifactError, match="leaves the build directory"):
+        loader.load(fake)
+
+
+@needs_cc
+def test_changed_manifest_in_same_process(fake):
+    loader.load(fake)
+    _rewrite_manifest(fake, toolchain={"nvcc": "other"})
+    with pytest.raises(ArtifactError, match="restart the process"):
+        loader.load(fake)
+
+
+@needs_cc
+def test_default_library_discovery(tmp_path, monkeypatch):
+    build = tmp_path / "build"
+    m1 = make_fake_build(build, spec="spec_a", arch="sm_90a")
+    make_fake_build(build, spec="spec_a", arch="sm_80")
+    monkeypatch.setattr(loader, "current_capability", lambda *a: (9, 0))
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(build))
+    assert loader.default_library().manifest_path == m1.resolve()  # sm_90a preferred over sm_80
+    loader.clear_cache()
+    m2 = make_fake_build(build, spec="spec_b", arch="sm_90a")
+    with pytest.raises(ArtifactError, match="more than one") as ei:
+        loader.default_library()
+    assert "spec_a" in str(ei.value) and "spec_b" in str(ei.value) and "KDA2_LIBRARY" in str(ei.value)
+    monkeypatch.setenv("KDA2_LIBRARY", str(m2))
+    assert loader.default_library().spec == "spec_b"
+    loader.clear_cache()
+    monkeypatch.setattr(loader, "current_capability", lambda *a: (8, 6))  # spec_a has sm_80, spec_b has not
+    monkeypatch.delenv("KDA2_LIBRARY")
+    assert loader.default_library().arch == "sm_80"
+
+
+def test_arch_preference():
+    from kda2.runtime.device import arch_preference
+    assert arch_preference((9, 0)) == ["sm_90a", "sm_90", "sm_80"]
+    assert arch_preference((8, 9)) == ["sm_89", "sm_80"]
+    assert arch_preference((8, 0)) == ["sm_80"]
+    assert arch_preference((10, 0)) == []
+
+
+@needs_cc
+def test_launch_raw_passes_struct_and_maps_errors(fake):
+    lib = loader.load(fake)
+    d = _hooks(lib)
+    args = abi.KDA2RecurrentArgs(q=0x1000, o=0x2000, N=3, T=1, H=2, HV=4, scale=0.5, lower_bound=-5.0,
+                                 gate_mode=abi.GATE_LOWER_BOUND, flags=abi.FLAG_QK_L2NORM, state_v_first=1)
+    lib.launch_raw(args, 1, 0xABC)
+    last = d.kda2_test_last().contents
+    assert bytes(last) == bytes(args)
+    assert d.kda2_test_last_max_seqlen() == 1 and d.kda2_test_last_stream() == 0xABC
+    d.kda2_test_force_rc(700)  # cudaErrorIllegalAddress
+    with pytest.raises(KDA2LaunchError, match="CUDA error 700") as ei:
+        lib.launch_raw(args, 1, 0)
+    assert ei.value.code == 700
+    d.kda2_test_force_rc(0)
+    with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
+        lib.launch_raw(args, 5000, 0)
+    with pytest.raises(KDA2LaunchError, match="BAD_INDEX"):
+        lib.launch_variant(99, args, 0)
+
+
+# --- torch API validation (CPU tensors; the device check comes last so everything else is reachable) ----
+
+def _inputs(torch, B=2, T=3, H=2, HV=4, K=128, V=128, g_dtype=None, beta_dtype=None):
+    bf = torch.bfloat16
+    return dict(q=torch.randn(B, T, H, K, dtype=bf), k=torch.randn(B, T, H, K, dtype=bf),
+                v=torch.randn(B, T, HV, V, dtype=bf), g=torch.randn(B, T, HV, K, dtype=g_dtype or torch.float32),
+                beta=torch.rand(B, T, HV, dtype=beta_dtype or torch.float32))
+
+
+@pytest.fixture
+def api_env(fake):
+    torch = pytest.importorskip("torch")
+    from kda2.runtime import api
+    lib = loader.load(fake)
+    api._init_torch()
+    return torch, api, lib, _hooks(lib)
+
+
+def _expect(api, lib, d, match, *args, pool=False, poisoned=(), **kw):
+    """Call, expect KDA2InputError matching `match`, and prove nothing was launched or written."""
+    calls = d.kda2_test_calls()
+    fn = api.fused_recurrent_kda_pool if pool else api.fused_recurrent_kda
+    with pytest.raises(KDA2InputError, match=match):
+        fn(*args, library=lib, **kw)
+    assert d.kda2_test_calls() == calls
+    for t in poisoned:
+        assert bool(t.isnan().all()), "a poisoned buffer was written on a failed call"
+
+
+def test_validation_errors(api_env):
+    torch, api, lib, d = api_env
+    x = _inputs(torch)
+    B, T, H, HV, K, V = 2, 3, 2, 4, 128, 128
+    out = torch.full((B, T, HV, V), math.nan, dtype=torch.bfloat16)
+    fso = torch.full((B, HV, K, V), math.nan)
+    base = (x["q"], x["k"], x["v"], x["g"], x["beta"])
+    e = lambda match, *a, **kw: _expect(api, lib, d, match, *a, poisoned=(out, fso), **kw)  # noqa: E731
+
+    e(r"q dtype: got float16; allowed: bfloat16", x["q"].half(), *base[1:], out=out)
+    e(r"k shape: got \[2, 3, 2, 64\]", x["q"], x["k"][..., :64].contiguous(), *base[2:], out=out)
+    q64 = torch.randn(B, T, H, 64, dtype=torch.bfloat16)
+    e(r"unsupported K=64: this library was built for K=128 \(spec fake_spec.*head_dims.k: 64", q64, q64, *base[2:])
+    e(r"unsupported V=64", *base[:2], torch.randn(B, T, HV, 64, dtype=torch.bfloat16), *base[3:])
+    e(r"HV % H == 0", *base[:2], torch.randn(B, T, 3, V, dtype=torch.bfloat16), *base[3:])
+    v16 = torch.randn(B, T, 16, V, dtype=torch.bfloat16)
+    e(r"GVA ratio HV/H=8 .*closest: 4", *base[:2], v16, torch.randn(B, T, 16, K), torch.rand(B, T, 16))
+    e(r"g dtype: got float16; allowed: float32 or bfloat16", *base[:3], x["g"].half(), x["beta"])
+    e(r"beta shape.*per-channel", *base[:4], torch.rand(B, T, HV, V))
+    e(r"beta dtype: got float64", *base[:4], x["beta"].double())
+    e(r"v: got a non-contiguous", *base[:2], x["v"].transpose(1, 2).contiguous().transpose(1, 2), *base[3:])
+    e(r"k device: got meta", x["q"], x["k"].to("meta"), *base[2:])
+    e(r"out dtype: got float32", *base, out=torch.empty(B, T, HV, V))
+    e(r"A_log: got None.*softplus", *base, use_gate_in_kernel=True)
+    e(r"A_log shape: got \[3\]", *base, use_gate_in_kernel=True, A_log=torch.zeros(3))
+    e(r"A_log dtype: got bfloat16", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV, dtype=torch.bfloat16))
+    e(r"dt_bias shape", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV), dt_bias=torch.zeros(HV))
+    e(r"lower_bound: got 1.0", *base, use_gate_in_kernel=True, lower_bound=1.0)
+    e(r"allow_neg_eigval=True requires use_beta_sigmoid_in_kernel", *base, allow_neg_eigval=True)
+    e(r"initial_state dtype: got bfloat16", *base, initial_state=torch.zeros(B, HV, K, V, dtype=torch.bfloat16))
+    e(r"initial_state shape: got \[2, 4, 128, 129\]", *base, initial_state=torch.zeros(B, HV, K, V + 1))
+    e(r"final_state_out: got a tensor with output_final_state=False", *base, final_state_out=fso)
+    e(r"final_state_out shape", *base, output_final_state=True, final_state_out=torch.zeros(B, HV, K, 1))
+    # varlen
+    cu = torch.tensor([0, 1, 3], dtype=torch.int64)
+    e(r"B == 1", *base, cu_seqlens=cu)
+    one = {n: t[:1] for n, t in x.items()}
+    b1 = (one["q"], one["k"], one["v"], one["g"], one["beta"])
+    e(r"cu_seqlens dtype: got int16", *b1, cu_seqlens=cu.to(torch.int16))
+    e(r"cu_seqlens values.*from 0 to the token count T=3", *b1, cu_seqlens=torch.tensor([0, 2, 1]))
+    e(r"cu_seqlens values", *b1, cu_seqlens=torch.tensor([0, 1, 4]))
+    e(r"max_seqlen: got 1; allowed: >= the longest sequence \(2\)", *b1, cu_seqlens=cu, cu_seqlens_cpu=cu, max_seqlen=1)
+    e(r"cu_seqlens_cpu given without cu_seqlens", *base, cu_seqlens_cpu=cu)
+    e(r"initial_state shape: got \[2, 4, 128, 128\]; allowed: \[3, 4, 128, 128\]",
+      *[torch.cat([t, t[:, :1]], 1)[:1] for t in b1], cu_seqlens=torch.tensor([0, 1, 2, 4]),
+      initial_state=torch.zeros(2, HV, K, V))
+    # bucket overflow: dense T and the longest varlen sequence
+    long = _inputs(torch, B=1, T=1025)
+    e(r"T=1025 exceeds the largest seq_len bucket 1024 of spec fake_spec \(sm_90a\); add a larger bucket",
+      *long.values())
+    e(r"T=5000 exceeds the largest seq_len bucket 1024", *b1, cu_seqlens=cu, max_seqlen=5000)
+    # everything valid: the last check is the device
+    e(r"q device: got cpu; allowed: a CUDA device", *base, out=out, output_final_state=True, final_state_out=fso)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        api.fused_recurrent_kda(*base, library=lib, bogus=1)
+
+
+def test_validation_errors_pool(api_env):
+    torch, api, lib, d = api_env
+    x = _inputs(torch)
+    base = tuple(x.values())
+    pool = torch.full((5, 4, 128, 128), math.nan)
+    idx = torch.tensor([0, 3], dtype=torch.int32)
+    e = lambda match, *a, **kw: _expect(api, lib, d, match, *a, pool=True, poisoned=(pool,), **kw)  # noqa: E731
+    e(r"state_pool shape: got \[4, 128, 128\]", *base, pool[0], idx)
+    e(r"state_pool shape: got \[5, 4, 128, 64\]", *base, pool[..., :64].contiguous(), idx)
+    e(r"state_pool dtype: got bfloat16", *base, pool.bfloat16(), idx)
+    e(r"ssm_state_indices shape: got \[3\]; allowed: \[2\]", *base, pool, torch.tensor([0, 1, 2], dtype=torch.int32))
+    e(r"ssm_state_indices dtype: got float32", *base, pool, idx.float())
+    e(r"q device: got cpu", *base, pool, idx)
+
+
+def test_feature_not_compiled(tmp_path):
+    torch = pytest.importorskip("torch")
+    if CC is None:
+        pytest.skip("no C compiler")
+    from kda2.runtime import api
+    api._init_torch()
+    feats = dict(FEATURES, gate_modes=["precomputed", "softplus"], qk_l2norm=False, beta_sigmoid=False,
+                 varlen=False, state_layouts=["v_first"])
+    lib = loader.load(make_fake_build(tmp_path / "build", spec="narrow", features=feats))
+    d = _hooks(lib)
+    x = _inputs(torch)
+    base = tuple(x.values())
+    e = lambda match, *a, **kw: _expect(api, lib, d, match, *a, **kw)  # noqa: E731
+    e(r"gate mode 'lower_bound' .* not compiled into spec narrow.*compiled: precomputed .*softplus", *base,
+      use_gate_in_kernel=True, lower_bound=-5.0, state_v_first=True)
+    e(r"qk_l2norm is not compiled", *base, use_qk_l2norm_in_kernel=True, state_v_first=True)
+    e(r"beta_sigmoid is not compiled", *base, use_beta_sigmoid_in_kernel=True, state_v_first=True)
+    e(r"state layout k_first is not built.*pass state_v_first=True", *base)
+    one = [t[:1] for t in base]
+    e(r"varlen is not compiled", *one, cu_seqlens=torch.tensor([0, 3]), state_v_first=True)
+
+
+class _FakeCuda:
+    """Lets the full API path run on CPU tensors into the fake library (device checks stubbed)."""
+
+    def __init__(self, monkeypatch, api, lib):
+        monkeypatch.setattr(api, "_require_cuda", lambda dev: None)
+        monkeypatch.setattr(api, "_raw_stream", lambda idx: 0x5EED)
+        lib._checked_devices.add(None)  # CPU tensors have device index None
+
+
+def test_api_fills_args_struct(api_env, monkeypatch):
+    torch, api, lib, d = api_env
+    _FakeCuda(monkeypatch, api, lib)
+    x = _inputs(torch, B=2, T=3, H=2, HV=4, g_dtype=torch.bfloat16, beta_dtype=torch.bfloat16)
+    A_log, dt_bias = torch.zeros(4), torch.zeros(4 * 128)
+    h0 = torch.zeros(2, 4, 128, 128)
+    o, ht = api.fused_recurrent_kda(*x.values(), A_log=A_log, dt_bias=dt_bias, initial_state=h0,
+                                    output_final_state=True, use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
+                                    use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True, lower_bound=-3.0,
+                                    library=lib)
+    a = d.kda2_test_last().contents
+    assert o.shape == x["v"].shape and o.dtype == torch.bfloat16 and ht.shape == (2, 4, 128, 128)
+    ptrs = {"q": x["q"], "k": x["k"], "v": x["v"], "g": x["g"], "beta": x["beta"], "A_log": A_log,
+            "dt_bias": dt_bias, "o": o, "h0": h0, "ht": ht}
+    for name, t in ptrs.items():
+        assert getattr(a, name) == t.data_ptr(), name
+    assert a.cu_seqlens is None and a.state_indices is None
+    assert (a.N, a.T, a.H, a.HV, a.gate_mode, a.state_v_first) == (2, 3, 2, 4, abi.GATE_LOWER_BOUND, 0)
+    assert a.scale == pytest.approx(128 ** -0.5) and a.lower_bound == -3.0
+    assert a.flags == (abi.FLAG_QK_L2NORM | abi.FLAG_BETA_SIGMOID | abi.FLAG_NEG_EIGVAL | abi.FLAG_G_BF16
+                       | abi.FLAG_BETA_BF16 | abi.FLAG_HAS_A_LOG | abi.FLAG_HAS_DT_BIAS)
+    assert d.kda2_test_last_max_seqlen() == 3 and d.kda2_test_last_stream() == 0x5EED
+
+    # precomputed gate: A_log/dt_bias ignored as in FLA; no final state -> ht NULL; V-first; custom scale
+    o2, ht2 = api.fused_recurrent_kda(*_inputs(torch).values(), A_log=A_log, scale=0.25, state_v_first=True,
+                                      library=lib, out=o)
+    a = d.kda2_test_last().contents
+    assert ht2 is None and o2 is o and a.ht is None and a.h0 is None and a.A_log is None
+    assert (a.gate_mode, a.flags, a.state_v_first, a.scale) == (abi.GATE_PRECOMPUTED, 0, 1, 0.25)
+
+    # varlen with int32 cu_seqlens (converted), longest sequence from the host copy picks the bucket
+    one = [t[:1] for t in _inputs(torch, B=1, T=70).values()]
+    cu = torch.tensor([0, 2, 67, 70], dtype=torch.int32)
+    _, ht3 = api.fused_recurrent_kda(*one, use_gate_in_kernel=True, A_log=A_log, cu_seqlens=cu,
+                                     output_final_state=True, library=lib)
+    a = d.kda2_test_last().contents
+    assert (a.N, a.T, a.gate_mode) == (3, 70, abi.GATE_SOFTPLUS) and ht3.shape == (3, 4, 128, 128)
+    assert a.cu_seqlens not in (None, cu.data_ptr()) and d.kda2_test_last_max_seqlen() == 65
+    api.fused_recurrent_kda(*one, cu_seqlens=cu.long(), max_seqlen=999, library=lib)
+    assert d.kda2_test_last_max_seqlen() == 999
+
+    # pool form: h0 == ht == pool, indices passed through (int64 converted)
+    pool = torch.zeros(7, 4, 128, 128)
+    idx = torch.tensor([5, -1], dtype=torch.int32)
+    o4 = api.fused_recurrent_kda_pool(*_inputs(torch).values(), pool, idx, library=lib)
+    a = d.kda2_test_last().contents
+    assert a.h0 == a.ht == pool.data_ptr() and a.state_indices == idx.data_ptr() and o4.shape == (2, 3, 4, 128)
+    api.fused_recurrent_kda_pool(*_inputs(torch).values(), pool, idx.long(), library=lib)
+    assert d.kda2_test_last().contents.state_indices != idx.data_ptr()
+
+    # legacy alias
+    api.fused_recurrent_kda(*_inputs(torch).values(), transpose_state_layout=True, library=lib)
+    assert d.kda2_test_last().contents.state_v_first == 1
+
+
+def test_launch_error_surfaces(api_env, monkeypatch):
+    torch, api, lib, d = api_env
+    _FakeCuda(monkeypatch, api, lib)
+    d.kda2_test_force_rc(700)
+    try:
+        with pytest.raises(KDA2LaunchError, match="CUDA error 700"):
+            api.fused_recurrent_kda(*_inputs(torch).values(), library=lib)
+    finally:
+        d.kda2_test_force_rc(0)
+
+
+def test_zero_tokens_launch_nothing(api_env, monkeypatch):
+    torch, api, lib, d = api_env
+    _FakeCuda(monkeypatch, api, lib)
+    calls = d.kda2_test_calls()
+    h0 = torch.randn(2, 4, 128, 128)
+    o, ht = api.fused_recurrent_kda(*_inputs(torch, T=0).values(), initial_state=h0, output_final_state=True,
+                                    library=lib)
+    assert o.shape == (2, 0, 4, 128) and torch.equal(ht, h0) and d.kda2_test_calls() == calls
+
+
+def test_per_call_overhead_is_small(api_env, monkeypatch):
+    """Python overhead of one decode call into the fake library (no GPU): a regression guard, loose bound."""
+    import time
+    torch, api, lib, d = api_env
+    _FakeCuda(monkeypatch, api, lib)
+    x = _inputs(torch, B=1, T=1, H=32, HV=32)
+    pool = torch.zeros(2, 32, 128, 128)
+    idx = torch.zeros(1, dtype=torch.int32)
+    out = torch.empty_like(x["v"])
+    fn = api.fused_recurrent_kda_pool
+    args = (*x.values(), pool, idx)
+    for _ in range(200):
+        fn(*args, library=lib, out=out, use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True)
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn(*args, library=lib, out=out, use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True)
+    us = (time.perf_counter() - t0) / n * 1e6
+    print(f"fused_recurrent_kda_pool Python overhead: {us:.1f} us/call")
+    assert us < 200

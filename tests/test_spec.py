@@ -1,0 +1,275 @@
+"""kda2.spec: the default spec loads, and every bad spec fails with one line: file, field, allowed."""
+from __future__ import annotations
+
+import copy
+import hashlib
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from kda2.spec import Agents, Budget, Features, Spec, SpecError, Staging, Tile, load_spec, load_specs
+from kda2.variant import canonical_json
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = REPO / "kernel_specs" / "kimi_linear_recurrent.yaml"
+ARCHS = "sm_80, sm_86, sm_89, sm_90, sm_90a"
+
+
+def base() -> dict[str, Any]:
+    return yaml.safe_load(DEFAULT.read_text())
+
+
+def write(path: Path, data: Any) -> Path:
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def error_of(tmp_path: Path, edit: Callable[[dict[str, Any]], Any], name: str = "s.yaml") -> str:
+    data = base()
+    edit(data)
+    path = write(tmp_path / name, data)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    return str(info.value)
+
+
+def check_line(msg: str, path: Path, *parts: str) -> None:
+    assert "\n" not in msg, msg
+    assert msg.startswith(f"{path}: "), msg
+    for part in parts:
+        assert part in msg, (part, msg)
+
+
+# --- the default spec --------------------------------------------------------------------------
+
+def test_default_spec_loads() -> None:
+    spec = load_spec(DEFAULT)
+    assert spec.name == "kimi_linear_recurrent"
+    assert spec.family == "recurrent"
+    assert spec.archs == ["sm_90a", "sm_80"]            # order as given
+    assert (spec.head_dims.k, spec.head_dims.v) == (128, 128)
+    assert spec.seq_len_buckets == [1, 64, 1024]
+    assert spec.features.state_layouts == ["k_first", "v_first"]
+    assert spec.budget.max_smem_bytes == 49152
+    assert spec.source == DEFAULT
+
+
+def test_load_specs_default_dir() -> None:
+    specs = load_specs(REPO / "kernel_specs")
+    assert "kimi_linear_recurrent" in [s.name for s in specs]
+
+
+def test_canonical_and_digest(tmp_path: Path) -> None:
+    spec = load_spec(DEFAULT)
+    canon = spec.canonical()
+    assert canon["agents"]["staging"] == {"k_first": ["smem", "direct"], "v_first": ["direct"]}
+    assert "source" not in canon
+    assert spec.digest() == hashlib.sha256(canonical_json(canon).encode()).hexdigest()
+    # another path, comments and key order: same content, same digest
+    data = base()
+    text = "# moved\n" + yaml.safe_dump(dict(reversed(list(data.items()))))
+    moved = load_spec(write(tmp_path / "elsewhere.yaml", text))
+    assert moved.source != spec.source
+    assert moved.digest() == spec.digest()
+    data["seq_len_buckets"] = [1, 64, 2048]
+    assert load_spec(write(tmp_path / "edited.yaml", data)).digest() != spec.digest()
+
+
+def test_defaults_are_visible_and_filled(tmp_path: Path) -> None:
+    assert Tile.model_fields["v_per_warp"].default == [4, 8]
+    assert Tile.model_fields["warps"].default == [4]
+    assert Staging.model_fields["k_first"].default == ["smem", "direct"]
+    assert Staging.model_fields["v_first"].default == ["direct"]
+    assert Agents.model_fields["reduce"].default == ["butterfly"]
+    assert Features.model_fields["gva_ratios"].default == [1]
+    assert Budget.model_fields["allow_spills"].default is False
+    data = base()
+    del data["agents"], data["features"]["gva_ratios"], data["budget"]["allow_spills"]
+    canon = load_spec(write(tmp_path / "s.yaml", data)).canonical()
+    assert canon["agents"] == {"tile": {"v_per_warp": [4, 8], "warps": [4]},
+                               "staging": {"k_first": ["smem", "direct"], "v_first": ["direct"]},
+                               "reduce": ["butterfly"]}
+    assert canon["features"]["gva_ratios"] == [1]
+    assert canon["budget"]["allow_spills"] is False
+
+
+def test_spec_is_frozen() -> None:
+    spec = load_spec(DEFAULT)
+    with pytest.raises(Exception):
+        spec.name = "other"  # type: ignore[misc]
+
+
+# --- file-level errors -------------------------------------------------------------------------
+
+def test_malformed_yaml(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.yaml", "name: x\nfamily: recurrent\n  archs: [sm_80\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{path}:3:"), msg
+    assert "malformed YAML" in msg
+
+
+def test_unclosed_list_is_malformed(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.yaml", "archs: [sm_80\n")
+    with pytest.raises(SpecError, match=r"bad\.yaml:\d+:\d+: malformed YAML: "):
+        load_spec(path)
+
+
+def test_duplicate_key_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "dup.yaml", DEFAULT.read_text() + "name: other\n")
+    with pytest.raises(SpecError, match=r"malformed YAML: duplicate key 'name'"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("", "empty file"),
+    ("# only a comment\n", "empty file"),
+    ("- a\n- b\n", "top level must be a mapping"),
+    ("just a string\n", "top level must be a mapping"),
+])
+def test_empty_or_not_a_mapping(tmp_path: Path, text: str, problem: str) -> None:
+    path = write(tmp_path / "s.yaml", text)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    check_line(str(info.value), path, problem, "allowed: mapping with keys name, family")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="no such file"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+# --- field errors ------------------------------------------------------------------------------
+
+def test_unknown_top_level_field(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(tile_size=4))
+    check_line(msg, tmp_path / "s.yaml", "tile_size: unknown field 'tile_size'",
+               "allowed: name, family, archs, head_dims, features, seq_len_buckets, agents, budget")
+
+
+def test_unknown_nested_field(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d["agents"]["tile"].update(v_per_wrap=[4]))
+    check_line(msg, tmp_path / "s.yaml", "agents.tile.v_per_wrap: unknown field 'v_per_wrap'",
+               "allowed: v_per_warp, warps")
+    msg = error_of(tmp_path, lambda d: d["budget"].update(max_regs=64))
+    check_line(msg, tmp_path / "s.yaml", "budget.max_regs", "allowed: max_candidates, max_registers")
+
+
+def test_bad_arch(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(archs=["sm_90a", "sm_75"]))
+    check_line(msg, tmp_path / "s.yaml", "archs[1]: not an allowed value", f"allowed: {ARCHS}",
+               "(got 'sm_75')")
+
+
+def test_duplicate_arch(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(archs=["sm_80", "sm_80"]))
+    check_line(msg, tmp_path / "s.yaml", "archs: duplicate value 'sm_80'", ARCHS)
+
+
+def test_empty_archs(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(archs=[]))
+    check_line(msg, tmp_path / "s.yaml", "archs: must not be empty", ARCHS, "(got [])")
+
+
+def test_empty_buckets(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(seq_len_buckets=[]))
+    check_line(msg, tmp_path / "s.yaml", "seq_len_buckets: must not be empty",
+               "allowed: non-empty list of int in [1, 1048576]")
+
+
+@pytest.mark.parametrize("buckets", [[1, 64, 64], [64, 1], [1, 1024, 512]])
+def test_non_increasing_buckets(tmp_path: Path, buckets: list[int]) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(seq_len_buckets=buckets))
+    check_line(msg, tmp_path / "s.yaml", "seq_len_buckets: must be strictly increasing",
+               "allowed: non-empty list of int in [1, 1048576]", f"(got {buckets})")
+
+
+@pytest.mark.parametrize("bucket", [0, -1, 1048577])
+def test_bucket_out_of_range(tmp_path: Path, bucket: int) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(seq_len_buckets=[bucket]))
+    check_line(msg, tmp_path / "s.yaml", "seq_len_buckets[0]: out of range",
+               "allowed: int in [1, 1048576]", f"(got {bucket})")
+
+
+def test_family_chunk_is_reserved(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(family="chunk"))
+    assert msg == (f"{tmp_path / 's.yaml'}: family: family 'chunk' is reserved for a later version; "
+                   "allowed now: recurrent")
+
+
+def test_unknown_family(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(family="parallel"))
+    check_line(msg, tmp_path / "s.yaml", "family: not an allowed value", "(got 'parallel')")
+
+
+@pytest.mark.parametrize("edit, parts", [
+    (lambda d: d.update(name="Kimi-Linear"), ("name:", "allowed: string matching ^[a-z]")),
+    (lambda d: d["head_dims"].update(k=96), ("head_dims.k:", "allowed: 32, 64, 128, 256", "(got 96)")),
+    (lambda d: d.update(head_dims=128), ("head_dims: expected a mapping", "allowed: mapping with keys k, v")),
+    (lambda d: d["features"].update(gate_modes=["sigmoid"]),
+     ("features.gate_modes[0]:", "allowed: precomputed, softplus, lower_bound")),
+    (lambda d: d["features"].update(state_dtype="bf16"), ("features.state_dtype:", "allowed: fp32")),
+    (lambda d: d["features"].update(gva_ratios=[1, 0]), ("features.gva_ratios[1]:", "allowed: int >= 1")),
+    (lambda d: d["features"].update(qk_l2norm=1), ("features.qk_l2norm:", "allowed: true, false", "(got 1)")),
+    (lambda d: d["features"].update(state_layouts=[]), ("features.state_layouts: must not be empty",)),
+    (lambda d: d["agents"]["tile"].update(v_per_warp=[3]), ("agents.tile.v_per_warp[0]:", "allowed: 2, 4, 8, 16")),
+    (lambda d: d["agents"]["tile"].update(warps=[16]), ("agents.tile.warps[0]:", "allowed: 1, 2, 4, 8")),
+    (lambda d: d["agents"]["staging"].update(v_first=["tma"]), ("agents.staging.v_first[0]:", "smem, direct")),
+    (lambda d: d["agents"].update(reduce=["tree"]), ("agents.reduce[0]:", "allowed: butterfly")),
+    (lambda d: d["budget"].update(max_registers=300), ("budget.max_registers: out of range",
+                                                       "allowed: int in [24, 255]", "(got 300)")),
+    (lambda d: d["budget"].update(max_registers="64"), ("budget.max_registers: expected an integer",)),
+    (lambda d: d["budget"].update(max_smem_bytes=300000), ("budget.max_smem_bytes:", "int in [0, 232448]")),
+    (lambda d: d["budget"].update(max_candidates=0), ("budget.max_candidates:", "allowed: int >= 1")),
+    (lambda d: d["budget"].pop("max_candidates"), ("budget.max_candidates: required field is missing",)),
+    (lambda d: d.pop("budget"), ("budget: required field is missing", "mapping with keys max_candidates")),
+])
+def test_field_errors(tmp_path: Path, edit: Callable[[dict[str, Any]], Any], parts: tuple[str, ...]) -> None:
+    check_line(error_of(tmp_path, edit), tmp_path / "s.yaml", *parts)
+
+
+def test_more_errors_are_counted(tmp_path: Path) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d.update(archs=["sm_75"], seq_len_buckets=[])
+        d["budget"]["max_registers"] = 9
+    msg = error_of(tmp_path, edit)
+    check_line(msg, tmp_path / "s.yaml", "archs[0]", "(+2 more errors)")
+
+
+# --- directories -------------------------------------------------------------------------------
+
+def test_load_specs_sorted_and_duplicate_names(tmp_path: Path) -> None:
+    for name in ("zeta", "alpha"):
+        data = base()
+        data["name"] = name
+        write(tmp_path / f"{name}.yaml", data)
+    assert [s.name for s in load_specs(tmp_path)] == ["alpha", "zeta"]
+    data = base()
+    data["name"] = "alpha"
+    write(tmp_path / "copy.yaml", data)
+    with pytest.raises(SpecError) as info:
+        load_specs(tmp_path)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert "name: duplicate spec name 'alpha'" in msg
+    assert "alpha.yaml" in msg and "copy.yaml" in msg
+
+
+def test_load_specs_reports_the_bad_file(tmp_path: Path) -> None:
+    write(tmp_path / "good.yaml", base())
+    bad = copy.deepcopy(base())
+    bad["name"] = "other"
+    bad["archs"] = ["sm_70"]
+    write(tmp_path / "bad.yaml", bad)
+    with pytest.raises(SpecError, match=r"bad\.yaml: archs\[0\]"):
+        load_specs(tmp_path)
+
+
+def test_spec_model_validates_directly() -> None:
+    spec = Spec.model_validate(base())
+    assert spec.source is None
+    assert spec.digest() == load_spec(DEFAULT).digest()

@@ -1,0 +1,381 @@
+"""Tests of the TIR stage (kda2.tir): the smem staging PrimFunc, the kda2.bank_pad pass, the plan.
+
+The bank-conflict numbers are checked against `brute_force_*` below, an independent pure-Python
+model written from the access-pattern description (no TVM, no IR): every warp, every lane, every
+loop iteration, distinct 4-byte words per bank per phase.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+try:
+    import kda2  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(SRC))
+
+from kda2.tir import TirBudgetError, TirConfigError, plan_variant, write_plan  # noqa: E402
+from kda2.variant import variant_name  # noqa: E402
+
+pytest.importorskip("tvm")
+
+BUDGET = 227 * 1024          # H100/H200 opt-in shared memory per block
+
+
+def cfg(**over) -> dict:
+    base = {"family": "recurrent", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 4096,
+            "state_layout": "k_first", "v_per_warp": 8, "warps": 4, "staging": "smem",
+            "k_map": "strided", "reduce": "butterfly", "gate_modes": ["softplus"],
+            "qk_l2norm": True, "beta_sigmoid": True, "varlen": False}
+    base.update(over)
+    return base
+
+
+# ------------------------------------------------------------------------------------------------
+# independent brute-force model of the accesses and of the bank model
+# ------------------------------------------------------------------------------------------------
+
+def _widest(n: int) -> int:
+    return next(w for w in (4, 2, 1) if n % w == 0)
+
+
+def brute_force_instructions(k: int, warps: int, vpw: int, k_map: str) -> dict:
+    """{access: [(vector floats, [per lane (row, col) or None if the lane is idle])]} per warp op."""
+    bv, nt = warps * vpw, 32 * warps
+    cv, vec = _widest(bv), _widest(vpw)
+    n_vectors, per_row = k * bv // cv, bv // cv
+    out: dict = {"fill": [], "read": [], "write": [], "drain": []}
+    for w in range(warps):
+        for it in range(math.ceil(n_vectors / nt)):
+            lanes = []
+            for lane in range(32):
+                f = it * nt + 32 * w + lane
+                lanes.append((f // per_row, (f % per_row) * cv) if f < n_vectors else None)
+            out["fill"].append((cv, lanes))
+            out["drain"].append((cv, lanes))
+        for i in range(k // 32):
+            for j in range(0, vpw, vec):
+                lanes = []
+                for lane in range(32):
+                    row = lane + 32 * i if k_map == "strided" else lane * (k // 32) + i
+                    lanes.append((row, w * vpw + j))
+                out["read"].append((vec, lanes))
+                out["write"].append((vec, lanes))
+    return out
+
+
+def brute_force_degree(instructions: list, stride: int) -> int:
+    """Worst degree: phases of 32/16/8 lanes for 4/8/16-byte accesses; distinct words per bank."""
+    worst = 0
+    for vec, lanes in instructions:
+        per_phase = 32 // vec
+        for p in range(0, 32, per_phase):
+            words = {r * stride + c + e
+                     for rc in lanes[p:p + per_phase] if rc is not None
+                     for r, c in [rc] for e in range(vec)}
+            banks = Counter(word % 32 for word in words)
+            worst = max(worst, max(banks.values(), default=0))
+    return worst
+
+
+def brute_force_plan(k: int, warps: int, vpw: int, k_map: str) -> dict:
+    ins = brute_force_instructions(k, warps, vpw, k_map)
+    bv = warps * vpw
+    vec_max = max(_widest(bv), _widest(vpw))
+    cands = {pad: max(brute_force_degree(ins[a], bv + pad) for a in ins)
+             for pad in range(0, 17, vec_max)}
+    best = min(cands.values())
+    pad = min(p for p, d in cands.items() if d == best)
+    return {"pad": pad, "candidates": cands,
+            "before": {a: brute_force_degree(ins[a], bv) for a in ins},
+            "after": {a: brute_force_degree(ins[a], bv + pad) for a in ins}}
+
+
+# ------------------------------------------------------------------------------------------------
+# the headline case
+# ------------------------------------------------------------------------------------------------
+
+def test_k128_w4_vpw8_strided_pad_removes_conflicts():
+    plan = plan_variant(cfg(), BUDGET)
+    before, after = plan["conflicts_before"], plan["conflicts_after"]
+    assert set(before) == {"fill", "read", "write", "drain"}
+    # unpadded (stride 32 floats): the 8 lanes of a 16-byte phase all hit the same 4 banks
+    assert before["read"] > 1 and before["write"] > 1
+    assert before["read"] == before["write"] == 8
+    assert all(d == 1 for d in after.values()), after
+    assert plan["vector_width"] == 4
+    assert plan["smem_pad"] % 4 == 0 and plan["smem_pad"] > 0
+    assert plan["smem_stride"] % 4 == 0
+    assert plan["smem_stride"] == 32 + plan["smem_pad"]
+    assert plan["smem_bytes"] == 128 * plan["smem_stride"] * 4
+    # minimal: no smaller aligned pad reaches degree 1
+    ins = brute_force_instructions(128, 4, 8, "strided")
+    for pad in range(0, plan["smem_pad"], 4):
+        assert max(brute_force_degree(ins[a], 32 + pad) for a in ins) > 1
+    assert plan["pass"]["name"] == "kda2.bank_pad"
+    assert plan["pass"]["candidates"][str(plan["smem_pad"])] == 1
+
+
+def test_after_tir_differs_and_has_padded_extent():
+    plan = plan_variant(cfg(), BUDGET)
+    stride = plan["smem_stride"]
+    assert plan["tir_before"] != plan["tir_after"]
+    assert "T.alloc_shared((128, 32))" in plan["tir_before"]
+    assert f"T.alloc_shared((128, {stride}))" in plan["tir_after"]
+    assert f"(128, {stride})" not in plan["tir_before"]
+    assert '"kda2.access": "read"' in plan["tir_after"]
+
+
+def test_after_tir_reparses_and_compiles_with_padded_allocation():
+    """The dump is valid TVMScript; compiled (no GPU needed) the allocation is K*stride floats."""
+    import tvm
+
+    plan = plan_variant(cfg(), BUDGET)
+    func = tvm.script.from_source(plan["tir_after"])
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    src = tvm.compile(tvm.IRModule({"main": func}), target=target,
+                      tir_pipeline="tirx").mod.imports[0].inspect_source()
+    stride = plan["smem_stride"]
+    assert re.findall(r"__shared__[^;]*;", src) == [
+        f"__shared__ alignas(64) float sm_ptr[{128 * stride}];"]
+    assert f"* {stride})" in src               # lane row offset uses the padded stride
+    assert "float4" in src                      # 16-byte vector accesses survived
+
+
+# ------------------------------------------------------------------------------------------------
+# other shapes of the pattern
+# ------------------------------------------------------------------------------------------------
+
+def test_blocked_k_map():
+    plan = plan_variant(cfg(k_map="blocked"), BUDGET)
+    bf = brute_force_plan(128, 4, 8, "blocked")
+    assert '"kda2.access": "read"' in plan["tir_before"] and "tx % 32 * 4 + i" in plan["tir_before"]
+    assert plan["conflicts_before"] == bf["before"]
+    assert plan["smem_pad"] == bf["pad"]
+    assert plan["conflicts_after"] == bf["after"]
+    assert max(plan["conflicts_after"].values()) < max(plan["conflicts_before"].values())
+    assert plan["smem_stride"] % 4 == 0
+
+
+def test_v_per_warp_2_uses_8_byte_vectors():
+    plan = plan_variant(cfg(v_per_warp=2), BUDGET)
+    assert plan["vector_width"] == 2 and plan["coop_vector_width"] == 4
+    assert "T.vectorized(2)" in plan["tir_before"]
+    bf = brute_force_plan(128, 4, 2, "strided")
+    assert plan["conflicts_before"] == bf["before"]
+    assert plan["conflicts_before"]["read"] > 1
+    assert plan["conflicts_after"] == bf["after"]
+    assert max(plan["conflicts_after"].values()) < max(plan["conflicts_before"].values())
+    assert plan["smem_stride"] % 4 == 0        # the float4 fill must stay aligned
+
+
+def test_single_warp():
+    plan = plan_variant(cfg(k=64, warps=1, v_per_warp=16), BUDGET)
+    assert plan["threads"] == 32 and plan["tile"] == [64, 16]
+    assert plan["conflicts_before"]["read"] > 1
+    assert plan["conflicts_after"]["read"] == 1
+    bf = brute_force_plan(64, 1, 16, "strided")
+    assert plan["smem_pad"] == bf["pad"]
+    assert plan["conflicts_after"] == bf["after"]
+
+
+def test_tiny_tile_with_2_float_rows():
+    """warps=1, v_per_warp=2: BV=2, so even the cooperative copy uses float2; no pad is needed."""
+    plan = plan_variant(cfg(k=32, warps=1, v_per_warp=2), BUDGET)
+    assert plan["coop_vector_width"] == 2
+    assert plan["smem_pad"] == 0 and plan["smem_stride"] == 2
+    assert set(plan["pass"]["candidates"]) == {str(p) for p in range(0, 17, 2)}
+    assert all(d == 1 for d in plan["conflicts_after"].values())
+
+
+@pytest.mark.parametrize("k,warps,vpw,k_map", [
+    (128, 4, 8, "strided"), (128, 4, 8, "blocked"), (64, 2, 4, "blocked"), (256, 8, 16, "strided"),
+    (32, 2, 16, "blocked"), (128, 8, 2, "strided"), (64, 1, 4, "strided"), (256, 2, 8, "blocked"),
+    (32, 2, 2, "strided"),             # BV=4, 64 threads, 32 float4s: half the fill lanes idle
+])
+def test_pass_matches_brute_force(k, warps, vpw, k_map):
+    plan = plan_variant(cfg(k=k, warps=warps, v_per_warp=vpw, k_map=k_map), 10**9)
+    bf = brute_force_plan(k, warps, vpw, k_map)
+    assert plan["conflicts_before"] == bf["before"]
+    assert plan["pass"]["candidates"] == {str(p): d for p, d in bf["candidates"].items()}
+    assert plan["smem_pad"] == bf["pad"]
+    assert plan["conflicts_after"] == bf["after"]
+    assert plan["pass"]["misaligned"] == []
+
+
+def test_pass_is_a_real_primfunc_pass_on_other_kernels():
+    """The pass is generic: the notes' [64,128] row-sum tile with a 32-way column walk gets +1."""
+    import tvm
+    from tvm.script import tirx as T
+
+    from kda2.tir import bankpass
+
+    @T.prim_func
+    def tile_rowsum(A_ptr: T.handle, Out_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (256, 128), "float32")
+        Out = T.match_buffer(Out_ptr, (256,), "float32")
+        T.device_entry()
+        bx = T.cta_id([4])
+        tx = T.thread_id([128])
+        sm = T.alloc_shared((64, 128), "float32")
+        for i in T.serial(64):
+            sm[i, tx] = A[bx * 64 + i, tx]
+        T.cuda.cta_sync()
+        if tx < 64:
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = T.float32(0)
+            for j in T.serial(128):
+                acc[0] = acc[0] + sm[tx, j]
+            Out[bx * 64 + tx] = acc[0]
+
+    p = bankpass.make_bank_pad_pass(10**6)
+    assert isinstance(p, tvm.tirx.transform.PrimFuncPass)
+    assert p.info.name == "kda2.bank_pad"
+    out = p(tvm.IRModule({"main": tile_rowsum}))["main"]
+    rec = bankpass.to_python(out.attrs["kda2.bank_pad"])["buffers"]["sm"]
+    assert rec["conflicts_before"] == {"store0": 1, "load1": 32}
+    assert rec["pad"] == 1 and rec["shape_after"] == [64, 129]
+    assert rec["conflicts_after"] == {"store0": 1, "load1": 1}
+    assert "T.alloc_shared((64, 129))" in out.script()
+
+
+def test_bank_model_broadcast_guards_and_last_warp():
+    """Same word = broadcast (counts once); guarded-off lanes do not count; the last warp counts."""
+    import tvm
+    from tvm.script import tirx as T
+
+    from kda2.tir import bankpass
+
+    @T.prim_func
+    def probe(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64,), "float32")
+        T.device_entry()
+        tx = T.thread_id([64])
+        sm = T.alloc_shared((32, 32), "float32")
+        acc = T.alloc_local((1,), "float32")
+        for i in T.serial(1, annotations={"kda2.access": "same_word"}):
+            acc[0] = sm[0, 5]                       # 32 lanes, 1 word: broadcast, degree 1
+        for i in T.serial(1, annotations={"kda2.access": "two_rows"}):
+            acc[0] = sm[tx % 2, 5]                  # 2 distinct words in bank 5: degree 2
+        for i in T.serial(1, annotations={"kda2.access": "guarded"}):
+            if tx < 4:
+                acc[0] = sm[tx, 0]                  # only 4 lanes active: degree 4, not 32
+        for i in T.serial(1, annotations={"kda2.access": "last_warp"}):
+            if tx >= 32:
+                acc[0] = sm[tx - 32, 0]             # only warp 1 touches smem: degree 32
+        A[tx] = acc[0]
+
+    out = bankpass.make_bank_pad_pass(10**6)(tvm.IRModule({"main": probe}))["main"]
+    rec = bankpass.to_python(out.attrs["kda2.bank_pad"])["buffers"]["sm"]
+    assert rec["conflicts_before"] == {"same_word": 1, "two_rows": 2, "guarded": 4, "last_warp": 32}
+    assert rec["pad"] == 1
+    assert rec["conflicts_after"] == {"same_word": 1, "two_rows": 1, "guarded": 1, "last_warp": 1}
+
+
+# ------------------------------------------------------------------------------------------------
+# budget, direct staging, switches, files, determinism
+# ------------------------------------------------------------------------------------------------
+
+def test_budget_error_is_one_line_with_numbers():
+    c = cfg(k=256, warps=8, v_per_warp=16)
+    with pytest.raises(TirBudgetError) as e:
+        plan_variant(c, 48 * 1024)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert variant_name(c) in msg
+    assert "131072" in msg and "49152" in msg
+
+
+def test_budget_that_fits_only_unpadded_tile_keeps_pad_zero():
+    plan = plan_variant(cfg(), 128 * 32 * 4)
+    assert plan["smem_pad"] == 0 and plan["smem_bytes"] == 128 * 32 * 4
+    assert plan["conflicts_after"] == plan["conflicts_before"]
+    assert plan_variant(cfg(), 128 * 36 * 4)["smem_pad"] == 4
+
+
+def test_direct_staging_plan(tmp_path):
+    c = cfg(staging="direct")
+    plan = write_plan(c, BUDGET, tmp_path / "plan.json", tmp_path / "before.tir",
+                      tmp_path / "after.tir")
+    assert plan["smem_stride"] == 0 and plan["smem_bytes"] == 0 and plan["smem_pad"] == 0
+    assert plan["conflicts_before"] == {} and plan["conflicts_after"] == {}
+    on_disk = json.loads((tmp_path / "plan.json").read_text())
+    assert on_disk["staging"] == "direct" and on_disk["smem_stride"] == 0
+    for name in ("before.tir", "after.tir"):
+        text = (tmp_path / name).read_text()
+        assert "@T.prim_func" in text and "no shared-memory staging" in text
+        assert "alloc_shared" not in text
+    # direct staging needs no smem, so even a zero budget plans
+    assert plan_variant(c, 0)["smem_bytes"] == 0
+
+
+def test_enable_pass_false_keeps_pad_zero():
+    off = plan_variant(cfg(), BUDGET, enable_pass=False)
+    on = plan_variant(cfg(), BUDGET)
+    assert off["smem_pad"] == 0 and off["smem_stride"] == 32
+    assert off["conflicts_after"] == off["conflicts_before"] == on["conflicts_before"]
+    assert "T.alloc_shared((128, 32))" in off["tir_after"]
+    assert on["smem_stride"] != off["smem_stride"]
+
+
+def test_write_plan_files_and_determinism(tmp_path):
+    paths = [tmp_path / "a" / n for n in ("plan.json", "before.tir", "after.tir")]
+    plan = write_plan(cfg(), BUDGET, *paths)
+    first = [p.read_bytes() for p in paths]
+    on_disk = json.loads(first[0])
+    assert "tir_before" not in on_disk and "tir_after" not in on_disk
+    assert on_disk == {k: v for k, v in plan.items() if not k.startswith("tir_")}
+    assert first[1].decode() == plan["tir_before"] + "\n"
+    assert first[2].decode() == plan["tir_after"] + "\n"
+    assert not [p for p in paths[0].parent.iterdir() if p.name.startswith(".")]  # no tmp left
+    write_plan(cfg(), BUDGET, *paths)
+    assert [p.read_bytes() for p in paths] == first
+    assert plan_variant(cfg(k_map="blocked"), BUDGET) == plan_variant(cfg(k_map="blocked"), BUDGET)
+
+
+def test_plan_is_identical_in_a_fresh_process(tmp_path):
+    """Byte-identical plan.json and dumps across processes (cache keys depend on it)."""
+    write_plan(cfg(), BUDGET, tmp_path / "p.json", tmp_path / "b.tir", tmp_path / "a.tir")
+    code = ("import sys, json; from kda2.tir import write_plan; "
+            "write_plan(json.loads(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:])")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    other = tmp_path / "o"
+    subprocess.run([sys.executable, "-c", code, json.dumps(cfg()), str(BUDGET),
+                    str(other / "p.json"), str(other / "b.tir"), str(other / "a.tir")],
+                   check=True, env=env, timeout=120)
+    for name in ("p.json", "b.tir", "a.tir"):
+        assert (other / name).read_bytes() == (tmp_path / name).read_bytes(), name
+
+
+def test_failed_plan_writes_nothing(tmp_path):
+    with pytest.raises(TirBudgetError):
+        write_plan(cfg(k=256, warps=8, v_per_warp=16), 1024, tmp_path / "p.json",
+                   tmp_path / "b.tir", tmp_path / "a.tir")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_configs_name_the_field():
+    with pytest.raises(TirConfigError, match="k_map"):
+        plan_variant(cfg(k_map=None), BUDGET)
+    with pytest.raises(TirConfigError, match="'k'"):
+        plan_variant(cfg(k=48), BUDGET)
+    with pytest.raises(TirConfigError, match="staging"):
+        plan_variant(cfg(staging="tma"), BUDGET)
+    with pytest.raises(TirConfigError, match="smem_budget"):
+        plan_variant(cfg(), -1)
+
+
+def test_import_is_lazy():
+    """`import kda2.tir` must not import TVM (other stages import it cheaply)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    code = "import sys, kda2.tir; assert 'tvm' not in sys.modules, 'tvm imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)

@@ -45,6 +45,7 @@ static int calls = 0, forced_rc = 0;
 int kda2_abi_version(void) { return %(abi)d; }
 const char* kda2_library_json(void) { return %(json)s; }
 int kda2_num_variants(void) { return %(nvar)d; }
+int kda2_preload(void) { return 0; }
 int kda2_select(int32_t v_first, int64_t max_seqlen) {
 %(select)s
 }
@@ -96,8 +97,9 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
     select.append("  if (" + " && ".join(f"v_first != {x}" for x in sorted(built_vf)) + ") return KDA2_ERR_LAYOUT;"
                   if built_vf else "  return KDA2_ERR_LAYOUT;")
     select.append("  return KDA2_ERR_BUCKET_OVERFLOW;")
-    so_json = json.dumps({"spec": so_spec or spec, "arch": arch,
-                          "variants": [{"id": x["id"], "index": x["index"]} for x in variants]})
+    # as the real build writes it: variant ids in index order, the dispatch table, the ABI version
+    so_json = json.dumps({"abi_version": 1, "spec": so_spec or spec, "arch": arch,
+                          "variants": [x["id"] for x in variants], "dispatch": dispatch})
     offsets = "\n".join(f"  off[{i}] = offsetof(KDA2RecurrentArgs, {f});" for i, f in enumerate(FIELDS))
     src = out / "fake.c"
     src.write_text(FAKE_C % {"abi": so_abi, "json": _c_string(so_json), "nvar": len(variants),

@@ -6,7 +6,9 @@ the header with a C compiler and checks every offset below against `offsetof`.
 from __future__ import annotations
 
 import ctypes
+import re
 import struct
+from pathlib import Path
 
 ABI_VERSION = 1
 
@@ -25,20 +27,24 @@ FLAG_BETA_BF16 = 1 << 4
 FLAG_HAS_A_LOG = 1 << 5
 FLAG_HAS_DT_BIAS = 1 << 6
 
-# enum KDA2Status (negative return codes; positive ones are cudaError_t values)
+# enum KDA2Status (negative return codes; positive ones are CUresult / cudaError_t values)
 OK = 0
 ERR_BUCKET_OVERFLOW = -1
 ERR_LAYOUT = -2
 ERR_FEATURE = -3
 ERR_BAD_INDEX = -4
 ERR_SHAPE = -5
+ERR_DRIVER = -6
+ERR_NO_CONTEXT = -7
 
 STATUS_MESSAGES = {
-    ERR_BUCKET_OVERFLOW: "KDA2_ERR_BUCKET_OVERFLOW: max_seqlen is above the largest seq_len bucket built",
-    ERR_LAYOUT: "KDA2_ERR_LAYOUT: this state layout was not built into the library",
-    ERR_FEATURE: "KDA2_ERR_FEATURE: a gate mode or flag that is not compiled into this library",
+    ERR_BUCKET_OVERFLOW: "KDA2_ERR_BUCKET_OVERFLOW: max_seqlen above the largest bucket built",
+    ERR_LAYOUT: "KDA2_ERR_LAYOUT: state layout not built",
+    ERR_FEATURE: "KDA2_ERR_FEATURE: gate mode / flag not compiled into this library",
     ERR_BAD_INDEX: "KDA2_ERR_BAD_INDEX: no variant with that index",
     ERR_SHAPE: "KDA2_ERR_SHAPE: H/HV/N inconsistent",
+    ERR_DRIVER: "KDA2_ERR_DRIVER: libcuda.so.1 could not be opened (no NVIDIA driver)",
+    ERR_NO_CONTEXT: "KDA2_ERR_NO_CONTEXT: no current CUDA context (initialise CUDA first), or too many",
 }
 
 
@@ -83,24 +89,48 @@ FUNCTIONS = {
     "kda2_library_json": (ctypes.c_char_p, []),
     "kda2_num_variants": (ctypes.c_int, []),
     "kda2_select": (ctypes.c_int, [ctypes.c_int32, ctypes.c_int64]),
+    "kda2_preload": (ctypes.c_int, []),
     # args is passed as an address (int) so the hot path avoids building a ctypes pointer object.
     "kda2_launch": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]),
     "kda2_recurrent_fwd": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
 }
 
 
+def status_codes() -> dict[int, str]:
+    """KDA2Status values -> "NAME: comment", from the header shipped with the package when present.
+
+    The header is the source of truth; reading it means a status code added there (with a new ABI
+    build) still gets its own name in error messages. Falls back to the table above.
+    """
+    global _header_codes
+    if _header_codes is None:
+        codes = dict(STATUS_MESSAGES)
+        try:
+            text = (Path(__file__).resolve().parents[1] / "templates" / "kda2_abi.h").read_text()
+            for name, value, comment in re.findall(r"(KDA2_ERR_\w+)\s*=\s*(-\d+)\s*,?\s*(?://\s*(.*))?", text):
+                codes[int(value)] = f"{name}: {comment.strip()}" if comment else name
+        except OSError:
+            pass
+        _header_codes = codes
+    return _header_codes
+
+
+_header_codes: dict[int, str] | None = None
+
+
 def describe_rc(rc: int) -> str:
     """Human-readable meaning of a non-zero return code of the C ABI."""
     if rc < 0:
-        return STATUS_MESSAGES.get(rc, f"unknown KDA2Status {rc}")
+        return status_codes().get(rc, f"unknown KDA2Status {rc}")
     return f"CUDA error {rc} ({_cuda_error_name(rc)})"
 
 
 def _cuda_error_name(code: int) -> str:
-    # Only on the error path: cuda.bindings knows every cudaError_t name; fall back to the number.
+    # Only on the error path. The library calls the driver API, so positive codes are CUresult values
+    # (numerically the same as cudaError_t for the common ones); cuda.bindings knows every name.
     try:
-        from cuda.bindings import runtime as cudart
+        from cuda.bindings import driver as cu
 
-        return cudart.cudaError_t(code).name
+        return cu.CUresult(code).name
     except Exception:  # noqa: BLE001 - any failure here must not mask the original error
-        return "cudaError_t"
+        return "CUresult"

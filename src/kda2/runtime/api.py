@@ -17,7 +17,7 @@ from typing import Any
 
 from kda2.runtime import abi, loader
 from kda2.runtime.errors import KDA2InputError
-from kda2.runtime.library import Library
+from kda2.runtime.library import Library, ensure_context
 
 _torch: Any = None
 _BF16 = _F32 = _I32 = _I64 = None
@@ -197,7 +197,8 @@ def _device_index(lib: Library, dev: Any) -> int:
     _require_cuda(dev)
     idx = dev.index
     if idx not in lib._checked_devices:
-        lib.check_device(idx, tuple(_torch.cuda.get_device_capability(idx)))
+        with _torch.cuda.device(idx):  # preload targets the current context: make it this device's
+            lib.check_device(idx, tuple(_torch.cuda.get_device_capability(idx)))
     return idx
 
 
@@ -262,6 +263,9 @@ def _launch(lib: Library, dev_index: int, q, k, v, g, beta, a_ptr: int, d_ptr: i
         with _torch.cuda.device(dev_index):  # the .so launches on the calling thread's current device
             rc = lib._fwd(_addressof(args), max_seqlen, _raw_stream(dev_index))
     else:
+        rc = lib._fwd(_addressof(args), max_seqlen, _raw_stream(dev_index))
+    if rc == abi.ERR_NO_CONTEXT:  # a thread that has not touched CUDA yet: bind the primary context, retry
+        ensure_context(dev_index)
         rc = lib._fwd(_addressof(args), max_seqlen, _raw_stream(dev_index))
     if rc:
         raise lib.error(rc)

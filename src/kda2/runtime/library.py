@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from kda2.runtime import abi
 from kda2.runtime.errors import ArtifactError, KDA2LaunchError
 
-#: cudaErrorNoKernelImageForDevice: the .so has no code for this GPU (wrong arch picked or forced).
+#: CUDA_ERROR_NO_BINARY_FOR_GPU (= cudaErrorNoKernelImageForDevice): no code for this GPU in the .so.
 _CUDA_NO_KERNEL_IMAGE = 209
 
 
@@ -86,6 +86,7 @@ class Library:
         self._fwd = self._dll.kda2_recurrent_fwd
         self._launch = self._dll.kda2_launch
         self._select = self._dll.kda2_select
+        self._preload = self._dll.kda2_preload
         self._tls = threading.local()
         self._checked_devices: set[int] = set()
         self._cross_check()
@@ -107,10 +108,19 @@ class Library:
             if info.get(key) != self.manifest[key]:
                 raise ArtifactError(f"{so}: kda2_library_json() says {key}={info.get(key)!r} but {mf} "
                                     f"says {self.manifest[key]!r}; the build directory mixes two builds")
-        so_ids = [(int(v.get("index", i)), v.get("id")) for i, v in enumerate(info.get("variants", []))]
-        mf_ids = [(int(v["index"]), v["id"]) for v in self.variants]
-        if sorted(so_ids) != sorted(mf_ids):
+        # variants: ids in index order (the build writes plain ids), or {"id", "index"} objects
+        so_ids = sorted((int(v.get("index", i)), v.get("id")) if isinstance(v, dict) else (i, v)
+                        for i, v in enumerate(info.get("variants", [])))
+        mf_ids = sorted((int(v["index"]), v["id"]) for v in self.variants)
+        if so_ids != mf_ids:
             raise ArtifactError(f"{so}: variants {so_ids} differ from the manifest's {mf_ids} ({mf})")
+        if "abi_version" in info and info["abi_version"] != abi.ABI_VERSION:
+            raise ArtifactError(f"{so}: kda2_library_json() says abi_version={info['abi_version']}, "
+                                f"this runtime speaks ABI {abi.ABI_VERSION}")
+        if "dispatch" in info:
+            key = lambda d: sorted(d.items())  # noqa: E731
+            if sorted(map(key, info["dispatch"])) != sorted(map(key, self.dispatch)):
+                raise ArtifactError(f"{so}: its dispatch table differs from the manifest's ({mf})")
         n = self._dll.kda2_num_variants()
         if n != len(self.variants):
             raise ArtifactError(f"{so}: kda2_num_variants() = {n}, manifest lists {len(self.variants)}")
@@ -122,7 +132,8 @@ class Library:
                                     f"manifest dispatch says {entry['index']} ({mf})")
 
     def check_device(self, device_index: int, capability: tuple[int, int]) -> None:
-        """Refuse, once per device, a GPU this arch's SASS cannot run on (clearer than error 209)."""
+        """First use on a device: refuse a GPU this arch cannot run on (clearer than error 209), then
+        load every variant into the device's context now rather than inside a later graph capture."""
         from kda2.runtime.device import arch_preference
 
         if self.arch not in arch_preference(capability):
@@ -130,7 +141,17 @@ class Library:
                 f"{self.manifest_path}: built for {self.arch}, which cannot run on cuda:{device_index} "
                 f"(compute capability {capability[0]}.{capability[1]}); build the spec for "
                 f"{(arch_preference(capability) or ['a matching arch'])[0]}")
+        self.preload(device_index)
         self._checked_devices.add(device_index)
+
+    def preload(self, device_index: int = 0) -> None:
+        """kda2_preload: load every variant's cubin into the current context (do this before capture)."""
+        rc = self._preload()
+        if rc == abi.ERR_NO_CONTEXT:
+            ensure_context(device_index)
+            rc = self._preload()
+        if rc:
+            raise self.error(rc)
 
     # -- launching ---------------------------------------------------------------------------------
     def args(self) -> abi.KDA2RecurrentArgs:
@@ -148,7 +169,10 @@ class Library:
         return rc
 
     def launch_raw(self, args: abi.KDA2RecurrentArgs, max_seqlen: int, stream_handle: int = 0) -> None:
-        """kda2_recurrent_fwd with caller-built args (raw device pointers); no validation at all."""
+        """kda2_recurrent_fwd with caller-built args (raw device pointers); no validation at all.
+
+        Runs in the calling thread's current CUDA context (the library uses the driver API).
+        """
         rc = self._fwd(ctypes.addressof(args), int(max_seqlen), stream_handle or None)
         if rc:
             raise self.error(rc)
@@ -160,6 +184,7 @@ class Library:
             raise self.error(rc)
 
     def error(self, rc: int) -> KDA2LaunchError:
+        """The exception for a non-zero return code (cudaError_t / CUresult > 0, KDA2Status < 0)."""
         msg = f"{self.so_path.name} (spec {self.spec}, {self.arch}): {abi.describe_rc(rc)}"
         if rc == _CUDA_NO_KERNEL_IMAGE:
             msg += f"; this GPU cannot run {self.arch} code, build the spec for this GPU's arch"
@@ -167,3 +192,26 @@ class Library:
 
     def __repr__(self) -> str:
         return f"Library(spec={self.spec!r}, arch={self.arch!r}, k={self.k}, v={self.v}, path='{self.manifest_path}')"
+
+
+def ensure_context(device_index: int) -> None:
+    """Make the device's primary context current on this thread if no context is.
+
+    The library launches through the driver API in the *current* context. torch (like any CUDA runtime
+    user) works in the primary context, but a thread that has made no runtime call yet has none
+    current; binding the primary context is exactly what the runtime would do on its first call.
+    """
+    from cuda.bindings import driver as cu
+
+    def ok(res):
+        err, *vals = res if isinstance(res, tuple) else (res,)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            raise KDA2LaunchError(f"CUDA driver call failed while binding a context: {cu.cuGetErrorName(err)[1]!r}",
+                                  int(err))
+        return vals[0] if vals else None
+
+    ok(cu.cuInit(0))
+    if int(ok(cu.cuCtxGetCurrent())) != 0:
+        return
+    ctx = ok(cu.cuDevicePrimaryCtxRetain(ok(cu.cuDeviceGet(device_index))))
+    ok(cu.cuCtxSetCurrent(ctx))

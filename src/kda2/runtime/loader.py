@@ -59,12 +59,7 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
         so_path = _member(manifest_path, manifest["library"]["path"])
         if not so_path.is_file():
             raise ArtifactError(f"missing library {so_path} (listed in {manifest_path}); {_HOW_TO_BUILD}")
-        _preload_cudart()
-        try:
-            lib = Library(manifest_path, manifest, so_path)
-        except OSError as exc:
-            hint = f"; {_cudart_hint}" if "cudart" in str(exc) and _cudart_hint else ""
-            raise ArtifactError(f"cannot load {so_path}: {exc}{hint}") from exc
+        lib = _open_library(manifest_path, manifest, so_path)
         _cache[manifest_path] = (digest, lib)
         return lib
 
@@ -215,25 +210,32 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _preload_cudart() -> None:
-    """Map libcudart.so.13 before dlopen'ing a library that links it dynamically.
+def _open_library(manifest_path: Path, manifest: dict[str, Any], so_path: Path) -> Library:
+    """dlopen the .so; if it needs libcudart and the system loader cannot find it, preload and retry.
 
-    On the GPU host cudart lives in a pip wheel (nvidia-cuda-runtime) that the system loader does not
-    search; once pathfinder has loaded it, the .so's DT_NEEDED entry resolves to that copy by soname.
-    If pathfinder cannot find it we still try dlopen (LD_LIBRARY_PATH may have it), and translate a
-    failure there into a message naming cudart.
+    Libraries that link libcudart.so.13 dynamically find it, on the GPU host, only in a pip wheel
+    (nvidia-cuda-runtime) that the system loader does not search. cuda.pathfinder maps that copy; the
+    .so's DT_NEEDED entry then resolves to it by soname. (A library that talks to the driver API
+    through dlopen("libcuda.so.1") needs nothing here.)
     """
     try:
-        from cuda import pathfinder
+        return Library(manifest_path, manifest, so_path)
+    except OSError as first:
+        if "cudart" not in str(first):
+            raise ArtifactError(f"cannot load {so_path}: {first}") from first
+        try:
+            from cuda import pathfinder
 
-        pathfinder.load_nvidia_dynamic_lib("cudart")
-    except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and friends; checked again at dlopen
-        global _cudart_hint
-        _cudart_hint = (f"libcudart was not found by cuda.pathfinder ({type(exc).__name__}: {exc}); "
-                        "install nvidia-cuda-runtime (pip) or add the CUDA toolkit's lib dir to LD_LIBRARY_PATH")
-
-
-_cudart_hint: str | None = None
+            pathfinder.load_nvidia_dynamic_lib("cudart")
+        except Exception as exc:  # noqa: BLE001 - DynamicLibNotFoundError and friends
+            raise ArtifactError(
+                f"cannot load {so_path}: it needs libcudart, which neither the system loader nor "
+                f"cuda.pathfinder found ({type(exc).__name__}: {exc}); install nvidia-cuda-runtime (pip) or "
+                "add the CUDA toolkit's lib directory to LD_LIBRARY_PATH") from first
+        try:
+            return Library(manifest_path, manifest, so_path)
+        except OSError as exc:
+            raise ArtifactError(f"cannot load {so_path} even with cudart preloaded: {exc}") from exc
 
 
 def clear_cache() -> None:

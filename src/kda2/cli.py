@@ -1,0 +1,279 @@
+"""`kda2` command line: build, plan, inspect, rules, bench.
+
+Errors the user can fix (bad spec, bad rule, missing tool, corrupt artifact) print one line
+`kda2: error: ...` and exit 2; nothing here prints a traceback for them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+EXPECTED_SASS = {
+    # recurrent: warp-shuffle reductions, 16-byte streaming state traffic; smem staging adds LDS/STS.128
+    "recurrent": ("SHFL.BFLY", "LDG.E.EF.128", "STG.E.EF.128"),
+}
+FORBIDDEN_SASS = ("LDL", "STL")  # local memory = spills or dynamically indexed register arrays
+
+
+def _fail(msg: str) -> int:
+    print(f"kda2: error: {msg}", file=sys.stderr)
+    return 2
+
+
+# ---- build -----------------------------------------------------------------------------------
+
+def cmd_build(args: argparse.Namespace) -> int:
+    top = Path(args.directory).resolve()
+    if not (top / "SConstruct").is_file():
+        return _fail(f"{top}: no SConstruct here; run from a kda2 checkout or pass -C DIR")
+    argv = [sys.executable, "-m", "SCons", "-C", str(top), f"-j{args.jobs}"]
+    if args.specs:
+        argv.append(f"SPECS={','.join(args.specs)}")
+    if args.verbose:
+        argv.append("VERBOSE=1")
+    argv += args.scons_args
+    start = time.monotonic()
+    counts: dict[str, int] = {}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        m = re.match(r"kda2 (\S+(?: -dc)?)\s+(.*)", line)
+        if m:
+            counts[m[1]] = counts.get(m[1], 0) + 1
+            n = sum(counts.values())
+            print(f"[{n:4d} {time.monotonic() - start:7.1f}s] {m[1]:<9} {m[2]}", flush=True)
+        elif line.startswith("Retrieved"):
+            counts["cached"] = counts.get("cached", 0) + 1
+            print(f"[cache {time.monotonic() - start:7.1f}s] {line}", flush=True)
+        elif not line.startswith("scons: ") or "error" in line.lower() or "***" in line:
+            print(line, flush=True)
+    rc = proc.wait()
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
+    print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
+    return rc
+
+
+# ---- plan ------------------------------------------------------------------------------------
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from kda2.planner import PlanError, plan_spec
+    from kda2.rules import RuleError, load_rules
+    from kda2.spec import SpecError, load_spec
+
+    try:
+        spec = load_spec(args.spec)
+        rules = load_rules(args.rules)
+        archs = [args.arch] if args.arch else list(spec.archs)
+        if args.arch and args.arch not in spec.archs:
+            return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
+        plans = [plan_spec(spec, a, rules) for a in archs]
+    except (SpecError, RuleError, PlanError) as e:
+        return _fail(str(e))
+    if args.json:
+        print(json.dumps([{"arch": p.arch, "dispatch": list(p.dispatch),
+                           "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
+                                         "rules": v.rules, "flags": v.flags} for v in p.variants]}
+                          for p in plans], indent=1))
+        return 0
+    for p in plans:
+        routed = {d["variant"]: d for d in p.dispatch}
+        print(f"{spec.name} / {p.arch}: {len(p.variants)} variants "
+              f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
+        print(f"  {'id':<12} {'layout':<8} {'T<=':>6} {'v/warp':>6} {'warps':>5} {'staging':<7} {'dispatch':<8} rules")
+        for v in p.variants:
+            c = v.config
+            print(f"  {v.id:<12} {c['state_layout']:<8} {c['bucket']:>6} {c['v_per_warp']:>6} {c['warps']:>5} "
+                  f"{c['staging']:<7} {'yes' if v.id in routed else '-':<8} {' '.join(v.rules) or '-'}")
+            if args.reasons:
+                for agent, why in v.reasons:
+                    print(f"      [{agent}] {why}")
+        print()
+    return 0
+
+
+# ---- inspect ---------------------------------------------------------------------------------
+
+def _find_tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    try:  # pip packages nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm
+        import nvidia  # type: ignore[import-not-found]
+        for base in nvidia.__path__:
+            for cand in Path(base).glob(f"cu*/bin/{name}"):
+                return str(cand)
+    except ImportError:
+        pass
+    return None
+
+
+def sass_opcodes(cubin: Path) -> dict[str, int]:
+    cuobjdump, nvdisasm = _find_tool("cuobjdump"), _find_tool("nvdisasm")
+    if not cuobjdump or not nvdisasm:
+        raise FileNotFoundError("cuobjdump/nvdisasm not found: pip install 'nvidia-cuda-cuobjdump==13.2.*' "
+                                "'nvidia-cuda-nvdisasm==13.2.*' (or put the CUDA toolkit's on PATH)")
+    env = dict(os.environ, PATH=f"{os.path.dirname(nvdisasm)}:{os.environ.get('PATH', '')}")
+    out = subprocess.run([cuobjdump, "--dump-sass", str(cubin)], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed on {cubin}: {out.stderr.strip()}")
+    ops: dict[str, int] = {}
+    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", out.stdout):
+        ops[m[1]] = ops.get(m[1], 0) + 1
+    return ops
+
+
+def inspect_variant(root: Path, v: dict, family: str) -> tuple[list[str], list[str]]:
+    """(report lines, problems) for one variant of a manifest."""
+    lines, problems = [], []
+    for kernel, r in sorted(v["resources"].items()):
+        lines.append(f"  {v['id']}  {r['arch']}  regs {r['registers']:>3}  smem {r['smem']:>6} B  "
+                     f"stack {r['stack']} B  spills {r['spill_stores']}/{r['spill_loads']} B  "
+                     f"{v['config']['state_layout']} T<={v['config']['bucket']} {v['config']['staging']}")
+        if r["spill_stores"] or r["spill_loads"] or r["stack"]:
+            problems.append(f"{v['id']}: {kernel} spills or uses a stack frame")
+    ops = sass_opcodes(root / v["cubin"])
+    expected = list(EXPECTED_SASS.get(family, ()))
+    if v["config"].get("staging") == "smem":
+        expected += ["LDS.128", "STS.128"]
+    missing = [e for e in expected if not any(op == e or op.startswith(e + ".") for op in ops)]
+    local = sorted(op for op in ops if op.split(".")[0] in FORBIDDEN_SASS)
+    lines.append(f"      SASS: {sum(ops.values())} instructions; expected {' '.join(expected)}: "
+                 f"{'all present' if not missing else 'MISSING ' + ' '.join(missing)}; local memory: "
+                 f"{'none' if not local else ' '.join(local)}")
+    if missing:
+        problems.append(f"{v['id']}: expected SASS instructions missing: {' '.join(missing)}")
+    if local:
+        problems.append(f"{v['id']}: local-memory instructions {' '.join(local)}")
+    return lines, problems
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    path = Path(args.artifact)
+    manifest = path / "manifest.json" if path.is_dir() else path
+    if not manifest.is_file() or manifest.suffix != ".json":
+        return _fail(f"{args.artifact}: not a manifest.json or a build/<spec>/<arch> directory")
+    try:
+        m = json.loads(manifest.read_text())
+        variants = m["variants"]
+    except (json.JSONDecodeError, KeyError) as e:
+        return _fail(f"{manifest}: unreadable manifest ({e}); rebuild it with `kda2 build`")
+    root = manifest.parent
+    print(f"{m['spec']} / {m['arch']}: {len(variants)} variants, library {m['library']['path']}, "
+          f"toolchain {m['toolchain']['nvcc']}")
+    all_problems: list[str] = []
+    for v in variants:
+        if args.variant and v["id"] != args.variant:
+            continue
+        try:
+            lines, problems = inspect_variant(root, v, m["family"])
+        except (FileNotFoundError, RuntimeError) as e:
+            return _fail(str(e))
+        print("\n".join(lines))
+        all_problems += problems
+    if all_problems:
+        for p in all_problems:
+            print(f"kda2 inspect: FAIL {p}", file=sys.stderr)
+        return 1
+    print("kda2 inspect: ok (no spills, expected instructions present)")
+    return 0
+
+
+# ---- rules -----------------------------------------------------------------------------------
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from kda2.rules import RuleError, check_lock, load_rules, write_lock
+
+    try:
+        if args.action == "lock":
+            print(f"kda2 rules: wrote {write_lock(args.rules)}")
+            return 0
+        rules = load_rules(args.rules)
+        problems = check_lock(args.rules)
+    except RuleError as e:
+        return _fail(str(e))
+    if problems:
+        for p in problems:
+            print(f"kda2: error: {p}", file=sys.stderr)
+        return 1
+    print(f"kda2 rules: {len(rules)} rules, lock up to date")
+    return 0
+
+
+# ---- bench -----------------------------------------------------------------------------------
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from kda2.bench import main as bench_main
+
+    return bench_main(args.bench_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kda2", description="KDA²: declarative build of Kimi Delta Attention "
+                                "CUDA kernels (YAML spec -> scons -> tuned, cached artifacts).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="build the specs (wraps scons; one progress line per node)",
+                       description="Run scons over kernel_specs/ with a progress line per built node. "
+                       "Extra arguments after -- go to scons (e.g. -- -q to check up-to-dateness).")
+    b.add_argument("specs", nargs="*", help="spec names to build (default: all in kernel_specs/)")
+    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: CPUs)")
+    b.add_argument("-C", "--directory", default=".", help="checkout holding SConstruct (default: .)")
+    b.add_argument("-v", "--verbose", action="store_true", help="print full nvcc/nvlink command lines")
+    b.add_argument("scons_args", nargs=argparse.REMAINDER, help="arguments passed to scons after --")
+    b.set_defaults(func=cmd_build)
+
+    pl = sub.add_parser("plan", help="show the candidate variants of a spec and why",
+                        description="Run the planner agents and rules over SPEC and print the candidate "
+                        "table (one row per variant; --reasons adds each agent's and rule's reason).")
+    pl.add_argument("spec", help="path to a spec YAML (e.g. kernel_specs/kimi_linear_recurrent.yaml)")
+    pl.add_argument("--arch", help="only this arch (default: every arch in the spec)")
+    pl.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    pl.add_argument("--reasons", action="store_true", help="print every decision's reason")
+    pl.add_argument("--json", action="store_true", help="machine-readable output")
+    pl.set_defaults(func=cmd_plan)
+
+    i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",
+                       description="For each variant of a manifest: registers, shared memory, spills (from "
+                       "ptxas), and a SASS check that the expected instructions are present and no local "
+                       "memory (LDL/STL) is used. Exit 1 when a check fails.")
+    i.add_argument("artifact", help="build/<spec>/<arch> directory or its manifest.json")
+    i.add_argument("--variant", help="only this variant id")
+    i.set_defaults(func=cmd_inspect)
+
+    r = sub.add_parser("rules", help="check or update rules/rules.lock.json",
+                       description="check: fail when a rule's body changed without a version bump (or the "
+                       "lock is stale). lock: record the current versions and digests after a bump.")
+    r.add_argument("action", choices=["check", "lock"])
+    r.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    r.set_defaults(func=cmd_rules)
+
+    be = sub.add_parser("bench", help="benchmark against FLA on the GPU (see `kda2 bench -- --help`)",
+                        description="Runs kda2.bench (needs a GPU, torch, built artifacts; FLA for the "
+                        "baseline). Arguments after -- are passed through.")
+    be.add_argument("bench_args", nargs=argparse.REMAINDER)
+    be.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kda2 plan ... | head` ends quietly
+    args = build_parser().parse_args(argv)
+    for attr in ("scons_args", "bench_args"):
+        if getattr(args, attr, None) and getattr(args, attr)[0] == "--":
+            setattr(args, attr, getattr(args, attr)[1:])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,379 @@
+"""The built recurrent KDA library on a GPU, against the float64 reference (kda2.reference).
+
+Every output and final state is poisoned with NaN before the call, so an element the kernel fails to
+write shows up as NaN. Inputs are fresh random draws each run (seed printed on failure; pin it with
+KDA2_TEST_SEED). A covering set of cases, not the full cartesian product: every gate mode appears
+with both state layouts, every GVA ratio, every T of {1, 2, 63, 64, 500, 1000}, both dtypes of g and
+beta, with and without initial/final state, and three varlen packings.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TOL = 5e-3
+SEED = int(os.environ.get("KDA2_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    B: int = 1
+    T: int = 1
+    cu: tuple[int, ...] | None = None
+    H: int = 2
+    ratio: int = 1
+    gate: str = "precomputed"          # precomputed | softplus | lower_bound
+    a_log: bool = True
+    dt_bias: bool = True
+    lower_bound: float = -5.0
+    l2: bool = True
+    bsig: bool = True
+    neg: bool = False
+    h0: bool = True
+    final: bool = True
+    v_first: bool = False
+    g_bf16: bool = False
+    beta_bf16: bool = False
+    scale: float | None = None
+
+    @property
+    def longest(self) -> int:
+        return max(b - a for a, b in zip(self.cu, self.cu[1:])) if self.cu else self.T
+
+
+CASES = [
+    Case("T1-decode-precomputed-kf", B=4, T=1, l2=False, bsig=False),
+    Case("T1-decode-lowerbound-vf-gva2", B=8, T=1, ratio=2, gate="lower_bound", v_first=True, beta_bf16=True),
+    Case("T2-softplus-vf-gva2-gbf16", B=2, T=2, ratio=2, gate="softplus", v_first=True, g_bf16=True),
+    Case("T63-lowerbound-gva4-negeig", B=2, T=63, H=1, ratio=4, gate="lower_bound", neg=True, beta_bf16=True),
+    Case("T64-softplus-nodt-noh0-vf", B=1, T=64, gate="softplus", dt_bias=False, bsig=False, h0=False, v_first=True),
+    Case("T64-lowerbound-noAlog-vf-gva2", B=2, T=64, ratio=2, gate="lower_bound", a_log=False, l2=False, v_first=True),
+    Case("T500-precomputed-gva2-scale", B=1, T=500, ratio=2, g_bf16=True, scale=0.05),
+    Case("T1000-kimi-softplus-vf", B=1, T=1000, gate="softplus", v_first=True),
+    Case("T2-nofinal-gva4-kf", B=3, T=2, ratio=4, gate="softplus", final=False),
+    Case("varlen-15-softplus-vf", cu=(0, 15), gate="softplus", v_first=True),
+    Case("varlen-256-500-1000-lowerbound-gva2-kf", cu=(0, 256, 500, 1000), ratio=2, gate="lower_bound"),
+    Case("varlen-1-2-50-51-precomputed-gva4-vf", cu=(0, 1, 2, 50, 51), H=1, ratio=4, l2=False, bsig=False,
+         h0=False, v_first=True, beta_bf16=True),
+]
+
+
+def _skip_unless_built(lib, c: Case) -> None:
+    f = lib.features
+    missing = [what for what, ok in [
+        (f"gate mode {c.gate}", c.gate in f.gate_modes), (f"GVA ratio {c.ratio}", c.ratio in f.gva_ratios),
+        ("qk_l2norm", f.qk_l2norm or not c.l2), ("beta_sigmoid", f.beta_sigmoid or not c.bsig),
+        ("varlen", f.varlen or c.cu is None), (f"T={c.longest}", c.longest <= lib.max_bucket),
+        ("v_first" if c.v_first else "k_first", ("v_first" if c.v_first else "k_first") in f.state_layouts)] if not ok]
+    if missing:
+        pytest.skip(f"{lib.spec} does not build: {', '.join(missing)}")
+
+
+def make_inputs(torch, lib, c: Case, seed: int) -> dict:
+    """Realistic inputs (DESIGN §5): bf16 randn q/k/v, logsigmoid/16 or raw gates, h0 ~ randn*0.1."""
+    import torch.nn.functional as F
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    K, V, H = lib.k, lib.v, c.H
+    HV = H * c.ratio
+    B, T = (1, c.cu[-1]) if c.cu else (c.B, c.T)
+    N = len(c.cu) - 1 if c.cu else B
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, device="cuda", dtype=torch.float32)
+
+    q, k = randn(B, T, H, K), randn(B, T, H, K)
+    if not c.l2:  # without in-kernel l2norm the caller normalises (an unnormalised k makes the recurrence blow up)
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    in_kernel = c.gate != "precomputed"
+    g = randn(B, T, HV, K) if in_kernel else F.logsigmoid(randn(B, T, HV, K)) / 16
+    beta = randn(B, T, HV) if c.bsig else torch.sigmoid(randn(B, T, HV))
+    sshape = (N, HV, V, K) if c.v_first else (N, HV, K, V)
+    return dict(
+        q=q.bfloat16(), k=k.bfloat16(), v=randn(B, T, HV, V).bfloat16(),
+        g=g.to(torch.bfloat16 if c.g_bf16 else torch.float32),
+        beta=beta.to(torch.bfloat16 if c.beta_bf16 else torch.float32),
+        A_log=randn(HV) * 0.5 if in_kernel and c.a_log else None,
+        dt_bias=randn(HV * K) if in_kernel and c.dt_bias else None,
+        initial_state=randn(*sshape) * 0.1 if c.h0 else None,
+        cu_seqlens=torch.tensor(c.cu, dtype=torch.int64, device="cuda") if c.cu else None,
+        sshape=sshape)
+
+
+def options(c: Case) -> dict:
+    return dict(scale=c.scale, use_qk_l2norm_in_kernel=c.l2, use_gate_in_kernel=c.gate != "precomputed",
+                use_beta_sigmoid_in_kernel=c.bsig, allow_neg_eigval=c.neg,
+                lower_bound=c.lower_bound if c.gate == "lower_bound" else None, state_v_first=c.v_first)
+
+
+def run_ref(ref, x: dict, c: Case, **extra):
+    return ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+        initial_state=extra.pop("initial_state", x["initial_state"]), output_final_state=True,
+        cu_seqlens=list(c.cu) if c.cu else None, **options(c), **extra)
+
+
+def assert_close(ref, name: str, got, want, ctx: str) -> float:
+    got = got.float().cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
+    bad = int((~np.isfinite(got)).sum())
+    assert bad == 0, f"{ctx}: {name} has {bad} NaN/Inf elements (unwritten or overflowed); seed {SEED}"
+    err = ref.relative_l2(got, want)
+    assert err <= TOL, f"{ctx}: {name} relative L2 {err:.3e} > {TOL}; seed {SEED}"
+    return err
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_matches_reference(lib, ref, torch_cuda, case: Case):
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda
+
+    _skip_unless_built(lib, case)
+    x = make_inputs(torch, lib, case, SEED)
+    out = torch.full_like(x["v"], math.nan)
+    fso = torch.full(x["sshape"], math.nan, device="cuda") if case.final else None
+    o, ht = fused_recurrent_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+                                initial_state=x["initial_state"], output_final_state=case.final,
+                                cu_seqlens=x["cu_seqlens"], library=lib, out=out, final_state_out=fso,
+                                **options(case))
+    torch.cuda.synchronize()
+    assert o is out and ht is fso
+    o_ref, ht_ref = run_ref(ref, x, case)
+    assert_close(ref, "o", o, o_ref, case.id)
+    if case.final:
+        assert_close(ref, "final_state", ht, ht_ref, case.id)
+
+
+POOL_CASES = [(False, 1, None), (True, 1, None), (False, 5, None), (True, None, (0, 3, 4, 10))]
+
+
+@pytest.mark.parametrize("v_first,T,cu", POOL_CASES, ids=["decode-kf", "decode-vf", "T5-kf", "varlen-vf"])
+def test_pool_in_place(lib, ref, torch_cuda, v_first, T, cu):
+    """Serving form: rows named by ssm_state_indices updated in place, others untouched, -1 skips."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda_pool
+
+    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
+    c = Case("pool", B=4, T=T or 1, cu=cu, gate=gate, v_first=v_first, ratio=lib.features.gva_ratios[-1], H=1)
+    _skip_unless_built(lib, c)
+    x = make_inputs(torch, lib, c, SEED + 1)
+    N = len(cu) - 1 if cu else c.B
+    P = 9
+    slots = [6, -1, 0, 3][:N]
+    gen = torch.Generator(device="cuda").manual_seed(SEED + 2)
+    pool = torch.randn((P,) + x["sshape"][1:], generator=gen, device="cuda") * 0.1
+    before = pool.clone()
+    idx = torch.tensor(slots, dtype=torch.int32, device="cuda")
+    out = torch.full_like(x["v"], math.nan)
+    o = fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                                 dt_bias=x["dt_bias"], cu_seqlens=x["cu_seqlens"], library=lib, out=out,
+                                 **options(c))
+    torch.cuda.synchronize()
+    o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=np.array(slots))
+    assert_close(ref, "o", o, o_ref, "pool")
+    used = [s for s in slots if s >= 0]
+    assert_close(ref, "pool rows", pool[used], pool_ref[used], "pool")
+    for r in range(P):
+        if r not in used:
+            assert torch.equal(pool[r], before[r]), f"pool row {r} is not referenced but changed"
+    skipped = slots.index(-1)
+    rows = slice(cu[skipped], cu[skipped + 1]) if cu else None
+    o_skipped = o[0, rows] if cu else o[skipped]
+    assert bool((o_skipped == 0).all()), "a skipped sequence (index -1) must output zeros"
+
+
+def _graph_case(lib):
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    return gate, "v_first" in f.state_layouts
+
+
+def test_cuda_graph_replay_equals_eager(lib, ref, torch_cuda):
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda, fused_recurrent_kda_pool
+
+    gate, v_first = _graph_case(lib)
+    # decode, pool form (what a serving engine captures)
+    c = Case("graph-decode", B=8, T=1, gate=gate, v_first=v_first)
+    x = make_inputs(torch, lib, c, SEED + 3)
+    pool0 = torch.randn((12,) + x["sshape"][1:], device="cuda") * 0.1
+    pool = pool0.clone()
+    idx = torch.tensor([3, 0, 11, -1, 5, 7, 1, 9], dtype=torch.int32, device="cuda")
+    out = torch.empty_like(x["v"])
+
+    def step():
+        fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                                 dt_bias=x["dt_bias"], library=lib, out=out, **options(c))
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()  # warm-up off the capture path (loads modules, first-use checks)
+    torch.cuda.current_stream().wait_stream(side)
+    pool.copy_(pool0)
+    step()
+    o_eager, pool_eager = out.clone(), pool.clone()
+
+    graph = torch.cuda.CUDAGraph()
+    pool.copy_(pool0)
+    with torch.cuda.graph(graph):
+        step()
+    for _ in range(2):  # replays are repeatable
+        pool.copy_(pool0)
+        out.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, o_eager) and torch.equal(pool, pool_eager)
+
+    # prefill, varlen, int32 cu_seqlens converted and final state allocated inside the capture
+    c2 = Case("graph-varlen", cu=(0, 7, 40, 41), gate=gate, v_first=v_first)
+    if lib.features.varlen and c2.longest <= lib.max_bucket:
+        y = make_inputs(torch, lib, c2, SEED + 4)
+        cu32 = y["cu_seqlens"].int()
+
+        def prefill():
+            return fused_recurrent_kda(y["q"], y["k"], y["v"], y["g"], y["beta"], A_log=y["A_log"],
+                                       dt_bias=y["dt_bias"], initial_state=y["initial_state"],
+                                       output_final_state=True, cu_seqlens=cu32, max_seqlen=33, library=lib,
+                                       **options(c2))
+
+        o_e, ht_e = prefill()
+        g2 = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g2):
+            o_g, ht_g = prefill()
+        g2.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(o_g, o_e) and torch.equal(ht_g, ht_e)
+
+        from kda2.runtime.errors import KDA2InputError
+        g3 = torch.cuda.CUDAGraph()
+        with pytest.raises(KDA2InputError, match="graph capture"):
+            with torch.cuda.graph(g3):
+                out.zero_()  # keep the capture non-empty
+                fused_recurrent_kda(y["q"], y["k"], y["v"], y["g"], y["beta"], A_log=y["A_log"],
+                                    dt_bias=y["dt_bias"], cu_seqlens=y["cu_seqlens"], library=lib, **options(c2))
+
+
+def test_bad_inputs_leave_buffers_untouched(lib, torch_cuda):
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda, fused_recurrent_kda_pool
+    from kda2.runtime.errors import KDA2InputError
+
+    gate, v_first = _graph_case(lib)
+    c = Case("bad", B=2, T=3, gate=gate, v_first=v_first)
+    x = make_inputs(torch, lib, c, SEED + 5)
+    out = torch.full_like(x["v"], math.nan)
+    fso = torch.full(x["sshape"], math.nan, device="cuda")
+    pool = torch.randn((4,) + x["sshape"][1:], device="cuda")
+    before = pool.clone()
+    idx = torch.tensor([0, 2], dtype=torch.int32, device="cuda")
+    good = dict(q=x["q"], k=x["k"], v=x["v"], g=x["g"], beta=x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"])
+    opts = options(c)
+    big = lib.max_bucket + 1
+    bad_calls = {
+        "g float16": dict(g=x["g"].half()),
+        "k on the CPU": dict(k=x["k"].cpu()),
+        "q non-contiguous": dict(q=x["q"].transpose(0, 1).contiguous().transpose(0, 1)),
+        "K mismatch": dict(q=x["q"][..., :32].contiguous(), k=x["k"][..., :32].contiguous()),
+        "beta wrong shape": dict(beta=x["beta"][:, :, :1].contiguous()),
+        "T over the largest bucket": {n: torch.zeros((1, big) + t.shape[2:], dtype=t.dtype, device="cuda")
+                                      for n, t in good.items() if n in ("q", "k", "v", "g", "beta")},
+    }
+    for what, change in bad_calls.items():
+        args = dict(good, **change)
+        with pytest.raises(KDA2InputError):
+            fused_recurrent_kda(**args, initial_state=x["initial_state"], output_final_state=True, library=lib,
+                                out=out if what != "T over the largest bucket" else None,
+                                final_state_out=fso if what != "T over the largest bucket" else None, **opts)
+        with pytest.raises(KDA2InputError):
+            fused_recurrent_kda_pool(**args, state_pool=pool, ssm_state_indices=idx, library=lib,
+                                     out=out if what != "T over the largest bucket" else None, **opts)
+        torch.cuda.synchronize()
+        assert bool(out.isnan().all()) and bool(fso.isnan().all()), f"{what}: an output was written"
+        assert torch.equal(pool, before), f"{what}: the state pool was written"
+    with pytest.raises(KDA2InputError):
+        fused_recurrent_kda_pool(**good, state_pool=pool.double(), ssm_state_indices=idx, library=lib, out=out, **opts)
+    with pytest.raises(KDA2InputError):
+        fused_recurrent_kda(**good, library=lib, out=out, cu_seqlens=torch.tensor([0, 3, 5], device="cuda"), **opts)
+    torch.cuda.synchronize()
+    assert bool(out.isnan().all()) and torch.equal(pool, before)
+
+
+def test_fresh_thread_without_cuda_context(lib, torch_cuda):
+    """The library launches in the current driver context; a thread that never touched CUDA has none."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda_pool
+
+    gate, v_first = _graph_case(lib)
+    c = Case("thread", B=2, T=1, gate=gate, v_first=v_first)
+    x = make_inputs(torch, lib, c, SEED + 6)
+    pool0 = torch.randn((2,) + x["sshape"][1:], device="cuda") * 0.1
+    idx = torch.tensor([1, 0], dtype=torch.int32, device="cuda")
+    outs = [torch.empty_like(x["v"]) for _ in range(2)]
+    pools = [pool0.clone(), pool0.clone()]
+    call = lambda i: fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pools[i], idx,  # noqa: E731
+                                              A_log=x["A_log"], dt_bias=x["dt_bias"], library=lib, out=outs[i],
+                                              **options(c))
+    call(0)
+    errors: list[BaseException] = []
+
+    def worker():
+        try:
+            call(1)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert not errors, errors
+    torch.cuda.synchronize()
+    assert torch.equal(outs[0], outs[1]) and torch.equal(pools[0], pools[1])
+
+
+def test_arch_matches_device(lib, torch_cuda):
+    """The default library is the best built arch for this GPU (sm_90a on an H200)."""
+    from kda2.runtime.device import arch_preference
+
+    prefs = arch_preference(torch_cuda.cuda.get_device_capability())
+    assert lib.arch in prefs
+    if not os.environ.get("KDA2_LIBRARY"):
+        built = [a for a in prefs if (lib.root.parent / a / "manifest.json").exists()]
+        assert lib.arch == built[0]
+
+
+def _sanitizer() -> str | None:
+    for cand in (shutil.which("compute-sanitizer"), "/usr/local/cuda/bin/compute-sanitizer",
+                 "/usr/local/cuda/compute-sanitizer/compute-sanitizer"):
+        if cand and os.path.exists(cand):
+            return cand
+    return None
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
+def test_compute_sanitizer(lib, torch_cuda, tool):
+    exe = _sanitizer()
+    if exe is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    env = dict(os.environ, KDA2_LIBRARY=str(lib.manifest_path),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    res = subprocess.run([exe, "--tool", tool, "--error-exitcode", "86", sys.executable, str(HERE / "_small_case.py")],
+                         capture_output=True, text=True, timeout=400, env=env)
+    log = res.stdout + res.stderr
+    assert "SMALL-CASE-OK" in log, log[-6000:]
+    assert res.returncode == 0, log[-6000:]
+    assert re.search(r"ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors", log), log[-6000:]

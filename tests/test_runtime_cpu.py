@@ -377,7 +377,9 @@ def api_env(fake):
     from kda2.runtime import api
     lib = loader.load(fake)
     api._init_torch()
-    return torch, api, lib, _hooks(lib)
+    api._fast.clear()  # verdicts cached under a stubbed device check must not leak between tests
+    yield torch, api, lib, _hooks(lib)
+    api._fast.clear()
 
 
 def _expect(api, lib, d, match, *args, pool=False, poisoned=(), **kw):
@@ -489,7 +491,8 @@ class _FakeCuda:
     """Lets the full API path run on CPU tensors into the fake library (device checks stubbed)."""
 
     def __init__(self, monkeypatch, api, lib):
-        monkeypatch.setattr(api, "_require_cuda", lambda dev: None)
+        from kda2.runtime import validate
+        monkeypatch.setattr(validate, "require_cuda", lambda dev: None)
         monkeypatch.setattr(api, "_raw_stream", lambda idx: 0x5EED)
         lib._checked_devices.add(None)  # CPU tensors have device index None
 
@@ -590,3 +593,50 @@ def test_per_call_overhead_is_small(api_env, monkeypatch):
     us = (time.perf_counter() - t0) / n * 1e6
     print(f"fused_recurrent_kda_pool Python overhead: {us:.1f} us/call")
     assert us < 200
+
+
+def test_fast_path_revalidates_what_it_does_not_cache(api_env, monkeypatch):
+    """A cached verdict covers shapes/dtypes/devices/options only: contiguity and pointers are per call."""
+    torch, api, lib, d = api_env
+    _FakeCuda(monkeypatch, api, lib)
+    x = _inputs(torch, B=2, T=1)
+    pool = torch.zeros(4, 4, 128, 128)
+    idx = torch.tensor([3, 1], dtype=torch.int32)
+    kw = dict(use_gate_in_kernel=True, A_log=torch.zeros(4), library=lib)
+    out = torch.empty_like(x["v"])
+    api.fused_recurrent_kda_pool(*x.values(), pool, idx, out=out, **kw)
+    first = bytes(d.kda2_test_last().contents)
+    assert len(api._fast) == 1
+    api.fused_recurrent_kda_pool(*x.values(), pool, idx, out=out, **kw)  # cached: the same struct
+    assert bytes(d.kda2_test_last().contents) == first
+    y = _inputs(torch, B=2, T=1)  # same signature, new tensors: new pointers
+    api.fused_recurrent_kda_pool(*y.values(), pool, idx, **kw)
+    assert d.kda2_test_last().contents.q == y["q"].data_ptr() != x["q"].data_ptr()
+    calls = d.kda2_test_calls()
+    v_nc = torch.empty(2, 1, 4, 256, dtype=torch.bfloat16)[..., :128]  # same shape, not contiguous
+    with pytest.raises(KDA2InputError, match="non-contiguous"):
+        api.fused_recurrent_kda_pool(x["q"], x["k"], v_nc, x["g"], x["beta"], pool, idx, **kw)
+    with pytest.raises(KDA2InputError, match="beta dtype"):  # (device indices are in the key the same way)
+        api.fused_recurrent_kda_pool(*list(x.values())[:4], x["beta"].double(), pool, idx, **kw)
+    with pytest.raises(KDA2InputError, match="lower_bound"):
+        api.fused_recurrent_kda_pool(*x.values(), pool, idx, lower_bound=3.0, **kw)
+    assert d.kda2_test_calls() == calls
+    # dense form: cached too, final state allocated per call
+    _, ht1 = api.fused_recurrent_kda(*x.values(), output_final_state=True, **kw)
+    _, ht2 = api.fused_recurrent_kda(*x.values(), output_final_state=True, **kw)
+    assert ht1.data_ptr() != ht2.data_ptr() and d.kda2_test_last().contents.ht == ht2.data_ptr()
+    assert len(api._fast) == 3  # pool with out=, pool without, dense
+
+
+@pytest.mark.parametrize("manifest", sorted((ROOT / "build").glob("*/*/manifest.json")) or [None],
+                         ids=lambda p: "/".join(p.parts[-3:-1]) if p else "none")
+def test_real_build_loads_on_cpu(manifest):
+    """A real build (if one is in ./build) verifies, loads and cross-checks without a GPU or driver."""
+    if manifest is None:
+        pytest.skip("no build/<spec>/<arch>/manifest.json (run `scons` first)")
+    lib = loader.load(manifest)
+    assert lib.family == "recurrent" and lib.k > 0 and lib.v > 0
+    for entry in lib.dispatch:
+        assert lib.select(entry["state_layout"] == "v_first", entry["bucket"]) == entry["index"]
+    with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
+        lib.select(lib.features.state_layouts[0] == "v_first", lib.max_bucket + 1)

@@ -7,7 +7,6 @@ Run: KDA2_LIBRARY=build/<spec>/<arch>/manifest.json python tests/gpu/_small_case
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 from pathlib import Path
@@ -67,6 +66,8 @@ class Device:
 def run_case(lib, dev: Device, rng, *, name, N, T, cu_seqlens, H, ratio, gate, v_first, pool_rows, slots,
              g_bf16, beta_bf16, h0, final) -> None:
     K, V, HV = lib.k, lib.v, H * ratio
+    if cu_seqlens:
+        N = len(cu_seqlens) - 1
     B, L = (1, cu_seqlens[-1]) if cu_seqlens else (N, T)  # FLA shapes [B, T, ...]; varlen packs into B = 1
     longest = max(b - a for a, b in zip(cu_seqlens, cu_seqlens[1:])) if cu_seqlens else T
     l2 = lib.features.qk_l2norm  # without it, normalise here (an unnormalised k makes the recurrence blow up)
@@ -106,7 +107,7 @@ def run_case(lib, dev: Device, rng, *, name, N, T, cu_seqlens, H, ratio, gate, v
         a.h0 = dev.put(states) if h0 else None
         a.ht = dev.put(ht_host) if final else None
     a.cu_seqlens = dev.put(np.array(cu_seqlens, dtype=np.int64)) if cu_seqlens else None
-    a.N, a.T, a.H, a.HV = len(cu_seqlens) - 1 if cu_seqlens else N, 0 if cu_seqlens else T, H, HV
+    a.N, a.T, a.H, a.HV = N, 0 if cu_seqlens else T, H, HV
     a.scale = K ** -0.5
     a.lower_bound = -5.0 if gate == "lower_bound" else 0.0
     a.gate_mode = {"precomputed": abi.GATE_PRECOMPUTED, "softplus": abi.GATE_SOFTPLUS,
@@ -168,7 +169,7 @@ def main() -> int:
              beta_bf16=True, h0=True, final=True),
     ]
     if f.varlen:
-        cases.append(dict(name="varlen", N=0, T=0, cu_seqlens=[0, 3, 3, min(40, lib.max_bucket + 3)], H=1,
+        cases.append(dict(name="varlen", N=None, T=0, cu_seqlens=[0, 3, 3, min(40, lib.max_bucket + 3)], H=1,
                           ratio=ratio, gate=modes[-1], v_first=layouts[-1], pool_rows=0, slots=None, g_bf16=True,
                           beta_bf16=True, h0=True, final=True))
     for c in cases:

@@ -81,7 +81,7 @@ def _skip_unless_built(lib, c: Case) -> None:
         ("varlen", f.varlen or c.cu is None), (f"T={c.longest}", c.longest <= lib.max_bucket),
         ("v_first" if c.v_first else "k_first", ("v_first" if c.v_first else "k_first") in f.state_layouts)] if not ok]
     if missing:
-        pytest.skip(f"{lib.spec} does not build: {', '.join(missing)}")
+        pytest.skip(f"not built into spec {lib.spec}: {', '.join(missing)}")
 
 
 def make_inputs(torch, lib, c: Case, seed: int) -> dict:

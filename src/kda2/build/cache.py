@@ -2,7 +2,7 @@
 
 SCons keys cache entries by build signature and copies them back without looking at their bytes, so
 a flipped bit in cache/ would silently become a "built" kernel. Here every entry gets a sidecar
-`<entry>.sha256`, written (atomically) before the entry itself appears; on retrieval the copied file is
+`<entry>.sha256`, written (atomically) right after the entry appears; on retrieval the copied file is
 hashed and compared. A mismatch deletes the local copy and the bad entry and reports it, and SCons
 then builds the target as if the cache had missed. An entry without its sidecar (a push still in
 flight from another build sharing this cache) is simply a miss, never deleted.
@@ -58,11 +58,14 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         if self.is_readonly() or not self.is_enabled():
             return None
         _, cachefile = self.cachepath(node)
-        local = node.get_internal_path()
-        if cachefile is not None and os.path.isfile(local):
-            os.makedirs(os.path.dirname(cachefile), exist_ok=True)
+        existed = cachefile is not None and os.path.exists(cachefile)
+        result = super().push(node)  # SCons skips the copy when the entry exists already
+        # The sidecar records the entry as it lies in the cache, written once by whoever created the
+        # entry: a later push of the same key (another checkout, --cache-force) must not re-pair it.
+        if cachefile is not None and not existed and os.path.isfile(cachefile) \
+                and not os.path.exists(cachefile + ".sha256"):
             tmp = f"{cachefile}.sha256.{os.getpid()}"
             with open(tmp, "w") as f:
-                f.write(_sha256(local) + "\n")
+                f.write(_sha256(cachefile) + "\n")
             os.replace(tmp, cachefile + ".sha256")
-        return super().push(node)
+        return result

@@ -27,6 +27,9 @@ from kda2.toolchain import Toolchain, find_toolchain, gencode
 from kda2.variant import canonical_json
 
 
+STABLE_SRC_DIR = "/tmp/kda2-src"  # see the nvcc -dc action
+
+
 def _atomic_write(path: str, text: str) -> None:
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -115,13 +118,19 @@ def _variant_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, pv: PlannedVari
     cu = env.Command(str(vdir / "kernel.cu"), [tir[0], render_value, *templates],
                      Action(render_action, _progress("render")))
 
-    keep = vdir / "keep"
     flags = " ".join(pv.flags)
     obj = env.Command(
         str(vdir / "kernel.o"), [cu[0], tc_value, rules_value],
-        _action(env, f"mkdir -p {keep} && $( {tc.nvcc} $) -std=c++17 -O3 -Xcompiler -fPIC -dc -gencode {gencode(pv.config['arch'], True)} "
-                   f"-diag-suppress 177 $( -I{TEMPLATE_DIR} -keep -keep-dir {keep} $) {flags} "
-                   f"-o $TARGET ${{SOURCES[0]}}", "nvcc -dc", verbose))
+        # nvcc folds the source's absolute path and the working directory into kernel.o (module id,
+        # preprocessor line markers), so it compiles a copy at a content-named path, from there: the
+        # object is then the same bytes in every checkout that shares the cache. The per-process keep
+        # dir and output name keep concurrent builds of the same content apart.
+        _action(env, f"d={STABLE_SRC_DIR}/$$(sha256sum < ${{SOURCES[0]}} | cut -c1-32) && mkdir -p $$d && "
+                   f"cp ${{SOURCES[0]}} $$d/kernel.cu.$$$$ && mv -f $$d/kernel.cu.$$$$ $$d/kernel.cu && "
+                   f"(cd $$d && mkdir -p keep.$$$$ && $( {tc.nvcc} $) -std=c++17 -O3 -Xcompiler -fPIC -dc "
+                   f"-gencode {gencode(pv.config['arch'], True)} -diag-suppress 177 $( -I{TEMPLATE_DIR} $) {flags} "
+                   f"-keep -keep-dir keep.$$$$ -o {spec.name}.{plan.arch}.{pv.id}.o.$$$$ kernel.cu; rc=$$?; rm -rf keep.$$$$; "
+                   f"exit $$rc) && mv -f $$d/{spec.name}.{plan.arch}.{pv.id}.o.$$$$ $TARGET", "nvcc -dc", verbose))
     env.Depends(obj, env.File(str(TEMPLATE_DIR / "kda2_abi.h")))
 
     link_flags = " ".join(f"-Xptxas {f.split('=', 1)[1]}" for f in pv.flags if f.startswith("-Xptxas="))

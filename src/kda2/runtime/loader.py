@@ -113,8 +113,9 @@ def find_manifests(root: Path | None = None) -> list[Path]:
     return sorted(root.glob(f"*/*/{MANIFEST}"))
 
 
-def _discover() -> Path:
-    root = build_dir()
+def discover(root: Path | None = None) -> list[Path]:
+    """One manifest per built recurrent spec under `root` (default build_dir()): the best arch for this GPU."""
+    root = build_dir() if root is None else root
     found = [p for p in find_manifests(root) if _family(p) == "recurrent"]
     if not found:
         raise ArtifactError(f"no built recurrent library under {root.resolve()} (looked for "
@@ -128,11 +129,16 @@ def _discover() -> Path:
     if not best:
         raise ArtifactError(f"no build under {root.resolve()} runs on this GPU (archs it can run: {prefs}); "
                             f"found: {', '.join(str(p) for p in found)}")
+    return [best[s] for s in sorted(best)]
+
+
+def _discover() -> Path:
+    best = discover()
     if len(best) > 1:
-        listing = ", ".join(str(p) for p in best.values())
+        listing = ", ".join(str(p) for p in best)
         raise ArtifactError(f"more than one recurrent library fits this GPU: {listing}; "
                             f"pass library=kda2.runtime.load(path) or set {ENV_LIBRARY}=<manifest.json>")
-    return next(iter(best.values()))
+    return best[0]
 
 
 def _resolve(path: Path, arch: str | None) -> Path:

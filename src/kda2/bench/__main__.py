@@ -1,0 +1,5 @@
+import sys
+
+from kda2.bench import main
+
+sys.exit(main())

@@ -1,0 +1,264 @@
+"""Argument checks of the torch API (kda2.runtime.api): every rule a call must pass before a launch.
+
+Each failure is a `KDA2InputError` naming the argument, what it was and what is allowed (and, for a
+feature the library lacks, the closest built option or the spec field to change). Nothing here
+allocates or launches, so a failed call leaves every output and state untouched. The device check
+comes last (`device_index`), so every other rule is reachable with CPU tensors in tests.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kda2.runtime import abi, loader
+from kda2.runtime.errors import KDA2InputError
+from kda2.runtime.library import Library
+
+_torch: Any = None
+_BF16 = _F32 = _I32 = _I64 = None
+
+
+def init_torch() -> Any:
+    """Import torch (on first use only: the runtime imports without it) and bind the dtypes checked."""
+    global _torch, _BF16, _F32, _I32, _I64
+    if _torch is None:
+        try:
+            import torch
+        except ImportError as exc:
+            raise ImportError("kda2.runtime.fused_recurrent_kda needs torch; without it, drive the library "
+                              "through Library.launch_raw with raw device pointers") from exc
+        _BF16, _F32, _I32, _I64 = torch.bfloat16, torch.float32, torch.int32, torch.int64
+        _torch = torch
+    return _torch
+
+
+_GATE_NAMES = abi.GATE_MODE_NAMES
+_HOW_GATE = {
+    "precomputed": "use_gate_in_kernel=False (g is the log decay)",
+    "softplus": "use_gate_in_kernel=True, lower_bound=None",
+    "lower_bound": "use_gate_in_kernel=True, lower_bound=<negative float>",
+}
+
+
+def fail(name: str, given: Any, allowed: str) -> KDA2InputError:
+    return KDA2InputError(f"{name}: got {given}; allowed: {allowed}")
+
+
+def _dt(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _spec(lib: Library) -> str:
+    return f"spec {lib.spec} ({lib.arch})"
+
+
+def check_tensor(name: str, t: Any, dtypes: tuple, shape: tuple, dev: Any) -> None:
+    """dtype, device, shape and contiguity of one tensor argument.
+
+    One boolean expression on the success path (this runs ~8 times per call); the slow path below
+    works out which property failed only when something did.
+    """
+    try:
+        if t.dtype in dtypes and t.device == dev and t.shape == shape and t.is_contiguous():
+            return
+    except AttributeError:
+        pass
+    if not isinstance(t, _torch.Tensor):
+        raise fail(name, type(t).__name__, "a torch.Tensor")
+    if t.dtype not in dtypes:
+        raise fail(f"{name} dtype", _dt(t.dtype), " or ".join(_dt(d) for d in dtypes))
+    if t.device != dev:
+        raise fail(f"{name} device", t.device, f"the device of q ({dev}); all tensors must be on one CUDA device")
+    if t.shape != shape:
+        raise fail(f"{name} shape", list(t.shape), str(list(shape)))
+    raise fail(name, f"a non-contiguous tensor (strides {t.stride()})", "a contiguous tensor (call .contiguous())")
+
+
+def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel,
+             use_gate_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first,
+             cu_seqlens, cu_seqlens_cpu, max_seqlen, out):
+    """Validate everything but the states; return the launch scalars (nothing allocated yet)."""
+    f = lib.features
+    # Device is checked last (only "same device as q" here), so every other check is testable on CPU.
+    if not isinstance(q, _torch.Tensor) or q.ndim != 4:
+        raise fail("q shape", list(getattr(q, "shape", [])) or type(q).__name__, "a tensor [B, T, H, K]")
+    dev = q.device
+    B, T, H, K = q.shape
+    if not isinstance(v, _torch.Tensor) or v.ndim != 4:
+        raise fail("v shape", list(getattr(v, "shape", [])) or type(v).__name__, "a tensor [B, T, HV, V]")
+    HV, V = v.shape[2], v.shape[3]
+    if K != lib.k:
+        raise KDA2InputError(f"unsupported K={K}: this library was built for K={lib.k} ({_spec(lib)}); "
+                             f"build a spec with head_dims.k: {K}")
+    if V != lib.v:
+        raise KDA2InputError(f"unsupported V={V}: this library was built for V={lib.v} ({_spec(lib)}); "
+                             f"build a spec with head_dims.v: {V}")
+    if H == 0 or HV % H:
+        raise fail("v heads", f"HV={HV} with H={H}", "HV a multiple of H (GVA: HV % H == 0)")
+    ratio = HV // H
+    if ratio not in f.gva_ratios:
+        closest = min(f.gva_ratios, key=lambda r: (abs(r - ratio), r))
+        raise KDA2InputError(f"GVA ratio HV/H={ratio} (HV={HV}, H={H}) is not built into {_spec(lib)}; built "
+                             f"ratios: {list(f.gva_ratios)} (closest: {closest}); add {ratio} to features.gva_ratios")
+    check_tensor("q", q, (_BF16,), (B, T, H, K), dev)
+    check_tensor("k", k, (_BF16,), (B, T, H, K), dev)
+    check_tensor("v", v, (_BF16,), (B, T, HV, V), dev)
+    check_tensor("g", g, (_F32, _BF16), (B, T, HV, K), dev)
+    if isinstance(beta, _torch.Tensor) and beta.ndim == 4:
+        raise fail("beta shape", list(beta.shape), f"[B, T, HV] = {[B, T, HV]} (per-channel beta is not supported)")
+    check_tensor("beta", beta, (_F32, _BF16), (B, T, HV), dev)
+    if out is not None:
+        check_tensor("out", out, (_BF16,), (B, T, HV, V), dev)
+
+    flags = 0
+    if g.dtype is _BF16:
+        flags |= abi.FLAG_G_BF16
+    if beta.dtype is _BF16:
+        flags |= abi.FLAG_BETA_BF16
+    if use_qk_l2norm_in_kernel:
+        if not f.qk_l2norm:
+            raise KDA2InputError(f"use_qk_l2norm_in_kernel=True: qk_l2norm is not compiled into {_spec(lib)}; "
+                                 "normalise q and k before the call, or build with features.qk_l2norm: true")
+        flags |= abi.FLAG_QK_L2NORM
+    if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+        raise KDA2InputError("allow_neg_eigval=True requires use_beta_sigmoid_in_kernel=True (as in FLA)")
+    if use_beta_sigmoid_in_kernel:
+        if not f.beta_sigmoid:
+            raise KDA2InputError(f"use_beta_sigmoid_in_kernel=True: beta_sigmoid is not compiled into {_spec(lib)}; "
+                                 "pass sigmoid(beta) instead, or build with features.beta_sigmoid: true")
+        flags |= abi.FLAG_BETA_SIGMOID | (abi.FLAG_NEG_EIGVAL if allow_neg_eigval else 0)
+
+    # Gate mode: chosen exactly as FLA does (by use_gate_in_kernel, then by lower_bound is None).
+    lb = 0.0
+    a_ptr = d_ptr = 0
+    if not use_gate_in_kernel:
+        mode = abi.GATE_PRECOMPUTED  # FLA ignores A_log / dt_bias / lower_bound here; so do we
+    else:
+        if lower_bound is None:
+            mode = abi.GATE_SOFTPLUS
+            if A_log is None:
+                raise fail("A_log", None, f"a float32 tensor [HV]={[HV]}: the softplus gate "
+                            "(use_gate_in_kernel=True, lower_bound=None) needs A_log")
+        else:
+            mode = abi.GATE_LOWER_BOUND
+            lb = float(lower_bound)
+            if not (lb < 0.0 and math.isfinite(lb)):
+                raise fail("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
+        if A_log is not None:
+            check_tensor("A_log", A_log, (_F32,), (HV,), dev)
+            flags |= abi.FLAG_HAS_A_LOG
+            a_ptr = A_log.data_ptr()
+        if dt_bias is not None:
+            two_d = isinstance(dt_bias, _torch.Tensor) and dt_bias.ndim == 2  # [HV, K] is the same memory
+            check_tensor("dt_bias", dt_bias, (_F32,), (HV, K) if two_d else (HV * K,), dev)
+            flags |= abi.FLAG_HAS_DT_BIAS
+            d_ptr = dt_bias.data_ptr()
+    name = _GATE_NAMES[mode]
+    if name not in f.gate_modes:
+        compiled = "; ".join(f"{m} ({_HOW_GATE[m]})" for m in f.gate_modes)
+        raise KDA2InputError(f"gate mode {name!r} ({_HOW_GATE[name]}) is not compiled into {_spec(lib)}; "
+                             f"compiled: {compiled}; or add {name} to features.gate_modes")
+
+    layout = "v_first" if state_v_first else "k_first"
+    if layout not in f.state_layouts:
+        other = f.state_layouts[0] if f.state_layouts else "none"
+        raise KDA2InputError(f"state_v_first={bool(state_v_first)}: state layout {layout} is not built into "
+                             f"{_spec(lib)} (built: {list(f.state_layouts)}); pass state_v_first="
+                             f"{other == 'v_first'} or add {layout} to features.state_layouts")
+
+    if cu_seqlens is None:
+        if cu_seqlens_cpu is not None:
+            raise KDA2InputError("cu_seqlens_cpu given without cu_seqlens; pass both (the device copy is what the kernel reads)")
+        N, longest = B, T
+    else:
+        N, longest = check_varlen(lib, cu_seqlens, cu_seqlens_cpu, max_seqlen, B, T, dev)
+    if longest > lib.max_bucket:
+        raise KDA2InputError(f"T={longest} exceeds the largest seq_len bucket {lib.max_bucket} of {_spec(lib)}; "
+                             "add a larger bucket to seq_len_buckets")
+    if T > 0x7FFFFFFF or N > 0x7FFFFFFF:
+        raise fail("token count", T, "at most 2**31-1 tokens")
+    scale = K ** -0.5 if scale is None else float(scale)
+    return dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest
+
+
+def device_index(lib: Library, dev: Any) -> int:
+    """Last check of every call (so all others are reachable with CPU tensors in tests)."""
+    require_cuda(dev)
+    idx = dev.index
+    if idx not in lib._checked_devices:
+        with _torch.cuda.device(idx):  # preload targets the current context: make it this device's
+            lib.check_device(idx, tuple(_torch.cuda.get_device_capability(idx)))
+    return idx
+
+
+def require_cuda(dev: Any) -> None:
+    # A function of its own so the CPU tests can stub it and drive the whole path into a fake library.
+    if dev.type != "cuda":
+        raise fail("q device", dev, "a CUDA device (the kernels run on the GPU)")
+
+
+def check_varlen(lib: Library, cu, cu_cpu, max_seqlen, B, T, dev):
+    """Validate cu_seqlens; return (N, longest sequence). Syncs only when neither host hint is given."""
+    if not lib.features.varlen:
+        raise KDA2InputError(f"cu_seqlens given but varlen is not compiled into {_spec(lib)}; pad to dense "
+                             "[B, T, ...] inputs, or build with features.varlen: true")
+    if B != 1:
+        raise fail("q shape", f"B={B} with cu_seqlens", "B == 1 (pack the sequences along T, FlashAttention style)")
+    if not isinstance(cu, _torch.Tensor) or cu.dtype not in (_I64, _I32):
+        raise fail("cu_seqlens dtype", _dt(getattr(cu, "dtype", type(cu).__name__)), "int64 (int32 is converted)")
+    if cu.ndim != 1 or cu.numel() < 2:
+        raise fail("cu_seqlens shape", list(cu.shape), "[N+1] with N >= 1")
+    if cu.device != dev:
+        raise fail("cu_seqlens device", cu.device, f"the device of q ({dev})")
+    if not cu.is_contiguous():
+        raise fail("cu_seqlens", "a non-contiguous tensor", "a contiguous tensor")
+    N = cu.numel() - 1
+    host = None
+    if cu_cpu is not None:
+        if isinstance(cu_cpu, _torch.Tensor) and cu_cpu.device.type != "cpu":
+            raise fail("cu_seqlens_cpu device", cu_cpu.device, "cpu (a host copy; reading a device copy would sync)")
+        host = cu_cpu.tolist() if isinstance(cu_cpu, _torch.Tensor) else list(cu_cpu)
+        if len(host) != N + 1:
+            raise fail("cu_seqlens_cpu length", len(host), f"{N + 1} (= len(cu_seqlens))")
+    elif max_seqlen is None:
+        # Documented host sync: the longest sequence picks the kernel variant. Pass cu_seqlens_cpu or
+        # max_seqlen to avoid it (required under CUDA graph capture, where a sync is illegal).
+        if cu.is_cuda and _torch.cuda.is_current_stream_capturing():
+            raise KDA2InputError("cu_seqlens under CUDA graph capture needs cu_seqlens_cpu= or max_seqlen= "
+                                 "(reading cu_seqlens back would synchronise the capturing stream)")
+        host = cu.tolist()
+    if host is not None:
+        if host[0] != 0 or host[-1] != T or any(b < a for a, b in zip(host, host[1:])):
+            raise fail("cu_seqlens values", host if len(host) <= 16 else f"{host[:8]}...{host[-4:]}",
+                        f"non-decreasing offsets from 0 to the token count T={T}")
+        longest = max(b - a for a, b in zip(host, host[1:]))
+        if max_seqlen is not None and int(max_seqlen) < longest:
+            raise fail("max_seqlen", max_seqlen, f">= the longest sequence ({longest})")
+    else:
+        longest = int(max_seqlen)  # the caller's promise; too small would pick a variant for shorter inputs
+        if longest < 0:
+            raise fail("max_seqlen", max_seqlen, "a non-negative int")
+    return N, longest
+
+
+def library_arg(library: Library | None) -> Library:
+    if library is not None:
+        if not isinstance(library, Library):
+            raise fail("library", type(library).__name__, "a kda2.runtime.Library (kda2.runtime.load(path))")
+        return library
+    return loader._default or loader.default_library()
+
+
+def state_shape(N: int, HV: int, K: int, V: int, v_first: bool) -> tuple:
+    return (N, HV, V, K) if v_first else (N, HV, K, V)
+
+
+def legacy_kwargs(kwargs: dict, state_v_first: bool) -> bool:
+    """FLA's deprecated `transpose_state_layout` alias; any other unknown keyword is an error, not ignored."""
+    if "transpose_state_layout" in kwargs:
+        if state_v_first:
+            raise KDA2InputError("pass either state_v_first or the deprecated transpose_state_layout, not both")
+        state_v_first = bool(kwargs.pop("transpose_state_layout"))
+    if kwargs:
+        raise TypeError(f"fused_recurrent_kda() got unexpected keyword arguments {sorted(kwargs)}")
+    return state_v_first

@@ -219,7 +219,7 @@ def test_unknown_family(tmp_path: Path) -> None:
     (lambda d: d["agents"]["tile"].update(v_per_warp=[3]), ("agents.tile.v_per_warp[0]:", "allowed: 2, 4, 8, 16")),
     (lambda d: d["agents"]["tile"].update(warps=[16]), ("agents.tile.warps[0]:", "allowed: 1, 2, 4, 8")),
     (lambda d: d["agents"]["staging"].update(v_first=["tma"]), ("agents.staging.v_first[0]:", "smem, direct")),
-    (lambda d: d["agents"].update(reduce=["tree"]), ("agents.reduce[0]:", "allowed: butterfly")),
+    (lambda d: d["agents"].update(reduce=["tree"]), ("agents.reduce[0]:", "allowed: butterfly, scatter")),
     (lambda d: d["budget"].update(max_registers=300), ("budget.max_registers: out of range",
                                                        "allowed: int in [24, 255]", "(got 300)")),
     (lambda d: d["budget"].update(max_registers="64"), ("budget.max_registers: expected an integer",)),

@@ -1,4 +1,4 @@
-"""`kda2` command line: build, plan, inspect, rules, bench.
+"""`kda2` command line: build, plan, inspect, rules, tune, bench.
 
 Errors the user can fix (bad spec, bad rule, missing tool, corrupt artifact) print one line
 `kda2: error: ...` and exit 2; nothing here prints a traceback for them.
@@ -208,6 +208,22 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- tune ------------------------------------------------------------------------------------
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from kda2.runtime.errors import ArtifactError
+    from kda2.tune import tune
+
+    try:
+        for artifact in args.artifacts:
+            print(f"kda2 tune: {artifact}")
+            tune(artifact, lock=args.lock, quick=args.quick)
+    except (ArtifactError, ValueError) as e:
+        return _fail(str(e))
+    print("kda2 tune: rebuild (scons) to route the dispatch tables to the winners")
+    return 0
+
+
 # ---- bench -----------------------------------------------------------------------------------
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -255,6 +271,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("action", choices=["check", "lock"])
     r.add_argument("--rules", default="rules", help="rules directory (default: rules)")
     r.set_defaults(func=cmd_rules)
+
+    t = sub.add_parser("tune", help="time every candidate on this GPU and lock the winners",
+                       description="On a GPU host: check each built candidate against the fp64 reference, "
+                       "time it per (state layout, seq_len bucket), and write the fastest correct one to "
+                       "kernel_specs/<spec>.lock.json; the next build routes its dispatch table there.")
+    t.add_argument("artifacts", nargs="+", help="build/<spec>/<arch> directories or their manifest.json")
+    t.add_argument("--lock", help="lock file to write (default: kernel_specs/<spec>.lock.json)")
+    t.add_argument("--quick", action="store_true", help="fewer timing repetitions")
+    t.set_defaults(func=cmd_tune)
 
     be = sub.add_parser("bench", help="benchmark against FLA on the GPU (see `kda2 bench -- --help`)",
                         description="Runs kda2.bench (needs a GPU, torch, built artifacts; FLA for the "

@@ -7,7 +7,7 @@ the others are built too, as tuning candidates reachable by index.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from kda2.agents import FAMILY_AGENTS, Candidate
 from kda2.rules import Rule, apply_rules, unmatched
@@ -43,6 +43,7 @@ class SpecPlan:
     variants: tuple[PlannedVariant, ...]     # library index order
     dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "index", "variant"}
     considered: tuple[dict[str, Any], ...]   # every config the agents proposed (for rule warnings)
+    warnings: tuple[str, ...] = ()
 
 
 def _base_config(spec: Spec, arch: str, bucket: int) -> dict[str, Any]:
@@ -52,7 +53,8 @@ def _base_config(spec: Spec, arch: str, bucket: int) -> dict[str, Any]:
             "beta_sigmoid": f.beta_sigmoid, "varlen": f.varlen}
 
 
-def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule]) -> SpecPlan:
+def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None) -> SpecPlan:
+    """`tuned`: {"<layout>:<bucket>": variant id} from the spec's tune lock for this arch, if any."""
     agents = FAMILY_AGENTS[spec.family]
     picked: list[tuple[str, int, PlannedVariant]] = []
     considered: list[dict[str, Any]] = []
@@ -73,6 +75,7 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule]) -> SpecPlan:
             picked.append((pv.config["state_layout"], bucket, pv))
 
     variants: list[PlannedVariant] = []
+    warnings: list[str] = []
     seen: set[str] = set()
     dispatch: list[dict[str, Any]] = []
     for layout in ("k_first", "v_first"):
@@ -88,17 +91,31 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule]) -> SpecPlan:
                 if pv.id not in seen:
                     seen.add(pv.id)
                     variants.append(pv)
-            first = group[0]
-            dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id,
+            first, routed_by = group[0], "rank"
+            winner = (tuned or {}).get(f"{layout}:{bucket}")
+            if winner is not None:
+                match = [pv for pv in group if pv.id == winner]
+                if match:
+                    first, routed_by = match[0], "tune"
+                else:
+                    warnings.append(f"{spec.name}.lock.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
+                                    f"is no longer a candidate; routing to the agents' first choice "
+                                    f"(re-run `kda2 tune`)")
+            dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id, "routed_by": routed_by,
                              "index": next(i for i, v in enumerate(variants) if v.id == first.id)})
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
-                    considered=tuple(considered))
+                    considered=tuple(considered), warnings=tuple(warnings))
 
 
-def plan_all(specs: Sequence[Spec], rules: Sequence[Rule]) -> tuple[list[SpecPlan], list[str]]:
-    """Plans for every (spec, arch), plus one warning per rule that matches no proposed variant."""
-    plans = [plan_spec(s, arch, rules) for s in specs for arch in s.archs]
+def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
+             locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> tuple[list[SpecPlan], list[str]]:
+    """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tune locks.
+
+    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.tune.read_lock).
+    """
+    locks = locks or {}
+    plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch)) for s in specs for arch in s.archs]
     configs = [c for p in plans for c in p.considered]
     warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"
                 for r in unmatched(rules, configs)]
-    return plans, warnings
+    return plans, warnings + [w for p in plans for w in p.warnings]

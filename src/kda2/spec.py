@@ -294,7 +294,7 @@ class Agents(_Strict):
 
     tile: Tile = Tile()
     staging: Staging = Staging()
-    reduce: Choices[Literal["butterfly"]] = ["butterfly"]
+    reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
 
 
 class Budget(_Strict):

@@ -19,11 +19,11 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "v": (32, 64, 128, 256),
     "bucket": int,                       # largest sequence length this variant serves
     "state_layout": ("k_first", "v_first"),
-    "v_per_warp": (2, 4, 8, 16),         # value columns one warp owns
+    "v_per_warp": (2, 4, 8, 16, 32),     # value columns one warp owns (32: one per lane, k_map all)
     "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
     "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers
-    "k_map": ("strided", "blocked"),     # key rows of a lane: l + 32*i, or l*K/32 + i
-    "reduce": ("butterfly",),            # warp reduction of the per-column sums (xor all-reduce)
+    "k_map": ("strided", "blocked", "all"),  # key rows of a lane: l + 32*i, l*K/32 + i, or all K
+    "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums: xor all-reduce or reduce-scatter
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "qk_l2norm": (False, True),
     "beta_sigmoid": (False, True),

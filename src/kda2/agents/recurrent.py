@@ -44,15 +44,23 @@ class StagingAgent:
                                         "loads are coalesced; blocked key rows make them vectors",
                                         staging="direct", k_map="blocked"))
                 continue
-            for staging in ("smem", "direct"):  # preference order: smem first
-                if staging not in allowed:
-                    continue
-                why = ("k_first: a warp's own columns are a 16-32 B strip per key row; staging the CTA's "
-                       "[K, warps*v_per_warp] tile through shared memory makes the global traffic full "
-                       "128-B rows (bank conflicts handled by the TIR pass)" if staging == "smem" else
-                       "k_first direct: no shared memory or barrier, at the price of strided 16-B loads "
-                       "(kept as a tuning candidate)")
-                out.append(c.extend(self.name, why, staging=staging, k_map="strided"))
+            decode = bucket <= DECODE_MAX_T
+            options = []
+            if "direct" in allowed:
+                options.append(("direct", "all", "k_first, one value column per lane over all K rows: every state "
+                                "load and store is a coalesced 128-B row segment and a CTA reads whole rows, with "
+                                "no shared-memory transpose; reductions over K stay inside the lane"))
+            if "smem" in allowed:
+                options.append(("smem", "strided", "k_first: a warp's own columns are a 16-64 B strip per key row; "
+                                "staging the CTA's [K, warps*v_per_warp] tile through shared memory makes the "
+                                "global traffic whole row segments (bank conflicts handled by the TIR pass)"))
+            if "direct" in allowed:
+                options.append(("direct", "strided", "k_first direct with lanes over K: no shared memory or "
+                                "barrier, at the price of strided 16-B state loads (kept as a tuning candidate)"))
+            if not decode:  # per-token latency: the shuffle-reduced layouts first, all-K last
+                options = options[1:] + options[:1] if options and options[0][1] == "all" else options
+            for staging, k_map, why in options:
+                out.append(c.extend(self.name, why, staging=staging, k_map=k_map))
         return out
 
 
@@ -62,12 +70,18 @@ class TileAgent:
     def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         k, v = spec.head_dims.k, spec.head_dims.v
         decode = bucket <= DECODE_MAX_T
-        # Decode prefers wide tiles (more independent loads per lane); prefill prefers narrow ones
-        # (shorter per-token reduction, more tiles in parallel).
-        vpws = sorted(spec.agents.tile.v_per_warp, reverse=decode)
+        # Wide tiles first everywhere: in decode they put more independent loads in flight per lane; in
+        # prefill each warp loads and gates q/k/g once for all of its columns, which outweighs the longer
+        # per-token reduction (kda2 tune, H200, 2026-11-29, T=256 N=8 H=32 v_first scatter: v_per_warp 8
+        # 880 us, 16 885 us, 4 1480 us).
+        vpws = sorted(spec.agents.tile.v_per_warp, reverse=True)
         out = []
         for c in cands:
-            for vpw in vpws:
+            # k_map=all: 32/v_per_warp lanes share a column, each holding K*v_per_warp/32 state registers;
+            # more than 64 of those spilled at K=128 (255 registers + 200 B spills, sm_90a, 2026-11-29).
+            # The spec's v_per_warp list is for the lanes-over-K layouts.
+            all_k = sorted((v for v in (8, 16, 32) if k * v // 32 <= 64), reverse=True)
+            for vpw in (all_k if c.config["k_map"] == "all" else vpws):
                 for warps in spec.agents.tile.warps:
                     bv = vpw * warps
                     if v % bv:
@@ -87,10 +101,17 @@ class ReduceAgent:
 
     def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         out = []
+        why = {"butterfly": "xor all-reduce: every lane ends with every sum (5 x (2*v_per_warp+3) shuffles), "
+                            "no broadcast after it",
+               "scatter": "reduce-scatter: each round halves what a lane carries (~2*v_per_warp + 15 "
+                          "shuffles, then v_per_warp broadcasts); shortest per-token chain"}
         for c in cands:
+            if c.config["k_map"] == "all":  # sums over K are in-lane: only three scalars cross lanes
+                out.append(c.extend(self.name, "k_map=all sums over K inside each lane; the three q/k scalars "
+                                    "use the xor all-reduce", reduce="butterfly"))
+                continue
             for r in spec.agents.reduce:
-                out.append(c.extend(self.name, "xor-butterfly all-reduce: every lane ends with every sum, "
-                                    "so no broadcast is needed after it", reduce=r))
+                out.append(c.extend(self.name, why[r], reduce=r))
         return out
 
 
@@ -105,10 +126,14 @@ class BudgetAgent:
             cfg = c.config
             kpl = cfg["k"] // 32
             # State, reduction buffer, two tokens of inputs (current + prefetched), ~24 for addressing.
-            est = kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+            if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
+                est = cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30
+            else:  # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
+                est = kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
             if est > b.max_registers:
                 continue
-            smem = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem" else 0
+            smem = (cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem"
+                    else cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4 if cfg["k_map"] == "all" else 0)
             if smem > b.max_smem_bytes:
                 continue
             group = kept.setdefault(cfg["state_layout"], [])

@@ -24,6 +24,7 @@ from kda2.render import FAMILY_TEMPLATES, LIBRARY_TEMPLATES, TEMPLATE_DIR
 from kda2.rules import load_rules
 from kda2.spec import load_specs
 from kda2.toolchain import Toolchain, find_toolchain, gencode
+from kda2.tune import lock_path_for, read_lock
 from kda2.variant import canonical_json
 
 
@@ -201,7 +202,8 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
                              f"known: {', '.join(s.name for s in specs)}")
         specs = [s for s in specs if s.name in only]
     rules = load_rules(rules_dir)
-    plans, warnings = plan_all(specs, rules)
+    locks = {s.name: read_lock(lock_path_for(s.name, specs_dir)) for s in specs}
+    plans, warnings = plan_all(specs, rules, locks)
     for w in warnings:
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()

@@ -5,11 +5,11 @@ that `import kda2` in a deployment needs neither SCons, TVM, Jinja nor pydantic.
 """
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "fused_recurrent_kda", "fused_recurrent_kda_pool", "load"]
+__all__ = ["__version__", "fused_recurrent_kda", "fused_recurrent_kda_pool", "load", "prepare_pool"]
 
 
 def __getattr__(name: str):
-    if name in ("fused_recurrent_kda", "fused_recurrent_kda_pool", "load"):
+    if name in ("fused_recurrent_kda", "fused_recurrent_kda_pool", "load", "prepare_pool"):
         from kda2 import runtime
         return getattr(runtime, name)
     raise AttributeError(f"module 'kda2' has no attribute {name!r}")

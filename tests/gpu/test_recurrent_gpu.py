@@ -196,6 +196,38 @@ def test_pool_in_place(lib, ref, torch_cuda, v_first, T, cu):
     assert bool((o_skipped == 0).all()), "a skipped sequence (index -1) must output zeros"
 
 
+def test_prepared_pool_matches_and_checks(lib, ref, torch_cuda):
+    """prepare_pool validates once; each step equals the reference and a mismatched tensor is refused."""
+    torch = torch_cuda
+    from kda2.runtime import KDA2InputError, prepare_pool
+
+    v_first = "v_first" in lib.features.state_layouts
+    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
+    c = Case("prepared", B=3, T=1, cu=None, gate=gate, v_first=v_first, ratio=1, H=2)
+    _skip_unless_built(lib, c)
+    x = make_inputs(torch, lib, c, SEED + 5)
+    gen = torch.Generator(device="cuda").manual_seed(SEED + 6)
+    pool = torch.randn((5,) + x["sshape"][1:], generator=gen, device="cuda") * 0.1
+    idx = torch.tensor([4, 0, 2], dtype=torch.int32, device="cuda")
+    step = prepare_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                        dt_bias=x["dt_bias"], library=lib, **options(c))
+    before = pool.clone()
+    out = torch.full_like(x["v"], math.nan)
+    o = step(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, out=out)
+    torch.cuda.synchronize()
+    o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=np.array([4, 0, 2]))
+    assert o is out
+    assert_close(ref, "o", o, o_ref, "prepared")
+    assert_close(ref, "pool rows", pool[[4, 0, 2]], pool_ref[[4, 0, 2]], "prepared")
+    snapshot = pool.clone()
+    with pytest.raises(KDA2InputError, match="q"):  # another batch size needs another prepared call
+        step(x["q"][:2], x["k"], x["v"], x["g"], x["beta"], pool, idx, out=out)
+    with pytest.raises(KDA2InputError, match="ssm_state_indices"):
+        step(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx.long(), out=out)
+    torch.cuda.synchronize()
+    assert torch.equal(pool, snapshot), "a refused step must not touch the pool"
+
+
 def _graph_case(lib):
     f = lib.features
     gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]

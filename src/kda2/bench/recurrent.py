@@ -199,7 +199,19 @@ def bench_shape(torch, timer: Timer, impl, s: Shape, K: int, V: int, layout: str
                bytes_total=total, TBps=tbps, pct_copy=100 * tbps / copy_tbps if copy_tbps else None)
     if s.kind == "decode":
         row["graph_us"] = timer.graph(fn, R, replays=5 if quick else 20).median_ms * 1e3
-        row["wall_us"] = timer.wall_us(fn, R, calls=(200 if quick else 2000) if s.N == 1 else (50 if quick else 300))
+        calls = (200 if quick else 2000) if s.N == 1 else (50 if quick else 300)
+        row["wall_us"] = timer.wall_us(fn, R, calls=calls)
+        if impl.name == "kda2":  # the serving hot path: validated once by prepare_pool, launched per step
+            from kda2.runtime import prepare_pool
+
+            s0 = sets[0]
+            step = prepare_pool(s0["q"], s0["k"], s0["v"], s0["g"], s0["beta"], pool, idx[0], A_log=shared["A_log"],
+                                dt_bias=shared["dt_bias"], state_v_first=v_first, library=impl.lib, **OPTIONS)
+
+            def prepared(i):
+                x = sets[i]
+                return step(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx[i], out=outs[i])
+            row["wall_prepared_us"] = timer.wall_us(prepared, R, calls=calls)
     del sets, outs
     torch.cuda.empty_cache()
     return row

@@ -41,11 +41,12 @@ def readme_table(result: dict) -> str:
         lines.append(f"| {label} | {_us(ours)} | {_us(fla)} | {speed} | {pct(ours)} | {pct(fla)} |")
     decode = [(label, o, f) for label, o, f in _pairs(result) if (o or f or {}).get("graph_us") is not None]
     if decode:
-        lines += ["", "| decode shape | kda2 graph-replay µs | FLA graph-replay µs | kda2 wall µs/call | FLA wall µs/call |",
-                  "|---|---:|---:|---:|---:|"]
+        lines += ["", "| decode shape | kda2 graph-replay µs | FLA graph-replay µs | kda2 wall µs/call "
+                      "(fused_recurrent_kda_pool) | kda2 wall µs/call (prepare_pool) | FLA wall µs/call |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for label, o, f in decode:
             lines.append(f"| {label} | {_us(o, 'graph_us', 1)} | {_us(f, 'graph_us', 1)} | {_us(o, 'wall_us', 1)} | "
-                         f"{_us(f, 'wall_us', 1)} |")
+                         f"{_us(o, 'wall_prepared_us', 1)} | {_us(f, 'wall_us', 1)} |")
     fla = result.get("fla", {})
     if not fla.get("available", False):
         lines += ["", f"FLA was not measured: {fla.get('error', 'unknown reason')}."]

@@ -8,9 +8,10 @@ from kda2.runtime.api import fused_recurrent_kda, fused_recurrent_kda_pool
 from kda2.runtime.errors import ArtifactError, KDA2Error, KDA2InputError, KDA2LaunchError
 from kda2.runtime.library import Features, Library
 from kda2.runtime.loader import default_library, discover, find_manifests, load
+from kda2.runtime.prepared import PreparedPool, prepare_pool
 
 __all__ = [
     "ABI_VERSION", "ArtifactError", "Features", "KDA2Error", "KDA2InputError", "KDA2LaunchError",
     "KDA2RecurrentArgs", "Library", "default_library", "discover", "find_manifests", "fused_recurrent_kda",
-    "fused_recurrent_kda_pool", "load",
+    "fused_recurrent_kda_pool", "load", "PreparedPool", "prepare_pool",
 ]

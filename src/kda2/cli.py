@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Sequence
 
 EXPECTED_SASS = {
-    # recurrent: warp-shuffle reductions, 16-byte streaming state traffic; smem staging adds LDS/STS.128
-    "recurrent": ("SHFL.BFLY", "LDG.E.EF.128", "STG.E.EF.128"),
+    # recurrent: warp-shuffle reductions and streaming (evict-first) state loads/stores; the vector width
+    # follows the layout (16 B at K=128 lanes-over-K, 8 B at K=64, 4 B with one column per lane), so the
+    # check is on the cache policy; smem staging adds LDS/STS.128.
+    "recurrent": ("SHFL.BFLY", "LDG.E.EF", "STG.E.EF"),
 }
 FORBIDDEN_SASS = ("LDL", "STL")  # local memory = spills or dynamically indexed register arrays
 
@@ -68,6 +70,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.planner import PlanError, plan_spec
     from kda2.rules import RuleError, load_rules
     from kda2.spec import SpecError, load_spec
+    from kda2.tune import read_lock
 
     try:
         spec = load_spec(args.spec)
@@ -75,8 +78,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         archs = [args.arch] if args.arch else list(spec.archs)
         if args.arch and args.arch not in spec.archs:
             return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
-        plans = [plan_spec(spec, a, rules) for a in archs]
-    except (SpecError, RuleError, PlanError) as e:
+        lock = read_lock(Path(args.spec).with_name(f"{spec.name}.lock.json"))  # what the build routes by
+        plans = [plan_spec(spec, a, rules, lock.get(a)) for a in archs]
+        for p in plans:
+            for w in p.warnings:
+                print(f"kda2: warning: {w}", file=sys.stderr)
+    except (SpecError, RuleError, PlanError, ValueError) as e:
         return _fail(str(e))
     if args.json:
         print(json.dumps([{"arch": p.arch, "dispatch": list(p.dispatch),
@@ -88,11 +95,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         routed = {d["variant"]: d for d in p.dispatch}
         print(f"{spec.name} / {p.arch}: {len(p.variants)} variants "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
-        print(f"  {'id':<12} {'layout':<8} {'T<=':>6} {'v/warp':>6} {'warps':>5} {'staging':<7} {'dispatch':<8} rules")
+        print(f"  {'id':<12} {'layout':<8} {'T<=':>6} {'v/warp':>6} {'warps':>5} {'staging':<7} {'k_map':<8} "
+              f"{'reduce':<9} {'dispatch':<8} rules")
         for v in p.variants:
             c = v.config
             print(f"  {v.id:<12} {c['state_layout']:<8} {c['bucket']:>6} {c['v_per_warp']:>6} {c['warps']:>5} "
-                  f"{c['staging']:<7} {'yes' if v.id in routed else '-':<8} {' '.join(v.rules) or '-'}")
+                  f"{c['staging']:<7} {c['k_map']:<8} {c['reduce']:<9} "
+                  f"{routed[v.id]['routed_by'] if v.id in routed else '-':<8} {' '.join(v.rules) or '-'}")
             if args.reasons:
                 for agent, why in v.reasons:
                     print(f"      [{agent}] {why}")
@@ -161,24 +170,23 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     manifest = path / "manifest.json" if path.is_dir() else path
     if not manifest.is_file() or manifest.suffix != ".json":
         return _fail(f"{args.artifact}: not a manifest.json or a build/<spec>/<arch> directory")
+    root = manifest.parent
+    all_problems: list[str] = []
     try:
         m = json.loads(manifest.read_text())
         variants = m["variants"]
-    except (json.JSONDecodeError, KeyError) as e:
-        return _fail(f"{manifest}: unreadable manifest ({e}); rebuild it with `kda2 build`")
-    root = manifest.parent
-    print(f"{m['spec']} / {m['arch']}: {len(variants)} variants, library {m['library']['path']}, "
-          f"toolchain {m['toolchain']['nvcc']}")
-    all_problems: list[str] = []
-    for v in variants:
-        if args.variant and v["id"] != args.variant:
-            continue
-        try:
+        print(f"{m['spec']} / {m['arch']}: {len(variants)} variants, library {m['library']['path']}, "
+              f"toolchain {m['toolchain']['nvcc']}")
+        for v in variants:
+            if args.variant and v["id"] != args.variant:
+                continue
             lines, problems = inspect_variant(root, v, m["family"])
-        except (FileNotFoundError, RuntimeError) as e:
-            return _fail(str(e))
-        print("\n".join(lines))
-        all_problems += problems
+            print("\n".join(lines))
+            all_problems += problems
+    except (FileNotFoundError, RuntimeError) as e:
+        return _fail(str(e))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as e:
+        return _fail(f"{manifest}: unreadable manifest ({type(e).__name__}: {e}); rebuild it with `kda2 build`")
     if all_problems:
         for p in all_problems:
             print(f"kda2 inspect: FAIL {p}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """`kda2 tune`: on a GPU, check every built candidate against the fp64 reference, time it, and record
 the fastest correct one per (state layout, seq_len bucket) in kernel_specs/<spec>.lock.json.
 
-The next build routes the dispatch table to the recorded winners (planner.apply_lock); a lock that
+The next build routes the dispatch table to the recorded winners (planner.plan_all(locks=...)); a lock that
 names a variant the spec no longer produces is ignored with a warning. The lock is data for people
 too: every candidate's time is in it, with the GPU and the date.
 """

@@ -1,0 +1,320 @@
+"""The `kda2` command line, run as users run it: `python -m kda2.cli ...` in a subprocess.
+
+`inspect` is tested on a real build: a tiny spec built with SCons (-j2) in a temporary copy of the build
+inputs, with its own cache; then on copies of that build whose cubin is swapped for a bad one, and on
+corrupt manifests.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kda2.planner import plan_spec
+from kda2.tune import read_lock
+from kda2.rules import load_rules
+from kda2.spec import load_spec
+from kda2.toolchain import gencode
+
+REPO = Path(__file__).resolve().parents[1]
+KIMI = REPO / "kernel_specs" / "kimi_linear_recurrent.yaml"
+RULES = REPO / "rules"
+# Settings inherited from a developer shell that would change what SCons or nvcc do here.
+_SCRUB = ("KDA2_CACHE_DIR", "SCONSFLAGS", "KDA2_LIBRARY")
+
+
+def env() -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    e["PYTHONPATH"] = os.pathsep.join([str(REPO / "src")] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
+    return e
+
+
+def kda2(*args: str, cwd: Path = REPO, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kda2.cli", *map(str, args)], cwd=cwd, env=env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_error_line(p: subprocess.CompletedProcess) -> str:
+    """The failure contract: exit 2, exactly one line on stderr, `kda2: error: ...`, no traceback."""
+    assert p.returncode == 2, f"rc={p.returncode}\n{p.stdout}\n{p.stderr}"
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kda2: error: "), p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+    return lines[0]
+
+
+# ---- --help ------------------------------------------------------------------------------------
+
+HELP = {
+    None: ("build", "plan", "inspect", "rules", "tune", "bench", "Kimi Delta Attention"),
+    "build": ("scons", "progress line"),
+    "plan": ("candidate", "reasons", "--json", "--arch"),
+    "inspect": ("SASS", "spills", "local", "Exit 1"),
+    "rules": ("version bump", "check", "lock"),
+    "tune": ("fastest correct", "lock.json", "--quick"),
+    "bench": ("FLA", "GPU"),
+}
+
+
+@pytest.mark.parametrize("command", list(HELP), ids=[c or "top" for c in HELP])
+def test_help(command: str | None) -> None:
+    p = kda2(*([command] if command else []), "--help")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"usage: kda2{' ' + command if command else ''} ")
+    text = " ".join(p.stdout.split())
+    for phrase in HELP[command]:
+        assert phrase in text, (command, phrase, p.stdout)
+
+
+def test_no_command_is_a_usage_error() -> None:
+    p = kda2()
+    assert p.returncode == 2 and "usage: kda2" in p.stderr
+
+
+# ---- plan --------------------------------------------------------------------------------------
+
+ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(smem|direct) +(strided|blocked|all) "
+                 r"+(butterfly|scatter) +(tune|rank|-) +(.+)$")
+
+
+def test_plan_table_has_one_row_per_variant() -> None:
+    p = kda2("plan", KIMI, "--rules", RULES)
+    assert p.returncode == 0, p.stderr
+    spec, rules = load_spec(KIMI), load_rules(RULES)
+    sections = re.split(r"^(?=\S.* / sm_\w+: \d+ variants)", p.stdout, flags=re.M)
+    sections = [s for s in sections if s.strip()]
+    assert len(sections) == len(spec.archs)
+    for arch, text in zip(spec.archs, sections):
+        plan = plan_spec(spec, arch, rules, read_lock(Path(KIMI).with_name(f"{spec.name}.lock.json")).get(arch))
+        assert text.startswith(f"{spec.name} / {arch}: {len(plan.variants)} variants")
+        rows = [ROW.match(line) for line in text.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
+        assert all(rows), text
+        assert [m[1] for m in rows] == [v.id for v in plan.variants]
+        routed = {d["variant"]: d["routed_by"] for d in plan.dispatch}
+        assert set(routed.values()) == ({"tune"} if arch == "sm_90a" else {"rank"})  # the lock holds sm_90a
+        for m, v in zip(rows, plan.variants):
+            c = v.config
+            assert (m[2], int(m[3]), int(m[4]), int(m[5]), m[6], m[7], m[8]) == (
+                c["state_layout"], c["bucket"], c["v_per_warp"], c["warps"], c["staging"], c["k_map"], c["reduce"])
+            assert m[9] == routed.get(v.id, "-")
+            assert m[10] == (" ".join(v.rules) or "-")
+
+
+def test_plan_reasons_and_arch() -> None:
+    p = kda2("plan", KIMI, "--rules", RULES, "--arch", "sm_80", "--reasons")
+    assert p.returncode == 0, p.stderr
+    assert "/ sm_80:" in p.stdout and "/ sm_90a:" not in p.stdout
+    for agent in ("layout", "staging", "tile", "reduce", "budget", "rule 0002 v1"):
+        assert f"[{agent}] " in p.stdout
+
+
+def test_plan_json_parses() -> None:
+    p = kda2("plan", KIMI, "--rules", RULES, "--json")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    spec, rules = load_spec(KIMI), load_rules(RULES)
+    assert [d["arch"] for d in data] == list(spec.archs)
+    for entry in data:
+        plan = plan_spec(spec, entry["arch"], rules,
+                         read_lock(Path(KIMI).with_name(f"{spec.name}.lock.json")).get(entry["arch"]))
+        assert [v["id"] for v in entry["variants"]] == [v.id for v in plan.variants]
+        assert [v["config"] for v in entry["variants"]] == [v.config for v in plan.variants]
+        assert entry["dispatch"] == [dict(d) for d in plan.dispatch]
+        assert all(v["reasons"] for v in entry["variants"])
+
+
+def test_plan_bad_inputs_are_one_line_errors(tmp_path) -> None:
+    missing = tmp_path / "nope.yaml"
+    line = one_error_line(kda2("plan", missing, "--rules", RULES))
+    assert str(missing) in line and "no such file" in line
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(KIMI.read_text().replace("archs: [sm_90a, sm_80]", "archs: [sm_91]"))
+    line = one_error_line(kda2("plan", bad, "--rules", RULES))
+    assert str(bad) in line and "archs" in line and "sm_91" in line
+
+    line = one_error_line(kda2("plan", KIMI, "--rules", RULES, "--arch", "sm_86"))
+    assert "sm_86" in line
+
+    line = one_error_line(kda2("plan", KIMI, "--rules", tmp_path / "no_rules"))
+    assert "no_rules" in line
+
+
+# ---- rules check -------------------------------------------------------------------------------
+
+def test_rules_check_passes_on_the_repo() -> None:
+    p = kda2("rules", "check", "--rules", RULES)
+    assert p.returncode == 0, p.stderr
+    assert "lock up to date" in p.stdout and p.stderr == ""
+
+
+def test_rules_check_fails_on_body_edit_without_bump(tmp_path) -> None:
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules)
+    before = (rules / "rules.lock.json").read_bytes()
+    edited = rules / "0002-sm80-warps.yaml"
+    edited.write_text(edited.read_text().replace('flags: ["-Xptxas=-warn-spills"]',
+                                                 'flags: ["-Xptxas=-warn-spills", "-lineinfo"]'))
+    assert "-lineinfo" in edited.read_text()
+    p = kda2("rules", "check", "--rules", rules)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert str(edited) in p.stderr and "without a version bump" in p.stderr
+    assert all(line.startswith("kda2: error: ") for line in p.stderr.splitlines())
+    assert "Traceback" not in p.stderr
+    assert (rules / "rules.lock.json").read_bytes() == before  # check never rewrites the lock
+
+
+# ---- inspect -----------------------------------------------------------------------------------
+
+def tiny_spec(name: str, k: int) -> str:
+    return f"""\
+name: {name}
+family: recurrent
+archs: [sm_90a]
+head_dims: {{k: {k}, v: {k}}}
+features:
+  gate_modes: [softplus]
+  qk_l2norm: true
+  beta_sigmoid: true
+  gva_ratios: [1]
+  varlen: false
+  state_dtype: fp32
+  state_layouts: [v_first]
+seq_len_buckets: [1]
+agents:
+  tile: {{v_per_warp: [4], warps: [4]}}
+  staging: {{v_first: [direct]}}
+  reduce: [scatter]
+budget:
+  max_candidates: 1
+  max_registers: 255
+  max_smem_bytes: 49152
+"""
+
+
+# the brief's tiny spec (K = V = 64) and the same at K = V = 128, built in one SCons run
+TINY = {"tiny": 64, "tiny128": 128}
+
+
+@pytest.fixture(scope="module")
+def tiny_build(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cli_checkout")
+    shutil.copy2(REPO / "SConstruct", root / "SConstruct")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "site_scons", root / "site_scons", ignore=ignore)
+    shutil.copytree(RULES, root / "rules", ignore=ignore)
+    (root / "kernel_specs").mkdir()
+    for name, k in TINY.items():
+        (root / "kernel_specs" / f"{name}.yaml").write_text(tiny_spec(name, k))
+    e = env()
+    e["KDA2_CACHE_DIR"] = str(tmp_path_factory.mktemp("cli_cache"))
+    p = subprocess.run([sys.executable, "-m", "SCons", "-j2"], cwd=root, env=e, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, f"scons failed:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
+    for name in TINY:
+        assert (root / "build" / name / "sm_90a" / "manifest.json").is_file()
+    return root / "build"
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_inspect_tiny_build_is_clean(tiny_build: Path, name: str) -> None:
+    out = tiny_build / name / "sm_90a"
+    p = kda2("inspect", out)
+    m = json.loads((out / "manifest.json").read_text())
+    (v,) = m["variants"]
+    assert f"{name} / sm_90a: 1 variants" in p.stdout
+    assert re.search(rf"^  {v['id']}  sm_90a  regs +\d+  smem +0 B  stack 0 B  spills 0/0 B  v_first T<=1 direct$",
+                     p.stdout, re.M), p.stdout
+    assert "local memory: none" in p.stdout
+    assert p.returncode == 0, f"kda2 inspect {out} (K = V = {TINY[name]}) failed:\n{p.stdout}\n{p.stderr}"
+    assert "all present" in p.stdout and "kda2 inspect: ok" in p.stdout and p.stderr == ""
+    # the manifest itself works too, and --variant selects
+    p2 = kda2("inspect", out / "manifest.json", "--variant", v["id"])
+    assert p2.returncode == 0 and p2.stdout == p.stdout
+
+
+BAD_CU = r"""
+extern "C" __global__ void bad(const float* in, float* out, int i) {
+  float a[64];  // dynamically indexed below: lives in local memory
+#pragma unroll 1
+  for (int j = 0; j < 64; ++j) a[j] = in[j * blockDim.x + threadIdx.x];
+  out[threadIdx.x] = a[(i + threadIdx.x) & 63] + a[(i * 7 + threadIdx.x) & 63];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def bad_cubin(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("bad_cubin")
+    (d / "bad.cu").write_text(BAD_CU)
+    nvcc = shutil.which("nvcc")
+    assert nvcc, "nvcc must be on PATH"
+    p = subprocess.run([nvcc, "-O3", "-cubin", "-gencode", gencode("sm_90a", False), "bad.cu", "-o", "bad.cubin"],
+                       cwd=d, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return d / "bad.cubin"
+
+
+def test_inspect_fails_on_local_memory_and_missing_shfl(tiny_build: Path, bad_cubin: Path, tmp_path) -> None:
+    from kda2.cli import sass_opcodes
+
+    ops = sass_opcodes(bad_cubin)
+    assert any(op.split(".")[0] in ("LDL", "STL") for op in ops), ops  # the fixture really uses local memory
+    assert not any(op.startswith("SHFL") for op in ops), ops
+
+    out = tmp_path / "sm_90a"
+    shutil.copytree(tiny_build / "tiny128" / "sm_90a", out)
+    (v,) = json.loads((out / "manifest.json").read_text())["variants"]
+    shutil.copy2(bad_cubin, out / v["cubin"])
+    p = kda2("inspect", out)
+    assert p.returncode == 1, p.stdout + p.stderr
+    fails = [ln for ln in p.stderr.splitlines() if ln.startswith("kda2 inspect: FAIL ")]
+    assert fails and len(fails) == len(p.stderr.splitlines()), p.stderr
+    assert any(v["id"] in ln and "local-memory" in ln and re.search(r"\b(LDL|STL)\b", ln) for ln in fails), fails
+    assert any(v["id"] in ln and "missing" in ln and "SHFL.BFLY" in ln for ln in fails), fails
+    assert re.search(r"local memory: .*\b(LDL|STL)", p.stdout) and "MISSING" in p.stdout
+    assert "kda2 inspect: ok" not in p.stdout
+
+
+def test_inspect_fails_on_spills_in_resources(tiny_build: Path, tmp_path) -> None:
+    out = tmp_path / "sm_90a"
+    shutil.copytree(tiny_build / "tiny128" / "sm_90a", out)
+    m = json.loads((out / "manifest.json").read_text())
+    (v,) = m["variants"]
+    for r in v["resources"].values():
+        r["spill_stores"], r["stack"] = 8, 8
+    (out / "manifest.json").write_text(json.dumps(m))
+    p = kda2("inspect", out)
+    assert p.returncode == 1
+    assert any("spills" in ln and v["id"] in ln for ln in p.stderr.splitlines() if ln.startswith("kda2 inspect: FAIL"))
+
+
+CORRUPT = {
+    "truncated": '{"spec": "tiny", "variants": [',
+    "not_json": "\x00\x01 binary",
+    "no_variants": "{}",
+    "missing_keys": '{"variants": []}',
+    "not_an_object": "[]",
+    "variant_without_resources": json.dumps({
+        "spec": "s", "arch": "sm_90a", "family": "recurrent", "library": {"path": "libs.sm_90a.so"},
+        "toolchain": {"nvcc": "n"}, "variants": [{"id": "0123456789ab", "cubin": "x/kernel.cubin",
+                                                  "config": {"state_layout": "v_first"}}]}),
+}
+
+
+@pytest.mark.parametrize("kind", list(CORRUPT))
+def test_inspect_corrupt_manifest_is_one_line_error(tmp_path, kind: str) -> None:
+    (tmp_path / "manifest.json").write_text(CORRUPT[kind])
+    line = one_error_line(kda2("inspect", tmp_path))
+    assert "manifest.json" in line
+
+
+def test_inspect_not_a_build_dir(tmp_path) -> None:
+    line = one_error_line(kda2("inspect", tmp_path / "nothing"))
+    assert "nothing" in line

@@ -1,0 +1,231 @@
+"""kda2.planner on the real specs and rules: ids, routing, reasons, rule flags, tune locks, the budget."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kda2.planner import PlanError, SpecPlan, plan_all, plan_spec
+from kda2.rules import load_rules
+from kda2.spec import Spec, load_spec, load_specs
+from kda2.tune import lock_path_for, read_lock
+from kda2.variant import variant_id
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = REPO / "kernel_specs"
+KIMI = SPECS / "kimi_linear_recurrent.yaml"
+AGENTS = ("layout", "staging", "tile", "reduce", "budget")
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_rules(REPO / "rules")
+
+
+@pytest.fixture(scope="module")
+def kimi() -> Spec:
+    return load_spec(KIMI)
+
+
+def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
+    """Variant ids per (layout, bucket), in library (= rank) order."""
+    out: dict[tuple[str, int], list[str]] = {}
+    for v in plan.variants:
+        out.setdefault((v.config["state_layout"], v.config["bucket"]), []).append(v.id)
+    return out
+
+
+def routes(plan: SpecPlan) -> dict[str, dict[str, Any]]:
+    return {f"{d['state_layout']}:{d['bucket']}": d for d in plan.dispatch}
+
+
+def spec_variant(tmp_path: Path, name: str = "kimi_linear_recurrent", **budget: int) -> Path:
+    """The real kimi spec with budget fields replaced, written to tmp."""
+    text = KIMI.read_text()
+    for key, value in budget.items():
+        text, n = re.subn(rf"^(\s+{key}:) \d+$", rf"\1 {value}", text, flags=re.M)
+        assert n == 1, key
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+# ---- plan_spec on the real spec ----------------------------------------------------------------
+
+def test_plan_is_deterministic(kimi, rules) -> None:
+    for arch in kimi.archs:
+        a, b = plan_spec(kimi, arch, rules), plan_spec(load_spec(KIMI), arch, load_rules(REPO / "rules"))
+        assert [v.id for v in a.variants] == [v.id for v in b.variants]
+        assert a.dispatch == b.dispatch
+        assert [v.reasons for v in a.variants] == [v.reasons for v in b.variants]
+        ids = [v.id for v in a.variants]
+        assert len(set(ids)) == len(ids)
+        assert all(v.id == variant_id(v.config) and re.fullmatch(r"[0-9a-f]{12}", v.id) for v in a.variants)
+        assert all(v.config["arch"] == arch for v in a.variants)
+    assert {v.id for v in plan_spec(kimi, "sm_80", rules).variants}.isdisjoint(
+        {v.id for v in plan_spec(kimi, "sm_90a", rules).variants})
+
+
+def test_every_layout_and_bucket_is_routed_exactly_once(kimi, rules) -> None:
+    for arch in kimi.archs:
+        plan = plan_spec(kimi, arch, rules)
+        keys = [(d["state_layout"], d["bucket"]) for d in plan.dispatch]
+        expected = [(lay, b) for lay in ("k_first", "v_first") if lay in kimi.features.state_layouts
+                    for b in kimi.seq_len_buckets]
+        assert keys == expected  # once each, sorted by (layout, bucket): kda2_select relies on it
+        g = groups(plan)
+        assert sorted(g) == sorted(expected)
+        for d in plan.dispatch:
+            v = plan.variants[d["index"]]
+            assert v.id == d["variant"]
+            assert (v.config["state_layout"], v.config["bucket"]) == (d["state_layout"], d["bucket"])
+            assert d["routed_by"] == "rank" and d["variant"] == g[(d["state_layout"], d["bucket"])][0]
+        # library order keeps each group together
+        order = [(v.config["state_layout"], v.config["bucket"]) for v in plan.variants]
+        assert order == sorted(order, key=lambda k: (k[0], kimi.seq_len_buckets.index(k[1])))
+
+
+def test_reasons_from_every_agent(kimi, rules) -> None:
+    for arch in kimi.archs:
+        for v in plan_spec(kimi, arch, rules).variants:
+            agents = [a for a, _ in v.reasons]
+            assert agents[:len(AGENTS)] == list(AGENTS), agents
+            assert all(why.strip() for _, why in v.reasons), v.reasons
+
+
+def test_sm80_variants_carry_rule_0002_flag(kimi, rules) -> None:
+    (r2,) = [r for r in rules if r.id == 2]
+    sm80 = plan_spec(kimi, "sm_80", rules).variants
+    assert sm80
+    for v in sm80:
+        assert "-Xptxas=-warn-spills" in v.flags and tuple(r2.flags or ()) == v.flags
+        assert f"0002@v{r2.version}" in v.rules
+        assert any(agent == f"rule 0002 v{r2.version}" for agent, _ in v.reasons)
+    for v in plan_spec(kimi, "sm_90a", rules).variants:
+        assert v.flags == () and not any(r.startswith("0002@") for r in v.rules)
+    assert {v.rules_digest for v in sm80} != {v.rules_digest for v in plan_spec(kimi, "sm_90a", rules).variants}
+
+
+# ---- tune locks --------------------------------------------------------------------------------
+
+def write_lock(path: Path, spec: str, routes_: dict[str, str]) -> Path:
+    path.write_text(json.dumps({"schema": 1, "spec": spec, "archs": {"sm_90a": {
+        "gpu": "x", "date": "d", "routes": {k: {"variant": v, "candidates": {}} for k, v in routes_.items()}}}}))
+    return path
+
+
+def test_lock_routes_to_a_non_first_candidate(kimi, rules, tmp_path) -> None:
+    ranked = plan_spec(kimi, "sm_90a", rules)
+    group = groups(ranked)[("v_first", 1)]
+    assert len(group) > 1
+    chosen = group[2 if len(group) > 2 else 1]
+    lock = read_lock(write_lock(tmp_path / "x.lock.json", kimi.name, {"v_first:1": chosen}))
+    assert lock == {"sm_90a": {"v_first:1": chosen}}
+    plans, warnings = plan_all([kimi], rules, locks={kimi.name: lock})
+    assert not [w for w in warnings if "lock" in w], warnings
+    by_arch = {p.arch: p for p in plans}
+    tuned = routes(by_arch["sm_90a"])
+    assert tuned["v_first:1"]["variant"] == chosen and tuned["v_first:1"]["routed_by"] == "tune"
+    assert by_arch["sm_90a"].variants[tuned["v_first:1"]["index"]].id == chosen
+    for key, d in tuned.items():
+        if key != "v_first:1":
+            assert d["routed_by"] == "rank" and d == routes(ranked)[key]
+    assert all(d["routed_by"] == "rank" for d in by_arch["sm_80"].dispatch)
+    # the lock only re-routes: the variants built are the same, in the same order
+    assert [v.id for v in by_arch["sm_90a"].variants] == [v.id for v in ranked.variants]
+
+
+def test_lock_naming_an_unknown_variant_warns_and_falls_back(kimi, rules, tmp_path) -> None:
+    ranked = plan_spec(kimi, "sm_90a", rules)
+    lock = read_lock(write_lock(tmp_path / "x.lock.json", kimi.name, {"v_first:1": "0123456789ab"}))
+    plans, warnings = plan_all([kimi], rules, locks={kimi.name: lock})
+    (w,) = [w for w in warnings if "lock" in w]
+    assert "0123456789ab" in w and "v_first:1" in w and "sm_90a" in w and kimi.name in w
+    assert "\n" not in w
+    d = routes(next(p for p in plans if p.arch == "sm_90a"))["v_first:1"]
+    assert d["routed_by"] == "rank" and d == routes(ranked)["v_first:1"]
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"archs": []}', '{"archs": {"sm_90a": []}}',
+                                  '{"archs": {"sm_90a": {"routes": {"v_first:1": "abc"}}}}',
+                                  '{"schema": 1, "spec": "s"}'])
+def test_unreadable_lock_raises_with_path(tmp_path, text: str) -> None:
+    path = tmp_path / "broken.lock.json"
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        read_lock(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_missing_lock_is_empty(tmp_path) -> None:
+    assert read_lock(tmp_path / "none.lock.json") == {}
+
+
+def test_committed_locks_name_current_candidates(rules) -> None:
+    specs = load_specs(SPECS)
+    locks = {}
+    for s in specs:
+        path = lock_path_for(s.name, SPECS)
+        assert path.is_file(), f"{path}: no committed tune lock"
+        locks[s.name] = read_lock(path)
+        raw = json.loads(path.read_text())
+        assert raw["spec"] == s.name and raw["schema"] == 1
+        assert set(locks[s.name]) <= set(s.archs)
+    plans, warnings = plan_all(specs, rules, locks=locks)
+    assert not [w for w in warnings if "lock" in w], warnings
+    for plan in plans:
+        raw = json.loads(lock_path_for(plan.spec.name, SPECS).read_text())
+        entry = raw["archs"].get(plan.arch)
+        if entry is None:
+            assert all(d["routed_by"] == "rank" for d in plan.dispatch)
+            continue
+        g, r = groups(plan), routes(plan)
+        assert set(entry["routes"]) == set(r), "the lock must cover every route of the plan"
+        for key, route in entry["routes"].items():
+            layout, bucket = key.split(":")
+            group = g[(layout, int(bucket))]
+            assert route["variant"] in group
+            assert set(route["candidates"]) <= set(group), f"{plan.spec.name} {key}: stale timed candidates"
+            assert r[key]["variant"] == route["variant"] and r[key]["routed_by"] == "tune"
+
+
+# ---- budget ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
+    capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
+    for arch in kimi.archs:
+        full, small = groups(plan_spec(kimi, arch, rules)), groups(plan_spec(capped, arch, rules))
+        assert sorted(small) == sorted(full)
+        for key, ids in small.items():
+            assert len(ids) == min(cap, len(full[key]))
+            assert ids == full[key][:cap]  # the best-ranked are kept
+        assert any(len(ids) > cap for ids in full.values())
+
+
+def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
+    spec = load_spec(spec_variant(tmp_path, max_candidates=2))
+    for ids_group in groups(plan := plan_spec(spec, "sm_90a", rules)).values():
+        for rank, vid in enumerate(ids_group, 1):
+            v = next(x for x in plan.variants if x.id == vid)
+            (why,) = [w for a, w in v.reasons if a == "budget"]
+            assert f"rank {rank} of max 2" in why and "budget 255" in why
+
+
+@pytest.mark.parametrize("max_registers,layout", [(40, "k_first"), (80, "v_first")])
+def test_register_budget_leaving_no_candidate_is_a_plan_error(rules, tmp_path, max_registers: int,
+                                                              layout: str) -> None:
+    """40: nothing fits; 80: k_first keeps a k_map=all variant, v_first has none."""
+    path = spec_variant(tmp_path, max_registers=max_registers)
+    spec = load_spec(path)
+    with pytest.raises(PlanError) as info:
+        plan_all([spec], rules)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert str(path) in msg
+    assert f"state_layout={layout}" in msg and "bucket 1 " in msg
+    other = "v_first" if layout == "k_first" else "k_first"
+    assert f"state_layout={other}" not in msg

@@ -1,0 +1,250 @@
+"""kda2.render: the .cu a variant becomes (TIR plan in it, header that explains it), the library TU.
+
+Real tools: every rendered kernel is compiled with nvcc to a cubin and ptxas's `-v` report is checked;
+the library TU is compiled with the host C++ compiler. All nvcc compiles of this file run once, in
+parallel, in a module fixture (a few seconds each).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kda2.planner import plan_spec
+from kda2.render import GATE_BITS, kernel_symbol, render_library, render_variant
+from kda2.resources import check, parse_ptxas
+from kda2.rules import load_rules
+from kda2.spec import load_spec
+from kda2.tir import plan_variant
+from kda2.toolchain import find_toolchain
+from kda2.variant import canonical_json, variant_id, variant_name
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATES = REPO / "src" / "kda2" / "templates"
+BUDGET = 49152
+
+BASE: dict[str, Any] = {
+    "family": "recurrent", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 64,
+    "gate_modes": ["lower_bound", "precomputed", "softplus"], "qk_l2norm": True, "beta_sigmoid": True,
+    "varlen": True,
+}
+SMEM_CFG = {**BASE, "state_layout": "k_first", "v_per_warp": 8, "warps": 4, "staging": "smem",
+            "k_map": "strided", "reduce": "scatter"}
+ALL_K_CFG = {**BASE, "bucket": 1, "state_layout": "k_first", "v_per_warp": 16, "warps": 4, "staging": "direct",
+             "k_map": "all", "reduce": "butterfly"}
+V_FIRST_CFG = {**BASE, "state_layout": "v_first", "v_per_warp": 8, "warps": 4, "staging": "direct",
+               "k_map": "blocked", "reduce": "scatter"}
+REASONS = [("layout", "states [N,HV,K,V]"), ("staging", "through shared memory"),
+           ("tile", "T<=64: v_per_warp=8 -> 32 state registers/lane"), ("reduce", "reduce-scatter"),
+           ("budget", "~117 registers (budget 255)"), ("rule 0002 v1", "flags: warn on spills")]
+OTHER_CASES = [(name, arch) for name in ("all_k", "v_first") for arch in ("sm_90a", "sm_80")]
+
+
+def nvcc() -> str:
+    path = shutil.which("nvcc")
+    assert path, "nvcc must be on PATH (pip install -e '.[test]' and the CUDA 13.0 toolkit)"
+    return path
+
+
+def with_arch(cfg: dict[str, Any], arch: str) -> dict[str, Any]:
+    return {**cfg, "arch": arch}
+
+
+def header(text: str) -> str:
+    """The leading comment block, up to and including its closing `// ====` rule."""
+    lines = text.splitlines()
+    assert lines[0].startswith("// ====")
+    end = next(i for i in range(1, len(lines)) if lines[i].startswith("// ===="))
+    return "\n".join(lines[: end + 1])
+
+
+def compile_cubin(cu: Path, arch: str) -> str:
+    """nvcc -cubin with ptxas -v; returns the ptxas report (fails the test on a compile error)."""
+    num = arch.removeprefix("sm_")
+    argv = [nvcc(), "-std=c++17", "-O3", f"-I{TEMPLATES}", "-cubin", "-gencode", f"arch=compute_{num},code=sm_{num}",
+            "-Xptxas", "-v", str(cu), "-o", str(cu.with_suffix(".cubin"))]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"{' '.join(argv)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    assert cu.with_suffix(".cubin").stat().st_size > 0
+    return out.stdout + out.stderr
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """Render and compile every kernel of this file once: {case: {config, plan, text, ptxas}}."""
+    d = tmp_path_factory.mktemp("render")
+    cases: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+        "pass": (SMEM_CFG, plan_variant(SMEM_CFG, BUDGET)),
+        "no_pass": (SMEM_CFG, plan_variant(SMEM_CFG, BUDGET, enable_pass=False)),
+    }
+    for name, arch in OTHER_CASES:
+        cfg = with_arch(ALL_K_CFG if name == "all_k" else V_FIRST_CFG, arch)
+        cases[f"{name}-{arch}"] = (cfg, plan_variant(cfg, BUDGET))
+    out: dict[str, dict[str, Any]] = {}
+    for key, (cfg, plan) in cases.items():
+        text = render_variant(cfg, REASONS, plan, "t")
+        (d / f"{key}.cu").write_text(text)
+        out[key] = {"config": cfg, "plan": plan, "text": text, "cu": d / f"{key}.cu"}
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        logs = dict(zip(out, pool.map(lambda k: compile_cubin(out[k]["cu"], out[k]["config"]["arch"]), out)))
+    for key, log in logs.items():
+        out[key]["ptxas"] = log
+        out[key]["resources"] = parse_ptxas(log)
+    return out
+
+
+# ---- the TIR pass changes what is built --------------------------------------------------------
+
+def stride_of(text: str) -> int:
+    (m,) = re.findall(r"^constexpr int SMEM_STRIDE = (\d+);", text, re.M)
+    return int(m)
+
+
+def test_pass_plans_differ_as_expected(built) -> None:
+    p, n = built["pass"]["plan"], built["no_pass"]["plan"]
+    k, bv = SMEM_CFG["k"], SMEM_CFG["warps"] * SMEM_CFG["v_per_warp"]
+    assert p["tile"] == n["tile"] == [k, bv] == [128, 32]
+    assert n["smem_stride"] == bv == 32 and n["smem_pad"] == 0
+    assert max(n["conflicts_after"].values()) > 1, n["conflicts_after"]
+    assert p["smem_stride"] != bv and p["smem_stride"] == bv + p["smem_pad"]
+    assert max(p["conflicts_after"].values()) == 1, p["conflicts_after"]
+    assert p["smem_stride"] % 4 == 0  # float4 rows stay 16-byte aligned
+
+
+def test_pass_changes_only_smem_stride_and_header(built) -> None:
+    a, b = built["pass"]["text"], built["no_pass"]["text"]
+    assert stride_of(a) == built["pass"]["plan"]["smem_stride"]
+    assert stride_of(b) == built["no_pass"]["plan"]["smem_stride"] == 32
+    la, lb = a.splitlines(), b.splitlines()
+    assert len(la) == len(lb)
+    n_header = len(header(a).splitlines())
+    assert header(b).count("\n") == n_header - 1
+    changed = [i for i, (x, y) in enumerate(zip(la, lb)) if x != y]
+    body = [i for i in changed if i >= n_header]
+    assert [la[i] for i in body] == [f"constexpr int SMEM_STRIDE = {stride_of(a)};  // chosen by the TIR pass"], \
+        "\n".join(difflib.unified_diff(lb, la, lineterm=""))
+    assert [lb[i] for i in body] == ["constexpr int SMEM_STRIDE = 32;  // chosen by the TIR pass"]
+    head = [la[i] for i in changed if i < n_header]
+    assert head, "the header must show the TIR plan that differs"
+    assert any(f"row stride {stride_of(a)} floats" in line for line in head)
+    assert "row stride 32 floats" in header(b)
+
+
+def test_pass_and_no_pass_compile_with_different_smem(built) -> None:
+    k = SMEM_CFG["k"]
+    smem = {}
+    for case in ("pass", "no_pass"):
+        res = built[case]["resources"]
+        sym = kernel_symbol(variant_id(SMEM_CFG))
+        assert list(res) == [sym], built[case]["ptxas"]
+        r = res[sym]
+        assert r["arch"] == "sm_90a"
+        assert check(res, allow_spills=False, max_registers=255) == [], built[case]["ptxas"]
+        assert r["smem"] == k * built[case]["plan"]["smem_stride"] * 4, built[case]["ptxas"]
+        smem[case] = r["smem"]
+    assert smem["pass"] != smem["no_pass"]
+    assert smem["no_pass"] == 128 * 32 * 4
+
+
+# ---- header, determinism -----------------------------------------------------------------------
+
+def test_header_states_every_config_field_and_reason() -> None:
+    """Reasons and config straight from the planner (sm_80 variants also carry a rule's reason)."""
+    spec = load_spec(REPO / "kernel_specs" / "kimi_linear_recurrent.yaml")
+    spec_plan = plan_spec(spec, "sm_80", load_rules(REPO / "rules"))
+    pv = next(v for v in spec_plan.variants if v.config["staging"] == "direct")
+    tplan = {"smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "conflicts_before": {}, "conflicts_after": {},
+             "pass": {"name": "kda2.bank_pad"}}
+    text = render_variant(pv.config, pv.reasons, tplan, spec.name)
+    head = header(text)
+    assert pv.name in head and variant_name(pv.config) in head
+    assert f"variant {pv.id}" in head and f"spec `{spec.name}`" in head
+    for key, val in pv.config.items():
+        assert re.search(rf"^//\s+{re.escape(key)}\s+= {re.escape(str(val))}$", head, re.M), (key, val, head)
+    assert any(agent.startswith("rule 0002") for agent, _ in pv.reasons)
+    for agent, why in pv.reasons:
+        assert why.strip()
+        assert f"//   [{agent}] {why}" in head.splitlines(), (agent, why)
+
+
+def test_render_is_deterministic(built) -> None:
+    cfg, plan = SMEM_CFG, built["pass"]["plan"]
+    first = render_variant(cfg, REASONS, plan, "t")
+    assert first == built["pass"]["text"]
+    assert render_variant(cfg, REASONS, plan, "t") == first
+    # key order of the config and the plan must not matter
+    shuffled_cfg = dict(reversed(list(cfg.items())))
+    shuffled_plan = json.loads(json.dumps(dict(reversed(list(plan.items())))))
+    assert render_variant(shuffled_cfg, [list(r) for r in REASONS], shuffled_plan, "t") == first
+    # ... but the inputs do
+    assert render_variant(cfg, REASONS[:-1], plan, "t") != first
+    assert render_variant(cfg, REASONS, plan, "u") != first
+
+
+# ---- library TU --------------------------------------------------------------------------------
+
+def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_path) -> None:
+    cubin = tmp_path / "dummy.cubin"
+    cubin.write_bytes(b"\x7fELF not really a cubin\x00" * 4)
+    cfgs = [SMEM_CFG, built["all_k-sm_90a"]["config"], built["v_first-sm_90a"]["config"]]
+    variants = [{"id": variant_id(c), "config": c, "cubin_path": str(cubin)} for c in cfgs]
+    dispatch = [{"state_layout": "k_first", "bucket": 1, "index": 1},
+                {"state_layout": "k_first", "bucket": 64, "index": 0},
+                {"state_layout": "v_first", "bucket": 64, "index": 2}]
+    lib_json = {"abi_version": 1, "spec": "t", "arch": "sm_90a", "variants": [v["id"] for v in variants],
+                "dispatch": dispatch}
+    text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)))
+    assert text == render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)))
+    for v in variants:
+        assert f'"{kernel_symbol(v["id"])}"' in text
+        assert f'kda2_cubin_{v["id"]}' in text
+        assert f'.incbin \\"{cubin}\\"' in text
+        mask = sum(1 << GATE_BITS[m] for m in v["config"]["gate_modes"])
+        assert mask == 7
+    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+) \},  // ([0-9a-f]{12})$", text, re.M)
+    assert rows == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), str(d["index"]),
+                     variants[d["index"]]["id"]) for d in dispatch]
+    assert "constexpr int kNumVariants = 3;" in text and "constexpr int kNumRoutes = 3;" in text
+
+    tc = find_toolchain()
+    src = tmp_path / "library.cpp"
+    src.write_text(text)
+    obj = tmp_path / "library.o"
+    argv = [tc.cxx, "-std=c++17", "-O2", "-fPIC", f"-I{TEMPLATES}", f"-I{tc.include_dir()}", "-c", str(src),
+            "-o", str(obj)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"{' '.join(argv)}:\n{out.stderr[-3000:]}"
+    nm = shutil.which("nm")
+    assert nm, "binutils nm is needed (it comes with g++)"
+    syms = subprocess.run([nm, str(obj)], capture_output=True, text=True, check=True).stdout
+    for v in variants:
+        assert re.search(rf"\bkda2_cubin_{v['id']}\b", syms)
+    for entry in ("kda2_select", "kda2_launch", "kda2_recurrent_fwd", "kda2_library_json", "kda2_num_variants"):
+        assert re.search(rf" T {entry}$", syms, re.M), entry
+
+
+# ---- other layouts ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,arch", OTHER_CASES)
+def test_other_layouts_compile_without_spills(built, name: str, arch: str) -> None:
+    case = built[f"{name}-{arch}"]
+    cfg = case["config"]
+    assert case["plan"]["staging"] == "direct" and case["plan"]["smem_stride"] == 0
+    text = case["text"]
+    assert f"constexpr bool ALL_K = {'true' if name == 'all_k' else 'false'};" in text
+    assert f"constexpr bool V_FIRST = {'true' if name == 'v_first' else 'false'};" in text
+    assert "constexpr bool SMEM_STAGING = false;" in text
+    res = case["resources"]
+    sym = kernel_symbol(variant_id(cfg))
+    assert list(res) == [sym], case["ptxas"]
+    assert res[sym]["arch"] == arch
+    assert check(res, allow_spills=False, max_registers=255) == [], case["ptxas"]
+    assert res[sym]["spill_stores"] == res[sym]["spill_loads"] == res[sym]["stack"] == 0

@@ -95,11 +95,12 @@ def sha256_file(path: Path) -> str:
 
 
 def tree_digest(build: Path) -> dict[str, str]:
-    """sha256 of every build output: all regular files but nvcc's -keep scratch, the nvvm link dir and .sconsign."""
+    """sha256 of every build output: all regular files but nvcc's -keep scratch, the nvvm link dir, the
+    planner's cache (.kda2/, not a build product) and .sconsign."""
     out = {}
     for p in sorted(build.rglob("*")):
         rel = p.relative_to(build)
-        if {"keep", ".toolchain"} & set(rel.parts) or p.name.startswith(".sconsign"):
+        if {"keep", ".toolchain", ".kda2"} & set(rel.parts) or p.name.startswith(".sconsign"):
             continue
         if p.is_file() and not p.is_symlink():
             out[str(rel)] = sha256_file(p)

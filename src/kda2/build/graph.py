@@ -19,12 +19,9 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 
 from kda2 import manifest as manifest_mod
 from kda2 import resources as resources_mod
-from kda2.planner import PlannedVariant, SpecPlan, plan_all
+from kda2.build.plan_cache import load_plans
 from kda2.render import FAMILY_TEMPLATES, LIBRARY_TEMPLATES, TEMPLATE_DIR
-from kda2.rules import load_rules
-from kda2.spec import load_specs
 from kda2.toolchain import Toolchain, find_toolchain, gencode
-from kda2.tune import lock_path_for, read_lock
 from kda2.variant import canonical_json
 
 
@@ -104,7 +101,7 @@ def _progress(kind: str):
 
 # ---- graph ---------------------------------------------------------------------------------------
 
-def _variant_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, pv: PlannedVariant, out: Path, verbose: bool):
+def _variant_nodes(env, tc: Toolchain, tc_value, plan, pv, out: Path, verbose: bool):
     spec = plan.spec
     vdir = out / pv.id
     cfg_value = env.Value(canonical_json({"config": pv.config, "smem_budget": spec.budget.max_smem_bytes}))
@@ -153,7 +150,7 @@ def _variant_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, pv: PlannedVari
             "resources": res[0]}
 
 
-def _library_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, nodes: dict[str, dict], out: Path, verbose: bool):
+def _library_nodes(env, tc: Toolchain, tc_value, plan, nodes: dict[str, dict], out: Path, verbose: bool):
     spec, arch = plan.spec, plan.arch
     lib_name = f"lib{spec.name}.{arch}.so"
     variants = [{"id": pv.id, "config": pv.config, "cubin_path": str(out / pv.id / "kernel.cubin")}
@@ -177,8 +174,8 @@ def _library_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, nodes: dict[str
 
     base = {"schema": manifest_mod.SCHEMA, "spec": spec.name, "arch": arch, "family": spec.family,
             "abi_version": 1, "toolchain": tc.ident(), "k": spec.head_dims.k, "v": spec.head_dims.v,
-            "features": spec.canonical()["features"], "buckets": list(spec.seq_len_buckets),
-            "spec_digest": spec.digest(), "library": lib_name,
+            "features": spec.features, "buckets": list(spec.seq_len_buckets),
+            "spec_digest": spec.digest, "library": lib_name,
             "dispatch": [dict(d) for d in plan.dispatch],
             "variants": [{"id": pv.id, "index": i, "name": pv.name, "config": pv.config, "reasons": pv.reasons,
                           "rules": pv.rules, "flags": pv.flags} for i, pv in enumerate(plan.variants)]}
@@ -194,16 +191,7 @@ def _library_nodes(env, tc: Toolchain, tc_value, plan: SpecPlan, nodes: dict[str
 def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", build_dir: str = "build",
             only: list[str] | None = None, verbose: bool = False) -> list:
     """Declare every node for the specs in `specs_dir`; returns the manifests (the default targets)."""
-    specs = load_specs(specs_dir)
-    if only:
-        unknown = sorted(set(only) - {s.name for s in specs})
-        if unknown:
-            raise ValueError(f"SPECS names unknown spec(s) {', '.join(unknown)}; "
-                             f"known: {', '.join(s.name for s in specs)}")
-        specs = [s for s in specs if s.name in only]
-    rules = load_rules(rules_dir)
-    locks = {s.name: read_lock(lock_path_for(s.name, specs_dir)) for s in specs}
-    plans, warnings = plan_all(specs, rules, locks)
+    plans, warnings = load_plans(specs_dir, rules_dir, build_dir, only)
     for w in warnings:
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()

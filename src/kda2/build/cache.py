@@ -9,19 +9,12 @@ flight from another build sharing this cache) is simply a miss, never deleted.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
 import SCons.CacheDir
 
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from kda2.manifest import sha256_file
 
 
 class VerifiedCacheDir(SCons.CacheDir.CacheDir):
@@ -41,7 +34,7 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         if not super().retrieve(node):
             return False
         local = node.get_internal_path()
-        actual = _sha256(local)
+        actual = sha256_file(local)
         if actual == expected:
             return True
         VerifiedCacheDir.corrupt_seen += 1
@@ -66,6 +59,6 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
                 and not os.path.exists(cachefile + ".sha256"):
             tmp = f"{cachefile}.sha256.{os.getpid()}"
             with open(tmp, "w") as f:
-                f.write(_sha256(cachefile) + "\n")
+                f.write(sha256_file(cachefile) + "\n")
             os.replace(tmp, cachefile + ".sha256")
         return result

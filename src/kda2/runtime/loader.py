@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from kda2.manifest import sha256_file  # stdlib-only module: safe for the runtime
 from kda2.runtime import abi
 from kda2.runtime.device import arch_preference, current_capability
 from kda2.runtime.errors import ArtifactError
@@ -78,7 +79,7 @@ def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
         path = _member(manifest_path, rel)
         if not path.is_file():
             raise ArtifactError(f"missing artifact {path} (listed in {manifest_path}); {_HOW_TO_BUILD}")
-        actual = _sha256_file(path)
+        actual = sha256_file(path)
         if actual != expected:
             raise ArtifactError(f"corrupt artifact {path}: sha256 {actual}, manifest {manifest_path} expects "
                                 f"{expected}; rebuild it ({_HOW_TO_BUILD})")
@@ -206,14 +207,6 @@ def _read_bytes(path: Path, what: str) -> bytes:
         return path.read_bytes()
     except FileNotFoundError as exc:
         raise ArtifactError(f"missing {what} {path}; {_HOW_TO_BUILD}") from exc
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _open_library(manifest_path: Path, manifest: dict[str, Any], so_path: Path) -> Library:

@@ -23,6 +23,7 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
     "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers
     "k_map": ("strided", "blocked", "all"),  # key rows of a lane: l + 32*i, l*K/32 + i, or all K
+    "lane_cols": (1, 2, 4),              # adjacent value columns per lane (k_map all; 1 otherwise)
     "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums: xor all-reduce or reduce-scatter
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "qk_l2norm": (False, True),

@@ -77,11 +77,17 @@ class TileAgent:
         vpws = sorted(spec.agents.tile.v_per_warp, reverse=True)
         out = []
         for c in cands:
-            # k_map=all: 32/v_per_warp lanes share a column, each holding K*v_per_warp/32 state registers;
-            # more than 64 of those spilled at K=128 (255 registers + 200 B spills, sm_90a, 2026-11-29).
-            # The spec's v_per_warp list is for the lanes-over-K layouts.
-            all_k = sorted((v for v in (8, 16, 32) if k * v // 32 <= 64), reverse=True)
-            for vpw in (all_k if c.config["k_map"] == "all" else vpws):
+            # k_map=all: a lane holds lane_cols adjacent columns (one 4/8/16-B vector per key row) of its
+            # share of K, K*v_per_warp/32 state registers in all; more than 64 spilled at K=128 (255
+            # registers + 200 B spills, sm_90a, 2026-11-29). Widest vectors first. The spec's v_per_warp
+            # list is for the lanes-over-K layouts.
+            if c.config["k_map"] == "all":
+                shapes = [(vpw, cw) for vpw in (16, 8) for cw in (4, 2, 1)
+                          if 32 % (vpw // cw) == 0 and (k // (32 // (vpw // cw))) % 4 == 0
+                          and (k // (32 // (vpw // cw))) * cw <= 64]
+            else:
+                shapes = [(vpw, 1) for vpw in vpws]
+            for vpw, cw in shapes:
                 for warps in spec.agents.tile.warps:
                     bv = vpw * warps
                     if v % bv:
@@ -90,9 +96,11 @@ class TileAgent:
                         continue
                     state_regs = (k // 32) * vpw
                     why = (f"T<={bucket}: " + ("bandwidth-bound decode, " if decode else "serial token chain, ")
-                           + f"v_per_warp={vpw} -> {state_regs} state registers/lane, {2 * vpw + 3} values "
-                           f"reduced per token; {warps} warps -> {v // bv} CTAs per head")
-                    out.append(c.extend(self.name, why, v_per_warp=vpw, warps=warps))
+                           + f"v_per_warp={vpw} -> {state_regs} state registers/lane; {warps} warps -> "
+                           f"{v // bv} CTAs per head; ")
+                    why += (f"{cw} adjacent column(s) per lane = {4 * cw}-B state vectors, sums over K in-lane"
+                            if c.config["k_map"] == "all" else f"{2 * vpw + 3} values reduced over lanes per token")
+                    out.append(c.extend(self.name, why, v_per_warp=vpw, warps=warps, lane_cols=cw))
         return out
 
 
@@ -127,7 +135,7 @@ class BudgetAgent:
             kpl = cfg["k"] // 32
             # State, reduction buffer, two tokens of inputs (current + prefetched), ~24 for addressing.
             if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
-                est = cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30
+                est = cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
             else:  # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
                 est = kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
             if est > b.max_registers:

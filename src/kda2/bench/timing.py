@@ -103,17 +103,21 @@ class Timer:
         del g
         return Stats.of(samples)
 
-    def wall_us(self, fn: Callable[[int], object], n_sets: int, calls: int = 2000) -> float:
-        """Wall time per call from Python, synchronising only at the end."""
+    def wall_us(self, fn: Callable[[int], object], n_sets: int, calls: int = 2000, rounds: int = 5) -> float:
+        """Wall time per call from Python, synchronising only at the end of a round; median of rounds
+        (the host CPU is shared, so single rounds swing by several µs)."""
         torch = self.torch
         for i in range(50):
             fn(i % n_sets)
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for i in range(calls):
-            fn(i % n_sets)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / calls * 1e6
+        samples = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for i in range(calls):
+                fn(i % n_sets)
+            torch.cuda.synchronize()
+            samples.append((time.perf_counter() - t0) / calls * 1e6)
+        return sorted(samples)[len(samples) // 2]
 
     def copy_bandwidth(self, nbytes: int = 1 << 30, reps: int = 10) -> dict:
         """Device-to-device copy (bytes read + written per second): the practical HBM ceiling."""

@@ -24,7 +24,7 @@ class PreparedPool:
     """Launches one validated (shapes, dtypes, options) form of the serving call; see prepare_pool."""
 
     __slots__ = ("_lib", "_dev", "_sig", "_scalars", "_a_ptr", "_d_ptr", "_raw_stream", "_torch", "_args",
-                 "_keep")
+                 "_args_addr", "_keep")
 
     def __init__(self, lib: Library, dev_index: int, sig: tuple, scalars: tuple, a_ptr: int, d_ptr: int,
                  keep: tuple) -> None:
@@ -35,25 +35,34 @@ class PreparedPool:
         self._raw_stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
         self._torch = torch
         self._args = abi.KDA2RecurrentArgs()
+        self._args_addr = _addressof(self._args)
 
     def __call__(self, q, k, v, g, beta, state_pool, ssm_state_indices, out=None):
-        tensors = (q, k, v, g, beta, state_pool, ssm_state_indices)
+        # One flat condition (no loop, no tuples built): this is the whole per-step Python cost.
+        (qs, qd), (ks, kd), (vs, vd), (gs, gd), (bs, bd), (ps, pd), (xs, xd) = self._sig
         dev = self._dev
-        for t, (shape, dtype) in zip(tensors, self._sig):
-            if t.shape != shape or t.dtype is not dtype or t.get_device() != dev or not t.is_contiguous():
-                raise self._mismatch(tensors)
+        if not (q.shape == qs and k.shape == ks and v.shape == vs and g.shape == gs and beta.shape == bs
+                and state_pool.shape == ps and ssm_state_indices.shape == xs
+                and q.dtype is qd and k.dtype is kd and v.dtype is vd and g.dtype is gd and beta.dtype is bd
+                and state_pool.dtype is pd and ssm_state_indices.dtype is xd
+                and q.get_device() == dev and k.get_device() == dev and v.get_device() == dev
+                and g.get_device() == dev and beta.get_device() == dev and state_pool.get_device() == dev
+                and ssm_state_indices.get_device() == dev
+                and q.is_contiguous() and k.is_contiguous() and v.is_contiguous() and g.is_contiguous()
+                and beta.is_contiguous() and state_pool.is_contiguous() and ssm_state_indices.is_contiguous()):
+            raise self._mismatch((q, k, v, g, beta, state_pool, ssm_state_indices))
         if out is None:
             out = self._torch.empty_like(v)
-        elif out.shape != v.shape or out.dtype is not v.dtype or out.get_device() != dev or not out.is_contiguous():
+        elif out.shape != vs or out.dtype is not vd or out.get_device() != dev or not out.is_contiguous():
             raise KDA2InputError(f"out: {tuple(out.shape)} {out.dtype} on device {out.get_device()}; allowed: "
-                                 f"contiguous {tuple(v.shape)} {v.dtype} on cuda:{dev}")
+                                 f"contiguous {tuple(vs)} {vd} on cuda:{dev}")
         N, T, H, HV, scale, lb, mode, flags, v_first, longest = self._scalars
         pool = state_pool.data_ptr()
         args = self._args
         _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), self._a_ptr,
               self._d_ptr, out.data_ptr(), pool, pool, 0, ssm_state_indices.data_ptr(), N, T, H, HV, scale, lb,
               mode, flags, v_first, 0)
-        if self._lib._fwd(_addressof(args), longest, self._raw_stream(dev)):
+        if self._lib._fwd(self._args_addr, longest, self._raw_stream(dev)):
             _relaunch(self._lib, args, dev, longest)
         return out
 

@@ -37,11 +37,11 @@ BASE: dict[str, Any] = {
     "varlen": True,
 }
 SMEM_CFG = {**BASE, "state_layout": "k_first", "v_per_warp": 8, "warps": 4, "staging": "smem",
-            "k_map": "strided", "reduce": "scatter"}
+            "k_map": "strided", "reduce": "scatter", "lane_cols": 1}
 ALL_K_CFG = {**BASE, "bucket": 1, "state_layout": "k_first", "v_per_warp": 16, "warps": 4, "staging": "direct",
-             "k_map": "all", "reduce": "butterfly"}
+             "k_map": "all", "reduce": "butterfly", "lane_cols": 2}
 V_FIRST_CFG = {**BASE, "state_layout": "v_first", "v_per_warp": 8, "warps": 4, "staging": "direct",
-               "k_map": "blocked", "reduce": "scatter"}
+               "k_map": "blocked", "reduce": "scatter", "lane_cols": 1}
 REASONS = [("layout", "states [N,HV,K,V]"), ("staging", "through shared memory"),
            ("tile", "T<=64: v_per_warp=8 -> 32 state registers/lane"), ("reduce", "reduce-scatter"),
            ("budget", "~117 registers (budget 255)"), ("rule 0002 v1", "flags: warn on spills")]

@@ -4,10 +4,9 @@ The render knows nothing of nvcc or SCons; it only turns data into text, determi
 """
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from kda2 import __version__
 from kda2.variant import variant_id, variant_name
@@ -16,14 +15,6 @@ TEMPLATE_DIR = Path(__file__).parent / "templates"
 FAMILY_TEMPLATES = {"recurrent": ("recurrent.cu.j2", "kda2_abi.h")}
 LIBRARY_TEMPLATES = ("library.cpp.j2", "kda2_abi.h")
 GATE_BITS = {"precomputed": 0, "softplus": 1, "lower_bound": 2}  # KDA2GateMode values
-
-
-def templates_digest(names: Iterable[str]) -> str:
-    """sha256 over the named template files: part of every build signature that uses them."""
-    h = hashlib.sha256()
-    for name in sorted(names):
-        h.update(name.encode() + b"\0" + (TEMPLATE_DIR / name).read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 @lru_cache(maxsize=1)

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Iterable, Literal, Mapping
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, \
     model_validator
 
+from kda2.atomic import write_text
 from kda2.spec import field_problem, format_validation_error, read_yaml_mapping, show
 from kda2.variant import FAMILY_FIELDS, canonical_json
 
@@ -338,7 +339,5 @@ def write_lock(rules_dir: str | os.PathLike[str]) -> Path:
         raise RuleError(fatal[0] + (f" (+{len(fatal) - 1} more)" if len(fatal) > 1 else ""))
     path = root / LOCK_NAME
     body = {f"{r.id:04d}": {"version": r.version, "digest": r.body_digest()} for r in rules}
-    tmp = path.with_name(f".{LOCK_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a crash never leaves a half-written lock
+    write_text(path, json.dumps(body, indent=2, sort_keys=True) + "\n")  # a crash never half-writes the lock
     return path

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kda2.atomic import write_text
+
 LOCK_SCHEMA = 1
 GATE_CODE = {"precomputed": 0, "softplus": 1, "lower_bound": 2}
 
@@ -164,8 +166,6 @@ def tune(manifest: str | os.PathLike, lock: str | os.PathLike | None = None, qui
     path = Path(lock) if lock else lock_path_for(m["spec"])
     data = json.loads(path.read_text()) if path.is_file() else {"schema": LOCK_SCHEMA, "spec": m["spec"], "archs": {}}
     data["archs"][m["arch"]] = entry
-    tmp = path.with_name(path.name + f".tmp.{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     log(f"kda2 tune: wrote {path}")
     return data

@@ -18,6 +18,7 @@ from typing import Any
 from SCons.Action import Action  # not env.Action: that substitutes $TARGET before there is one
 
 from kda2 import manifest as manifest_mod
+from kda2.atomic import write_text as _atomic_write
 from kda2 import resources as resources_mod
 from kda2.build.plan_cache import load_plans
 from kda2.render import FAMILY_TEMPLATES, LIBRARY_TEMPLATES, TEMPLATE_DIR
@@ -26,13 +27,6 @@ from kda2.variant import canonical_json
 
 
 STABLE_SRC_DIR = "/tmp/kda2-src"  # see the nvcc -dc action
-
-
-def _atomic_write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def _value_json(source: Any) -> Any:
@@ -101,7 +95,7 @@ def _progress(kind: str):
 
 # ---- graph ---------------------------------------------------------------------------------------
 
-def _variant_nodes(env, tc: Toolchain, tc_value, plan, pv, out: Path, verbose: bool):
+def _variant_nodes(env, tc: Toolchain, tc_value, link_dirs: str, plan, pv, out: Path, verbose: bool):
     spec = plan.spec
     vdir = out / pv.id
     cfg_value = env.Value(canonical_json({"config": pv.config, "smem_budget": spec.budget.max_smem_bytes}))
@@ -135,7 +129,7 @@ def _variant_nodes(env, tc: Toolchain, tc_value, plan, pv, out: Path, verbose: b
     cubin = env.Command(
         [str(vdir / "kernel.cubin"), str(vdir / "ptxas.log")], [obj[0]],
         _action(env, f"$( {tc.nvlink} $) -m64 --arch={pv.config['arch']} -dlto "
-                   f"$( -nvvmpath={tc.nvvm_dir(Path(env.Dir('#build').abspath) / '.toolchain')} -L{tc.lib_dir()} $) "
+                   f"$( {link_dirs} $) "
                    f"-Xptxas -v {link_flags} -lcudadevrt ${{SOURCES[0]}} -o ${{TARGETS[0]}} > ${{TARGETS[1]}}.raw 2>&1; "
                    # ptxas prints its wall time; drop it so the log (an artifact) is reproducible
                    f"rc=$$?; sed '/Compile time/d' ${{TARGETS[1]}}.raw > ${{TARGETS[1]}}; rm -f ${{TARGETS[1]}}.raw; "
@@ -196,10 +190,12 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()
     tc_value = env.Value(canonical_json(tc.ident()))
+    # Resolved once per build, not per variant (they touch the file system); outside the signatures.
+    link_dirs = f"-nvvmpath={tc.nvvm_dir(Path(env.Dir('#build').abspath) / '.toolchain')} -L{tc.lib_dir()}"
     manifests = []
     for plan in plans:
         out = Path(build_dir) / plan.spec.name / plan.arch
-        nodes = {pv.id: _variant_nodes(env, tc, tc_value, plan, pv, out, verbose) for pv in plan.variants}
+        nodes = {pv.id: _variant_nodes(env, tc, tc_value, link_dirs, plan, pv, out, verbose) for pv in plan.variants}
         _, man = _library_nodes(env, tc, tc_value, plan, nodes, out, verbose)
         manifests.append(man)
     return manifests

@@ -1,7 +1,7 @@
 """The planner's output for a build, cached by the digest of everything it reads.
 
 Planning needs pydantic (specs, rules), which is a third of a no-op `scons -q`. The plan is a pure
-function of the spec files, the rule files, the tune locks and the planning code itself, so it is
+function of the spec files, the rule files, the tune locks and the package's code, so it is
 stored as JSON under build/ keyed by the sha256 of exactly those bytes; a hit rebuilds the same plan
 without importing pydantic. Any edit to one of them is a miss and plans afresh (and reports spec or
 rule errors as usual).
@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import kda2
+from kda2.atomic import write_text
 
 CACHE_SCHEMA = 1
-_PLANNING_CODE = ("spec.py", "rules.py", "planner.py", "variant.py", "tune.py", "agents/__init__.py",
-                  "agents/recurrent.py", "build/plan_cache.py")
 
 
 def _inputs_digest(specs_dir: str, rules_dir: str, only: list[str] | None) -> str:
     h = hashlib.sha256(f"schema {CACHE_SCHEMA} kda2 {kda2.__version__} only {sorted(only or [])}\0".encode())
-    pkg = Path(kda2.__file__).parent
-    files = [pkg / rel for rel in _PLANNING_CODE]
+    # All of the package's Python, not a hand-kept list of planning modules: a list goes stale when
+    # planning starts to use another module, and re-planning after an unrelated edit costs ~0.5 s once.
+    files = sorted(Path(kda2.__file__).parent.rglob("*.py"))
     for d in (Path(specs_dir), Path(rules_dir)):
         files += sorted(p for p in d.iterdir() if p.is_file()) if d.is_dir() else []
     for p in files:
@@ -96,8 +95,5 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     locks = {s.name: read_lock(lock_path_for(s.name, specs_dir)) for s in specs}
     plans, warnings = plan_all(specs, rules, locks)
     data = dict(_to_json(plans, warnings), key=key)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f"{cache.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, sort_keys=True))
-    os.replace(tmp, cache)
+    write_text(cache, json.dumps(data, sort_keys=True))
     return _from_json(data)

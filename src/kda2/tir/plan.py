@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any, Mapping
 
+from kda2.atomic import write_text
 from kda2.tir.errors import TirBudgetError, TirConfigError
 
 PLAN_SCHEMA = 1
@@ -112,22 +111,6 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
     return plan
 
 
-def _atomic_write(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def plan_json_text(plan: Mapping[str, Any]) -> str:
     """The plan.json bytes: the plan without the two TIR texts, key-sorted, indented."""
     body = {k: v for k, v in plan.items() if k not in ("tir_before", "tir_after")}
@@ -143,6 +126,6 @@ def write_plan(config: Mapping[str, Any], smem_budget: int, plan_json_path: str 
     """
     plan = plan_variant(config, smem_budget, enable_pass=enable_pass)
     for path, text in ((before_path, plan["tir_before"]), (after_path, plan["tir_after"])):
-        _atomic_write(path, text if text.endswith("\n") else text + "\n")
-    _atomic_write(plan_json_path, plan_json_text(plan))
+        write_text(path, text if text.endswith("\n") else text + "\n")
+    write_text(plan_json_path, plan_json_text(plan))
     return plan

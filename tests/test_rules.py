@@ -131,6 +131,28 @@ def test_forbid_set_flags_in_id_order(tmp_path: Path) -> None:
     assert original == cfg(arch="sm_80", v_per_warp=16)
 
 
+CHUNK_CONFIG: dict[str, Any] = {
+    "family": "chunk", "arch": "sm_80", "k": 128, "v": 128, "bucket": 8192, "state_layout": "v_first",
+    "chunk": 64, "block_v": 64, "stages": 2, "gate_modes": ("lower_bound", "precomputed", "softplus"),
+    "qk_l2norm": True, "beta_sigmoid": True, "varlen": True,
+}
+
+
+def test_rules_across_families(tmp_path: Path) -> None:
+    write_rule(tmp_path, "0001-set.yaml", "match: {arch: sm_80}\naction: set\nset: {v_per_warp: 8}\n")
+    write_rule(tmp_path, "0002-bv.yaml", "match: {arch: sm_80}\naction: set\nset: {block_v: 32}\n")
+    write_rule(tmp_path, "0003-k.yaml", "match: {config: {k: 32}}\naction: forbid\n")  # recurrent-only value
+    write_rule(tmp_path, "0004-fam.yaml", "match: {family: [recurrent, chunk], arch: sm_80}\n"
+                                          "action: flags\nflags: [-DBOTH]\n")
+    rules = load_rules(tmp_path)
+    # a set rule never grafts another family's knob onto a config
+    chunk = apply_rules(rules, CHUNK_CONFIG)
+    assert chunk.config == {**CHUNK_CONFIG, "block_v": 32} and [r.id for r in chunk.matched] == [2, 4]
+    rec = apply_rules(rules, cfg(arch="sm_80"))
+    assert rec.config == cfg(arch="sm_80", v_per_warp=8) and [r.id for r in rec.matched] == [1, 4]
+    assert chunk.flags == rec.flags == ("-DBOTH",)
+
+
 def test_no_match_digest_is_constant(tmp_path: Path) -> None:
     write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_80}\naction: forbid\n")
     rules = load_rules(tmp_path)
@@ -202,7 +224,12 @@ def test_unknown_match_key_and_top_level_field(tmp_path: Path) -> None:
     ("match: {arch: sm_75}\naction: forbid\n", ("match.arch: not an allowed value", "sm_80, sm_86", "(got 'sm_75')")),
     ("match: {arch: [sm_80, sm_70]}\naction: forbid\n", ("match.arch:", "(got 'sm_70')")),
     ("match: {arch: []}\naction: forbid\n", ("match.arch: must not be empty",)),
-    ("match: {family: chunk}\naction: forbid\n", ("match.family:", "allowed: recurrent", "(got 'chunk')")),
+    ("match: {family: parallel}\naction: forbid\n", ("match.family:", "allowed: recurrent, chunk",
+                                                     "(got 'parallel')")),
+    ("match: {family: chunk, config: {block_v: 48}}\naction: forbid\n",
+     ("match.config.block_v:", "allowed: 16, 32, 64, 128", "(got 48)")),
+    ("match: {family: chunk, config: {v_per_warp: 8}}\naction: forbid\n",
+     ("match.config.v_per_warp: unknown field 'v_per_warp'", "block_v")),
     ("match: {bucket: big}\naction: forbid\n", ("match.bucket:", "allowed: int", "(got 'big')")),
     ("match: {config: {staging: tma}}\naction: forbid\n", ("match.config.staging:", "allowed: smem, direct")),
     ("match: {config: {gate_modes: softplus}}\naction: forbid\n", ("match.config.gate_modes:", "allowed: list")),

@@ -124,7 +124,13 @@ class Rule(_Strict):
         return self
 
     def matches(self, config: Mapping[str, Any]) -> bool:
-        """True if every predicate holds for `config` (a variant config: family, arch, bucket, knobs)."""
+        """True if every predicate holds for `config` (a variant config: family, arch, bucket, knobs).
+
+        A `set` rule also needs every field it sets to be a knob of the config's family: a rule that
+        matches on arch alone must not graft recurrent knobs onto a chunk variant (or the reverse).
+        """
+        if self.set and any(f not in FAMILY_FIELDS.get(config.get("family"), {}) for f in self.set):
+            return False
         for field, value in self.match.predicates().items():
             if field not in config:
                 return False
@@ -145,7 +151,11 @@ def _table(family: Any) -> dict[str, Any]:
     names = family if isinstance(family, list) else [family] if family is not None else list(FAMILY_FIELDS)
     table: dict[str, Any] = {}
     for name in names:  # already checked to be known families
-        table.update(FAMILY_FIELDS[name])
+        for field, allowed in FAMILY_FIELDS[name].items():
+            have = table.get(field)
+            if isinstance(have, tuple) and isinstance(allowed, tuple):  # a field of several families: any of them
+                allowed = have + tuple(a for a in allowed if not any(type(a) is type(h) and a == h for h in have))
+            table[field] = allowed
     return table
 
 

@@ -31,7 +31,25 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "varlen": (False, True),
 }
 
-FAMILY_FIELDS = {"recurrent": RECURRENT_FIELDS}
+#: Knobs a `chunk` (chunkwise-parallel tensor-core prefill) variant has. Two kernels per variant: a
+#: parallel prep pass over all chunks, then the serial state pass per (sequence, head, V-slice).
+CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
+    "family": ("chunk",),
+    "arch": ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"),
+    "k": (64, 128),
+    "v": (64, 128),
+    "bucket": int,                       # largest sequence length routed here (the kernels take any length)
+    "state_layout": ("k_first", "v_first"),
+    "chunk": (64,),                      # tokens per chunk
+    "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
+    "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
+    "gate_modes": tuple,                 # compiled-in gate activations (sorted)
+    "qk_l2norm": (False, True),
+    "beta_sigmoid": (False, True),
+    "varlen": (False, True),
+}
+
+FAMILY_FIELDS = {"recurrent": RECURRENT_FIELDS, "chunk": CHUNK_FIELDS}
 
 #: Bumped when the meaning of a config field changes, so old cache entries cannot be mistaken for new.
 CONFIG_SCHEMA = 1
@@ -52,5 +70,7 @@ def variant_name(config: Mapping[str, Any]) -> str:
     """Procedural name that says what the variant is (CUTLASS style), plus its id."""
     c = config
     layout = "kf" if c["state_layout"] == "k_first" else "vf"
-    return (f"kda2_{c['family']}_{c['arch']}_k{c['k']}v{c['v']}_{layout}_t{c['bucket']}"
-            f"_vpw{c['v_per_warp']}w{c['warps']}_{c['staging']}_{variant_id(c)}")
+    head = f"kda2_{c['family']}_{c['arch']}_k{c['k']}v{c['v']}_{layout}_t{c['bucket']}"
+    if c["family"] == "chunk":
+        return f"{head}_c{c['chunk']}bv{c['block_v']}s{c['stages']}_{variant_id(c)}"
+    return f"{head}_vpw{c['v_per_warp']}w{c['warps']}_{c['staging']}_{variant_id(c)}"

@@ -1,0 +1,347 @@
+"""The built chunk-family KDA library (`kda2.chunk_kda`, chunkwise tensor-core prefill) on a GPU.
+
+Every case: outputs poisoned with NaN (`out=`, `final_state_out=`), so an element the kernels fail to
+write shows up; no NaN/Inf; inputs left untouched; relative L2 error of o and the final state vs the
+float64 reference (kda2.reference.recurrent_kda_ref, same options) ≤ 5e-3 and ≤ 2 × FLA 0.6's error on
+the same inputs + 1e-4 (the floor and the bar: tests/gpu/_chunk_cases.py). FLA's `fla.ops.kda.chunk_kda`
+runs on the very same tensors with the same options; a combination FLA rejects is recorded, and only
+the 5e-3 bar applies to it. The per-case table (ours vs FLA, o and state) is written to
+$KDA2_RESULTS_DIR/chunk-accuracy.json (+ .md) at the end of the module when that variable is set.
+
+Which library: $KDA2_CHUNK_LIBRARY, else $KDA2_LIBRARY when it names a chunk-family build, else every
+chunk-family spec under build/ (best arch for this GPU). Inputs are fresh random draws each run (seed
+printed on failure; pin it with KDA2_TEST_SEED). Without a GPU every test here skips (conftest.py).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _chunk_cases import (  # noqa: E402
+    CASES, Case, Row, draw, format_table, options, ref_options, to_torch, verdict, write_results,
+)
+
+pytestmark = pytest.mark.gpu
+
+SEED = int(os.environ.get("KDA2_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+REQUIRE_GPU = os.environ.get("KDA2_REQUIRE_GPU") == "1"
+NOT_BUILT = "not built into spec"  # tests/gpu/conftest.py lets these skips through under KDA2_REQUIRE_GPU
+DEVICE = "cuda"  # one place, so the test bodies can be dry-run on the CPU with stand-in kernels
+INPUTS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state", "cu_seqlens")
+_ROWS: list[Row] = []
+
+
+# ---- which library, which API --------------------------------------------------------------------
+
+def _family_of(path: str) -> str | None:
+    from kda2.runtime import loader
+
+    p = Path(path)
+    if not p.exists() and len(p.parts) == 1:
+        p = loader.build_dir() / p
+    for m in ([p] if p.is_file() else [p / "manifest.json", *sorted(p.glob("*/manifest.json"))]):
+        if m.is_file():
+            return loader._family(m)
+    return None
+
+
+def _chunk_specs() -> list[str]:
+    """Known at collection time, without a GPU: what to test."""
+    if os.environ.get("KDA2_CHUNK_LIBRARY"):
+        return [os.environ["KDA2_CHUNK_LIBRARY"]]
+    os.environ.setdefault("KDA2_BUILD_DIR", str(ROOT / "build"))
+    if os.environ.get("KDA2_LIBRARY") and _family_of(os.environ["KDA2_LIBRARY"]) == "chunk":
+        return [os.environ["KDA2_LIBRARY"]]
+    from kda2.runtime import loader
+
+    specs = {str(p.parent.parent) for p in loader.find_manifests() if loader._family(p) == "chunk"}
+    return sorted(specs) or ["<no chunk build>"]
+
+
+@pytest.fixture(scope="session", params=_chunk_specs(), ids=lambda p: Path(p).name if "/" in p else p)
+def chunk_lib(request, torch_cuda):
+    from kda2.runtime import loader
+    from kda2.runtime.errors import ArtifactError
+
+    if request.param == "<no chunk build>":
+        pytest.fail(f"a GPU is present but no chunk-family library is built under {loader.build_dir()}: run "
+                    "`scons` (kernel_specs/kimi_linear_chunk.yaml) or carry build/ before the GPU tests")
+    try:
+        lib = loader.load(request.param)
+    except ArtifactError as exc:
+        pytest.fail(f"a GPU is present but the chunk library is unusable: {exc}")
+    assert lib.family == "chunk", f"{lib.manifest_path}: family {lib.family!r}, expected 'chunk'"
+    return lib
+
+
+@pytest.fixture(scope="session")
+def chunk_kda(torch_cuda):
+    """kda2.chunk_kda (FLA 0.6 `fla.ops.kda.chunk_kda` semantics)."""
+    import kda2
+
+    fn = getattr(kda2, "chunk_kda", None)
+    if fn is None:
+        try:
+            from kda2.runtime import chunk_kda as fn  # type: ignore[attr-defined,no-redef]
+        except ImportError as exc:
+            pytest.fail(f"kda2.chunk_kda is not available in this kda2 ({exc})")
+    return fn
+
+
+@pytest.fixture(scope="session")
+def fla_chunk(torch_cuda):
+    """(FLA 0.6 chunk_kda or None, status). The Triton path: FLA_FLASH_KDA=0 (FlashKDA is another anchor)."""
+    os.environ.setdefault("FLA_FLASH_KDA", "0")
+    try:
+        from fla.ops.kda import chunk_kda as fla
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no FLA here"
+        why = f"unavailable: {type(exc).__name__}: {exc}"
+        if REQUIRE_GPU:
+            pytest.fail(f"KDA2_REQUIRE_GPU=1 but FLA is not importable ({why}); the 2x-FLA bar needs it "
+                        "(scripts/gpu_check.sh installs .whl/fla_core-*.whl)")
+        return None, why
+    return fla, "ok"
+
+
+@pytest.fixture(scope="module")
+def accuracy_rows(torch_cuda):
+    """Collects one Row per accuracy case; writes the table at the end of the module."""
+    yield _ROWS
+    out_dir = os.environ.get("KDA2_RESULTS_DIR")
+    if not out_dir or not _ROWS:
+        return
+    from importlib import metadata
+
+    meta = {"seed": SEED, "device": torch_cuda.cuda.get_device_name(0), "torch": torch_cuda.__version__}
+    try:
+        meta["fla-core"] = metadata.version("fla-core")
+    except metadata.PackageNotFoundError:
+        meta["fla-core"] = None
+    path = write_results(out_dir, list(_ROWS), meta)
+    print(f"\nchunk accuracy table -> {path}\n{format_table([vars(r) for r in _ROWS])}")
+
+
+def _skip_unless_built(lib, c: Case) -> None:
+    f = lib.features
+    missing = [what for what, ok in [
+        (f"gate mode {c.gate}", c.gate in f.gate_modes), (f"GVA ratio {c.ratio}", c.ratio in f.gva_ratios),
+        ("qk_l2norm", f.qk_l2norm or not c.l2), ("beta_sigmoid", f.beta_sigmoid or not c.bsig),
+        ("varlen", f.varlen or c.cu is None), (c.layout, c.layout in f.state_layouts)] if not ok]
+    if missing:
+        pytest.skip(f"{NOT_BUILT} {lib.spec}: {', '.join(missing)}")
+
+
+def _default_case(lib, id: str, **kw) -> Case:
+    """A case this library builds: softplus gate (Kimi-Linear) if built, V-first state if built."""
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    return Case(id, gate=gate, v_first="v_first" in f.state_layouts, l2=f.qk_l2norm, bsig=f.beta_sigmoid, **kw)
+
+
+def _call(fn, x: dict, c: Case, **kw):
+    return fn(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["initial_state"],
+              cu_seqlens=x["cu_seqlens"], A_log=x["A_log"], dt_bias=x["dt_bias"], **options(c), **kw)
+
+
+def _rel(ref, got, want) -> float:
+    return ref.relative_l2(got.double().cpu().numpy(), want)
+
+
+def _nonfinite(t) -> int:
+    return int((~t.isfinite()).sum().item())
+
+
+# ---- accuracy vs the fp64 reference and vs FLA ---------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, ref, torch_cuda, accuracy_rows, case: Case):
+    torch = torch_cuda
+    lib = chunk_lib
+    _skip_unless_built(lib, case)
+    seed = SEED + CASES.index(case)
+    x = to_torch(torch, draw(case, seed, lib.k, lib.v), case, DEVICE)
+    before = {n: x[n].clone() for n in INPUTS if x[n] is not None}
+    ctx = f"{case.id} [{lib.spec}] seed {seed} (KDA2_TEST_SEED={SEED})"
+
+    out = torch.full_like(x["v"], math.nan)
+    fso = torch.full(x["sshape"], math.nan, device=DEVICE) if case.final else None
+    o, ht = _call(chunk_kda, x, case, output_final_state=case.final, library=lib,
+                  cu_seqlens_cpu=x["cu_seqlens_cpu"], out=out, final_state_out=fso)
+    torch.cuda.synchronize()
+    assert o is out, f"{ctx}: out= was given but another tensor was returned"
+    assert (ht is fso) if case.final else (ht is None), f"{ctx}: final state not returned as final_state_out"
+    bad = {name: _nonfinite(t) for name, t in (("o", o), ("final_state", ht)) if t is not None}
+    assert not any(bad.values()), f"{ctx}: NaN/Inf elements (unwritten or overflowed): {bad}"
+    for n, t in before.items():
+        assert torch.equal(x[n], t), f"{ctx}: input {n} was modified"
+
+    B, T = case.shape_BT
+    row = Row(spec=lib.spec, case=case.id, B=B, T=T, H=case.H, HV=case.HV,
+              cu_seqlens=list(case.cu) if case.cu else None, gate=case.gate, layout=case.layout, seed=seed)
+    accuracy_rows.append(row)
+    o_ref, ht_ref = ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+        initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
+        **ref_options(case))
+    row.ours_o = _rel(ref, o, o_ref)
+    row.ours_state = _rel(ref, ht, ht_ref) if case.final else None
+
+    fla, status = fla_chunk
+    row.fla_status = status
+    if fla is not None:
+        try:
+            with torch.no_grad():  # FLA 0.6: int64 cu_seqlens, fp32 initial_state (both already so)
+                fo, fht = _call(fla, x, case, output_final_state=case.final, cu_seqlens_cpu=x["cu_seqlens_cpu"])
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - FLA rejecting a combination is a finding, not a failure
+            row.fla_status = f"rejected: {type(exc).__name__}: {str(exc)[:200]}"
+        else:
+            if _nonfinite(fo) or (case.final and _nonfinite(fht)):
+                row.fla_status = "non-finite output"
+            else:
+                row.fla_status = "ok"
+                row.fla_o = _rel(ref, fo, o_ref)
+                row.fla_state = _rel(ref, fht, ht_ref) if case.final else None
+            del fo, fht
+
+    ok_o, row.bound_o = verdict(row.ours_o, row.fla_o)
+    ok_s, row.bound_state = verdict(row.ours_state, row.fla_state) if case.final else (True, None)
+    row.ok = ok_o and ok_s
+    assert ok_o, (f"{ctx}: o relative L2 {row.ours_o:.3e} > bound {row.bound_o:.3e} "
+                  f"(FLA {row.fla_o if row.fla_o is None else f'{row.fla_o:.3e}'}, {row.fla_status})")
+    assert ok_s, (f"{ctx}: final state relative L2 {row.ours_state:.3e} > bound {row.bound_state:.3e} "
+                  f"(FLA {row.fla_state if row.fla_state is None else f'{row.fla_state:.3e}'}, {row.fla_status})")
+
+
+# ---- API behaviour -------------------------------------------------------------------------------
+
+def test_allocating_call_equals_out_call(chunk_lib, chunk_kda, torch_cuda):
+    """Without out= the API allocates o (bf16, v's shape) and the fp32 final state; same bits as with out=;
+    output_final_state=False returns None and the same o."""
+    torch = torch_cuda
+    lib = chunk_lib
+    c = _default_case(lib, "alloc", B=2, T=130)
+    x = to_torch(torch, draw(c, SEED + 101, lib.k, lib.v), c, DEVICE)
+    o1, h1 = _call(chunk_kda, x, c, output_final_state=True, library=lib)
+    assert o1.dtype == torch.bfloat16 and tuple(o1.shape) == tuple(x["v"].shape) and o1.device == x["v"].device
+    assert h1.dtype == torch.float32 and tuple(h1.shape) == x["sshape"]
+    out, fso = torch.full_like(x["v"], math.nan), torch.full(x["sshape"], math.nan, device=DEVICE)
+    o2, h2 = _call(chunk_kda, x, c, output_final_state=True, library=lib, out=out, final_state_out=fso)
+    o3, h3 = _call(chunk_kda, x, c, output_final_state=False, library=lib)
+    torch.cuda.synchronize()
+    assert o2 is out and h2 is fso and h3 is None
+    assert torch.equal(o1, o2) and torch.equal(h1, h2), "the same call gave different bits (non-deterministic?)"
+    assert torch.equal(o1, o3), "output_final_state=False changed o"
+
+
+def test_cuda_graph_replay_equals_eager(chunk_lib, chunk_kda, torch_cuda):
+    """A dense call captured in a CUDA graph replays to exactly the eager result, repeatedly."""
+    torch = torch_cuda
+    lib = chunk_lib
+    c = _default_case(lib, "graph", B=2, T=200)
+    x = to_torch(torch, draw(c, SEED + 102, lib.k, lib.v), c, DEVICE)
+    out, fso = torch.empty_like(x["v"]), torch.empty(x["sshape"], device=DEVICE)
+
+    def step():
+        _call(chunk_kda, x, c, output_final_state=True, library=lib, out=out, final_state_out=fso)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()  # warm-up off the capture path (module loads, first-use checks)
+    torch.cuda.current_stream().wait_stream(side)
+    step()
+    torch.cuda.synchronize()
+    o_eager, h_eager = out.clone(), fso.clone()
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    for _ in range(2):
+        out.fill_(math.nan)
+        fso.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, o_eager) and torch.equal(fso, h_eager), "graph replay differs from eager"
+
+
+def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda):
+    """Each bad call raises KDA2InputError and leaves its poisoned out / final_state_out untouched."""
+    torch = torch_cuda
+    from kda2.runtime.errors import KDA2InputError
+
+    lib = chunk_lib
+    f = lib.features
+    c = _default_case(lib, "bad", B=2, T=70)
+    x = to_torch(torch, draw(c, SEED + 103, lib.k, lib.v), c, DEVICE)
+    B, T, H, K, V = 2, 70, c.H, lib.k, lib.v
+    opts = options(c)
+    good = {n: x[n] for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")}
+
+    def heads(hv: int) -> dict:
+        """v, g, beta, state with `hv` value heads (the rest of the call unchanged)."""
+        s = (B, hv, V, K) if c.v_first else (B, hv, K, V)
+        return dict(v=torch.zeros(B, T, hv, V, dtype=torch.bfloat16, device=DEVICE),
+                    g=torch.zeros(B, T, hv, K, dtype=x["g"].dtype, device=DEVICE),
+                    beta=torch.zeros(B, T, hv, dtype=x["beta"].dtype, device=DEVICE),
+                    A_log=None if x["A_log"] is None else torch.zeros(hv, device=DEVICE),
+                    dt_bias=None if x["dt_bias"] is None else torch.zeros(hv * K, device=DEVICE),
+                    initial_state=torch.zeros(s, device=DEVICE))
+
+    sshape = x["sshape"]
+    # what is wrong -> (the change to a good call, a pattern the message must contain: the argument it names)
+    bad_calls: dict[str, tuple[dict, str]] = {
+        "g float16": (dict(g=x["g"].half()), r"\bg\b"),
+        "v float32": (dict(v=x["v"].float()), r"\bv\b"),
+        "q and k float32": (dict(q=x["q"].float(), k=x["k"].float()), r"\bq\b"),
+        "HV % H != 0": (heads(H + 1), r"HV"),
+        "initial_state N+1 rows": (dict(initial_state=torch.zeros((B + 1,) + sshape[1:], device=DEVICE)),
+                                   "initial_state"),
+        "initial_state last dim halved": (dict(initial_state=torch.zeros(sshape[:-1] + (sshape[-1] // 2,),
+                                                                         device=DEVICE)), "initial_state"),
+        "initial_state bfloat16": (dict(initial_state=x["initial_state"].bfloat16()), "initial_state"),
+        "final_state_out wrong shape": (dict(final_state_out=torch.full((B + 1,) + sshape[1:], math.nan,
+                                                                        device=DEVICE)), "final_state_out"),
+        "out float32": (dict(out=torch.full(tuple(x["v"].shape), math.nan, device=DEVICE)), r"\bout\b"),
+        "beta wrong shape": (dict(beta=x["beta"][:, :, :1].contiguous()), "beta"),
+        "cu_seqlens with B=2": (dict(cu_seqlens=torch.tensor([0, 30, T], dtype=torch.int64, device=DEVICE),
+                                     initial_state=None), r"cu_seqlens|B == 1"),
+    }
+    if max(f.gva_ratios) < 4:
+        bad_calls["GVA ratio 4 (not built)"] = (heads(4 * H), "GVA|HV")
+    if c.gate == "softplus":
+        bad_calls["softplus gate without A_log"] = (dict(A_log=None), "A_log")
+    if "lower_bound" in f.gate_modes:
+        bad_calls["safe_gate with lower_bound=-6"] = (dict(lower_bound=-6.0, safe_gate=True, use_gate_in_kernel=True),
+                                                      "lower_bound")
+
+    for what, (change, names) in bad_calls.items():
+        args = dict(good, **change)
+        out = args.pop("out", None)
+        if out is None:
+            out = torch.full(tuple(args["v"].shape), math.nan, dtype=torch.bfloat16, device=DEVICE)
+        hv = args["v"].shape[2]
+        fso = args.pop("final_state_out", None)
+        if fso is None:
+            fso = torch.full((B, hv, V, K) if c.v_first else (B, hv, K, V), math.nan, device=DEVICE)
+        kw = dict(opts)
+        for o in ("lower_bound", "safe_gate", "use_gate_in_kernel"):
+            if o in args:
+                kw[o] = args.pop(o)
+        cu = args.pop("cu_seqlens", None)
+        with pytest.raises(KDA2InputError, match=names):
+            chunk_kda(args["q"], args["k"], args["v"], args["g"], args["beta"], initial_state=args["initial_state"],
+                      output_final_state=True, cu_seqlens=cu, A_log=args["A_log"], dt_bias=args["dt_bias"],
+                      library=lib, out=out, final_state_out=fso, **kw)
+        torch.cuda.synchronize()
+        assert bool(out.isnan().all()), f"{what}: o was written by a refused call"
+        assert bool(fso.isnan().all()), f"{what}: final_state_out was written by a refused call"

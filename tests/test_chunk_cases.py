@@ -1,0 +1,152 @@
+"""CPU checks of the chunk GPU suite's pure helpers (tests/gpu/_chunk_cases.py): the case table covers
+what issue 4 asks for, inputs are what the cases say, the accuracy bar and the results table."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
+
+import _chunk_cases as cc  # noqa: E402
+from kda2.reference import recurrent_kda_ref, relative_l2  # noqa: E402
+
+
+def test_cases_cover_the_issue():
+    ids = [c.id for c in cc.CASES]
+    assert len(ids) == len(set(ids))
+    dense_T = {c.T for c in cc.CASES if c.cu is None}
+    assert {63, 64, 65, 160, 500, 1000, 1500, 2048, 8192} <= dense_T
+    assert {c.ratio for c in cc.CASES} == {1, 2}
+    for gate in ("precomputed", "softplus", "lower_bound"):
+        assert {c.v_first for c in cc.CASES if c.gate == gate} == {False, True}, gate
+    assert {c.g_bf16 for c in cc.CASES if c.gate == "softplus"} == {False, True}
+    assert {tuple(v) for v in cc.VARLEN} <= {c.cu for c in cc.CASES if c.cu}
+    assert {c.h0 for c in cc.CASES} == {True, False} and {c.final for c in cc.CASES} == {True, False}
+    assert {c.l2 for c in cc.CASES} == {True, False} and {c.bsig for c in cc.CASES} == {True, False}
+    assert sum(c.neg for c in cc.CASES) >= 1
+    assert {c.stress for c in cc.CASES} >= {"g_minus20", "dt_bias_plus6", "beta_small", "beta_large"}
+    assert any(c.gate == "lower_bound" and c.safe_gate for c in cc.CASES)
+    for c in cc.CASES:  # the fp64 reference stays cheap: big T only with few heads
+        B, T = c.shape_BT
+        assert B * T * c.HV <= 32_768, c.id
+        if c.neg:
+            assert c.bsig, c.id
+
+
+@pytest.mark.parametrize("case", cc.CASES, ids=lambda c: c.id)
+def test_draw_matches_case(case):
+    x = cc.draw(case, seed=5, K=128, V=128)
+    B, T = case.shape_BT
+    assert x["q"].shape == x["k"].shape == (B, T, case.H, 128)
+    assert x["v"].shape == (B, T, case.HV, 128) and x["g"].shape == (B, T, case.HV, 128)
+    assert x["beta"].shape == (B, T, case.HV)
+    assert all(x[n].dtype == np.float32 for n in ("q", "k", "v", "g", "beta"))
+    assert (x["A_log"] is not None) == (case.in_kernel_gate and case.a_log)
+    assert (x["dt_bias"] is not None) == (case.in_kernel_gate and case.dt_bias)
+    assert (x["initial_state"] is not None) == case.h0
+    if case.h0:
+        assert x["initial_state"].shape == x["sshape"]
+    assert x["sshape"] == ((case.N, case.HV, 128, 128))
+    if case.cu:
+        assert x["cu_seqlens"].dtype == np.int64 and x["cu_seqlens"].tolist() == list(case.cu)
+    if not case.in_kernel_gate:
+        assert np.all(x["g"] < 0)
+    if not case.l2:
+        assert np.allclose(np.linalg.norm(x["k"], axis=-1), 1, atol=1e-5)
+    if not case.bsig:
+        assert np.all((x["beta"] > 0) & (x["beta"] < 1))
+    ch = x["stressed_channels"]
+    if case.stress == "g_minus20":
+        assert len(ch) == cc.STRESS_CHANNELS and np.all(x["g"][..., ch] == cc.STRESS_G)
+        others = np.setdiff1d(np.arange(128), ch)
+        assert np.all(x["g"][..., others] > -5)
+    elif case.stress == "dt_bias_plus6":
+        assert np.all(x["dt_bias"].reshape(case.HV, 128)[:, ch] == cc.STRESS_DT_BIAS)
+    elif case.stress == "beta_small":
+        assert np.all(x["beta"] == np.float32(1e-3))
+    elif case.stress == "beta_large":
+        assert np.all(x["beta"] == np.float32(0.999))
+
+
+def test_draw_is_fresh_per_seed_and_reproducible():
+    c = cc.CASES[0]
+    a, b, a2 = cc.draw(c, 1), cc.draw(c, 2), cc.draw(c, 1)
+    assert not np.array_equal(a["q"], b["q"]) and np.array_equal(a["q"], a2["q"])
+
+
+def test_bad_stress_combinations_are_refused():
+    with pytest.raises(ValueError, match="precomputed"):
+        cc.draw(cc.Case("x", gate="softplus", stress="g_minus20"), 0)
+    with pytest.raises(ValueError, match="bsig"):
+        cc.draw(cc.Case("x", stress="beta_small"), 0)
+    with pytest.raises(ValueError, match="unknown"):
+        cc.draw(cc.Case("x", stress="nope"), 0)
+
+
+def test_options_match_fla_and_reference_names():
+    c = cc.Case("x", gate="lower_bound", safe_gate=True, v_first=True, neg=True)
+    o = cc.options(c)
+    assert o["lower_bound"] == -5.0 and o["safe_gate"] and o["state_v_first"] and o["use_gate_in_kernel"]
+    assert "safe_gate" not in cc.ref_options(c)
+    assert cc.options(cc.Case("y", gate="softplus"))["lower_bound"] is None
+
+
+def test_strong_decay_stays_finite_in_the_reference():
+    """The stress inputs are well-posed: the fp64 reference of a short strong-decay case is finite."""
+    c = cc.Case("s", T=70, H=1, ratio=2, gate="softplus", stress="dt_bias_plus6", v_first=True)
+    x = cc.draw(c, 3, K=16, V=8)
+    o, s = recurrent_kda_ref(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+                             initial_state=x["initial_state"], output_final_state=True, **cc.ref_options(c))
+    assert np.isfinite(o).all() and np.isfinite(s).all() and s.shape == (1, 2, 8, 16)
+    assert relative_l2(o, o) == 0.0
+
+
+def test_to_torch_dtypes():
+    torch = pytest.importorskip("torch")
+    c = cc.Case("t", cu=(0, 5, 9), gate="softplus", g_bf16=True, beta_bf16=True)
+    t = cc.to_torch(torch, cc.draw(c, 0, K=16, V=8), c, device="cpu")
+    assert t["q"].dtype == t["k"].dtype == t["v"].dtype == torch.bfloat16
+    assert t["g"].dtype == torch.bfloat16 and t["beta"].dtype == torch.bfloat16
+    assert t["A_log"].dtype == t["dt_bias"].dtype == t["initial_state"].dtype == torch.float32
+    assert t["cu_seqlens"].dtype == torch.int64 and t["cu_seqlens_cpu"].tolist() == [0, 5, 9]
+    c2 = cc.Case("u")
+    t2 = cc.to_torch(torch, cc.draw(c2, 0, K=16, V=8), c2, device="cpu")
+    assert t2["g"].dtype == t2["beta"].dtype == torch.float32 and t2["cu_seqlens"] is None
+
+
+def test_bound():
+    assert cc.bound(None) == cc.TOL and cc.bound(float("nan")) == cc.TOL
+    assert cc.bound(1e-3) == pytest.approx(2.1e-3)
+    assert cc.bound(0.0) == pytest.approx(1e-4)          # the floor
+    assert cc.bound(1e-2) == cc.TOL                       # never looser than 5e-3
+    assert cc.verdict(2e-3, 1e-3) == (True, pytest.approx(2.1e-3))
+    assert cc.verdict(2.2e-3, 1e-3)[0] is False
+    assert cc.verdict(float("nan"), None)[0] is False
+    assert cc.verdict(4.9e-3, None)[0] is True
+
+
+def test_results_table_and_append(tmp_path):
+    row = cc.Row(spec="kimi_linear_chunk", case="T63", B=2, T=63, H=2, HV=2, cu_seqlens=None, gate="precomputed",
+                 layout="k_first", seed=7, ours_o=1.5e-3, ours_state=None, fla_o=2e-3, fla_status="ok",
+                 bound_o=4.1e-3, ok=True)
+    bad = dict(vars(row), case="T64", ok=False, fla_status="rejected: ValueError: x", fla_o=None,
+               ours_state=float("nan"))
+    md = cc.format_table([vars(row), bad])
+    lines = md.splitlines()
+    assert lines[2].startswith("| spec | case |") and len(lines) == 6
+    assert "| T63 | k_first | 1.50e-03 | 2.00e-03 | 4.10e-03 | – |" in md and "**NO**" in md and "nan" in md
+    p = cc.write_results(tmp_path, [row], {"seed": 7})
+    cc.write_results(tmp_path, [bad], {"seed": 8})
+    data = json.loads(p.read_text())
+    assert data["kind"] == "kda2-chunk-accuracy" and [s["seed"] for s in data["sessions"]] == [7, 8]
+    assert data["sessions"][0]["rows"][0]["ours_o"] == 1.5e-3
+    assert data["sessions"][1]["rows"][0]["case"] == "T64"
+    assert "T64" in (tmp_path / cc.TABLE_FILE).read_text()
+    p.write_text("{not json")
+    cc.write_results(tmp_path, [row])
+    assert len(json.loads(p.read_text())["sessions"]) == 1
+    assert list(tmp_path.glob("chunk-accuracy.json.unreadable.*"))

@@ -2,7 +2,9 @@
 
     python -m kda2.bench recurrent --out DIR [--library MANIFEST] [--layouts v_first,k_first]
                                    [--shapes D1,S2] [--quick] [--no-fla]
-    python -m kda2.bench readme-table DIR/bench_recurrent.json
+    python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes P1,...] [--gates softplus,lower_bound]
+                               [--layout v_first|k_first] [--iters N] [--warmup N] [--no-fla]
+    python -m kda2.bench readme-table DIR/bench_recurrent.json   (or DIR/bench_chunk.json)
 """
 from __future__ import annotations
 
@@ -21,7 +23,19 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,S1,S2,S3,S4; default all)")
     r.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     r.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
-    t = sub.add_parser("readme-table", help="print a markdown table from a benchmark JSON")
+    c = sub.add_parser("chunk", help="chunk KDA prefill (DESIGN §5 P1-P6) vs FLA chunk_kda")
+    c.add_argument("--out", type=Path, default=Path("bench_out"),
+                   help="directory for bench_chunk.json / .md / .png (default: ./bench_out)")
+    c.add_argument("--library", help="chunk library manifest.json or build directory (default: KDA2_CHUNK_LIBRARY, "
+                                     "else the chunk-family build under ./build)")
+    c.add_argument("--shapes", help="comma list of P1..P6 (default all)")
+    c.add_argument("--gates", help="comma list of softplus,lower_bound (default both)")
+    c.add_argument("--layout", default="v_first", choices=["v_first", "k_first"],
+                   help="state layout (default v_first, as FLA's KDA layer)")
+    c.add_argument("--iters", type=int, default=20, help="timed calls per shape x gate x impl (default 20)")
+    c.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default 3)")
+    c.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
+    t = sub.add_parser("readme-table", help="print a markdown table from a benchmark JSON (recurrent or chunk)")
     t.add_argument("json", type=Path)
     return p
 
@@ -32,9 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "readme-table":
         from kda2.bench.report import load_result, readme_table
 
-        print(readme_table(load_result(args.json)))
+        result = load_result(args.json)
+        if result.get("kind") == "kda2-bench-chunk":
+            from kda2.bench.chunk import markdown_table
+
+            print(markdown_table(result))
+        else:
+            print(readme_table(result))
         return 0
+    split = lambda s: [x for x in s.split(",") if x] if s else None  # noqa: E731
+    if args.cmd == "chunk":
+        from kda2.bench import chunk
+
+        return chunk.run(args.out, args.library, split(args.shapes), split(args.gates), args.layout, args.iters,
+                         args.warmup, not args.no_fla, argv)
     from kda2.bench.recurrent import run
 
-    split = lambda s: [x for x in s.split(",") if x] if s else None  # noqa: E731
     return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv)

@@ -1,0 +1,503 @@
+"""Chunk (prefill) KDA benchmark: kda2.chunk_kda vs FLA 0.6 `fla.ops.kda.chunk_kda`, same process, same inputs.
+
+Shapes P1-P6 of DESIGN §5 (H = HV, K = V = 128) in the configuration of FLA's KDA layer: bf16 q/k/v, raw
+bf16 gate and raw bf16 beta with the gate (use_gate_in_kernel), q/k l2norm and beta sigmoid computed in
+the kernels, fp32 initial state in and final state out, state_v_first as FLA's layer (default V-first);
+P4 is varlen (cu_seqlens, with its host copy so neither side synchronises). Two gates:
+- softplus: the unbounded Kimi-Linear gate `−exp(A_log)·softplus(g + dt_bias)`;
+- lower_bound: `−5·sigmoid(exp(A_log)·(g + dt_bias))` with safe_gate=True (FLA's tensor-core path; kda2
+  accepts it as FLA does, its kernels are exact for either gate).
+Per shape × gate: median GPU time over --iters calls after warm-up (CUDA events, GPU spin before each
+call so launch cost is excluded, kda2.bench.timing), speed-up, and once per shape × gate how far kda2's
+outputs are from FLA's (relative L2 of o, must be < 1e-2). DESIGN §5's FLA / FlashKDA figures and the
+product targets are carried in the JSON as anchors (published, not measured by this run).
+Each shape's tensors are allocated once and freed before the next (P5 is B1 T65536 H32).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import platform
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kda2.bench.timing import Stats, Timer
+
+K_DIM = V_DIM = 128
+AGREE_TOL = 1e-2
+GATES = ("softplus", "lower_bound")
+LAYOUTS = ("v_first", "k_first")
+OPTIONS = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True,
+               output_final_state=True)
+GATE_OPTIONS = {"softplus": dict(lower_bound=None, safe_gate=False),
+                "lower_bound": dict(lower_bound=-5.0, safe_gate=True)}
+
+
+@dataclass(frozen=True)
+class Shape:
+    id: str
+    B: int
+    T: int                       # per sequence (dense) or the packed total (varlen)
+    H: int
+    seqlens: tuple[int, ...] | None = None
+    why: str = ""
+
+    @property
+    def cu_seqlens(self) -> list[int] | None:
+        if self.seqlens is None:
+            return None
+        cu = [0]
+        for n in self.seqlens:
+            cu.append(cu[-1] + n)
+        return cu
+
+    @property
+    def N(self) -> int:
+        return len(self.seqlens) if self.seqlens else self.B
+
+    @property
+    def tokens(self) -> int:
+        return self.B * self.T
+
+    @property
+    def label(self) -> str:
+        if self.seqlens:
+            return f"{self.id} varlen {list(self.seqlens)} H{self.H}"
+        return f"{self.id} B{self.B} T{self.T} H{self.H}"
+
+
+P4_SEQLENS = (1300, 547, 2048, 963, 271, 3063)
+SHAPES = [
+    Shape("P1", 1, 8192, 64, why="headline shape of FlashKDA / cuLA tables"),
+    Shape("P2", 1, 16384, 32, why="Kimi-Linear layer, long prompt"),
+    Shape("P3", 8, 2048, 32, why="batched prompts"),
+    Shape("P4", 1, sum(P4_SEQLENS), 64, seqlens=P4_SEQLENS, why="mixed batch (FlashKDA's)"),
+    Shape("P5", 1, 65536, 32, why="long context"),
+    Shape("P6", 2, 2048, 8, why="thin tensor-parallel shard"),
+]
+
+#: DESIGN §5 (anchors/h200-flashkda-vs-fla.json): H200, ms, median; raw gate, l2norm and β-sigmoid in kernel,
+#: fp32 V-first states. Published figures from another run, NOT measured here.
+ANCHORS = {
+    "source": "DESIGN.md §5 / anchors/h200-flashkda-vs-fla.json (NVIDIA H200, FLA 0.6.0 Triton, FlashKDA 1ce47ea)",
+    "measured_by_this_run": False,
+    "ms": {
+        "P1": {"fla_lower_bound": 1.749, "fla_softplus": 1.935, "flashkda_lower_bound": 1.197, "hbm_floor": 0.16},
+        "P2": {"fla_lower_bound": 1.865, "fla_softplus": 2.049, "flashkda_lower_bound": 1.932, "hbm_floor": 0.16},
+        "P3": {"fla_lower_bound": 1.852, "fla_softplus": 2.039, "flashkda_lower_bound": 0.800, "hbm_floor": 0.16},
+        "P4": {"fla_lower_bound": 1.803, "fla_softplus": 1.999, "flashkda_lower_bound": 1.023, "hbm_floor": 0.16},
+        "P5": {"fla_lower_bound": 7.303, "fla_softplus": 7.970, "flashkda_lower_bound": 7.614, "hbm_floor": 0.63},
+        "P6": {"fla_lower_bound": 0.960, "fla_softplus": 1.404, "flashkda_lower_bound": 0.243, "hbm_floor": 0.01},
+    },
+    "target_softplus_ms": {"P1": 0.25, "P2": 0.29, "P3": 0.40, "P4": 0.35, "P5": 1.1, "P6": 0.10},
+}
+
+
+def anchor(shape_id: str, gate: str) -> dict[str, float | None]:
+    a = ANCHORS["ms"].get(shape_id, {})
+    return {"fla_ms": a.get(f"fla_{gate}"), "flashkda_ms": a.get("flashkda_lower_bound") if gate == "lower_bound"
+            else None, "hbm_floor_ms": a.get("hbm_floor"), "target_ms": ANCHORS["target_softplus_ms"].get(shape_id)}
+
+
+def set_bytes(s: Shape, K: int = K_DIM, V: int = V_DIM) -> int:
+    """Bytes of one input set + its outputs: q, k, v, g (bf16), beta (bf16), o (bf16), h0 + ht (fp32)."""
+    tok = s.tokens
+    return tok * s.H * (2 * K * 2 + V * 2 + K * 2 + 2 + V * 2) + 2 * s.N * s.H * K * V * 4
+
+
+def n_sets(s: Shape, l2_bytes: int, K: int = K_DIM, V: int = V_DIM) -> int:
+    """Rotating input sets so that consecutive calls do not find their inputs in L2 (1..4)."""
+    return max(1, min(4, math.ceil(2 * l2_bytes / set_bytes(s, K, V))))
+
+
+# ---- inputs and the two implementations ----------------------------------------------------------
+
+def make_sets(torch, s: Shape, R: int, v_first: bool, seed: int, K: int = K_DIM, V: int = V_DIM) -> tuple[list, dict]:
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+
+    def randn(*shape, dtype=torch.bfloat16):
+        return torch.randn(*shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+
+    B, T, H = s.B, s.T, s.H
+    sshape = (s.N, H, V, K) if v_first else (s.N, H, K, V)
+    sets = [dict(q=randn(B, T, H, K), k=randn(B, T, H, K), v=randn(B, T, H, V), g=randn(B, T, H, K),
+                 beta=randn(B, T, H), h0=randn(*sshape, dtype=torch.float32) * 0.1) for _ in range(R)]
+    cu = s.cu_seqlens
+    shared = dict(A_log=randn(H, dtype=torch.float32) * 0.5, dt_bias=randn(H * K, dtype=torch.float32),
+                  cu_seqlens=None if cu is None else torch.tensor(cu, dtype=torch.int64, device="cuda"),
+                  cu_seqlens_cpu=None if cu is None else torch.tensor(cu, dtype=torch.int64),
+                  sshape=sshape)
+    return sets, shared
+
+
+class Ours:
+    name = "kda2"
+    entry = "kda2.chunk_kda(out=, final_state_out=)"
+
+    def __init__(self, lib):
+        import kda2
+
+        self.lib, self.fn = lib, kda2.chunk_kda
+
+    def call(self, sets, shared, gate: str, v_first: bool, outs: list | None, hts: list | None) -> Callable[[int], Any]:
+        fn, lib, gopt = self.fn, self.lib, GATE_OPTIONS[gate]
+
+        def run(i):
+            x = sets[i]
+            return fn(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["h0"], state_v_first=v_first,
+                      cu_seqlens=shared["cu_seqlens"], A_log=shared["A_log"], dt_bias=shared["dt_bias"], library=lib,
+                      cu_seqlens_cpu=shared["cu_seqlens_cpu"], out=None if outs is None else outs[i],
+                      final_state_out=None if hts is None else hts[i], **gopt, **OPTIONS)
+        return run
+
+
+class FLA:
+    """FLA 0.6 public chunk_kda, Triton path (FLA_FLASH_KDA=0: FlashKDA is a separate anchor)."""
+
+    name = "fla"
+    entry = "fla.ops.kda.chunk_kda (FLA_FLASH_KDA=0)"
+
+    def __init__(self):
+        os.environ.setdefault("FLA_FLASH_KDA", "0")
+        from fla.ops.kda import chunk_kda
+
+        self.fn = chunk_kda
+        self.flash_kda_env = os.environ.get("FLA_FLASH_KDA")
+
+    def call(self, sets, shared, gate: str, v_first: bool, outs=None, hts=None) -> Callable[[int], Any]:
+        fn, gopt = self.fn, GATE_OPTIONS[gate]
+
+        def run(i):
+            x = sets[i]
+            return fn(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["h0"], state_v_first=v_first,
+                      cu_seqlens=shared["cu_seqlens"], cu_seqlens_cpu=shared["cu_seqlens_cpu"], A_log=shared["A_log"],
+                      dt_bias=shared["dt_bias"], **gopt, **OPTIONS)
+        return run
+
+
+def rel_l2(torch, x, ref) -> float:
+    """‖x − ref‖ / ‖ref‖ on the GPU, float64 accumulation."""
+    d = x.float() - ref.float()
+    num = torch.linalg.vector_norm(d, dtype=torch.float64).item()
+    den = torch.linalg.vector_norm(ref.float(), dtype=torch.float64).item()
+    return num / den if den else num
+
+
+def agreement(torch, ours: Ours, fla: FLA | None, sets, shared, gate: str, v_first: bool) -> dict:
+    """kda2 vs FLA on set 0 (also the untimed first call of both: module loads, Triton compiles)."""
+    res: dict[str, Any] = {"tol": AGREE_TOL}
+    o1, h1 = ours.call(sets, shared, gate, v_first, None, None)(0)
+    torch.cuda.synchronize()
+    res["kda2_nonfinite"] = int((~o1.isfinite()).sum().item()) + int((~h1.isfinite()).sum().item())
+    res["ok"] = res["kda2_nonfinite"] == 0  # ok: kda2 finite and, where FLA ran finite, o within AGREE_TOL of FLA's
+    if fla is None:
+        return res
+    o2, h2 = fla.call(sets, shared, gate, v_first)(0)
+    torch.cuda.synchronize()
+    res["fla_nonfinite"] = int((~o2.isfinite()).sum().item()) + int((~h2.isfinite()).sum().item())
+    if res["fla_nonfinite"]:
+        res["note"] = "FLA's output has NaN/Inf: agreement not judged"
+        return res
+    res["o_rel_l2_kda2_vs_fla"] = rel_l2(torch, o1, o2)
+    res["state_rel_l2_kda2_vs_fla"] = rel_l2(torch, h1, h2)
+    res["ok"] = bool(res["ok"] and res["o_rel_l2_kda2_vs_fla"] < AGREE_TOL)
+    return res
+
+
+# ---- one shape ------------------------------------------------------------------------------------
+
+def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gates: list[str], layout: str,
+                iters: int, warmup: int, l2: int) -> list[dict]:
+    v_first = layout == "v_first"
+    R = n_sets(s, l2)
+    sets, shared = make_sets(torch, s, R, v_first, seed=4321 + s.tokens + s.H)
+    outs = [torch.empty_like(x["v"]) for x in sets]
+    hts = [torch.empty_like(x["h0"]) for x in sets]
+    rows = []
+    for gate in gates:
+        row: dict[str, Any] = dict(id=s.id, label=s.label, gate=gate, B=s.B, T=s.T, tokens=s.tokens, H=s.H, HV=s.H,
+                                   K=K_DIM, V=V_DIM, cu_seqlens=s.cu_seqlens, layout=layout, sets=R,
+                                   anchor=anchor(s.id, gate))
+        try:
+            row["agreement"] = agreement(torch, ours, fla, sets, shared, gate, v_first)
+        except Exception as exc:  # noqa: BLE001 - recorded; the timings may still run
+            row["agreement"] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=4)}
+            torch.cuda.synchronize()
+        for impl in (ours, fla):
+            if impl is None:
+                continue
+            try:
+                fn = impl.call(sets, shared, gate, v_first, outs, hts)
+                st: Stats = timer.kernel(fn, R, iters, warmup=warmup)
+                row[impl.name] = {"ms_median": st.median_ms, "ms_p10": st.p10_ms, "ms_p90": st.p90_ms, "reps": st.n}
+            except Exception as exc:  # noqa: BLE001 - one failing implementation must not lose the rest
+                row[impl.name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=4)}
+                torch.cuda.synchronize()
+        k, f = row.get("kda2", {}), row.get("fla", {})
+        if "ms_median" in k and "ms_median" in f:
+            row["speedup"] = f["ms_median"] / k["ms_median"]
+        rows.append(row)
+        _print_row(row)
+    del sets, shared, outs, hts
+    release = getattr(sys.modules.get("kda2.runtime.chunk"), "release_workspaces", None)
+    if release is not None:
+        release()
+    torch.cuda.empty_cache()
+    return rows
+
+
+# ---- report ---------------------------------------------------------------------------------------
+
+def _ms(d: dict | None) -> str:
+    return "–" if not d or d.get("ms_median") is None else f"{d['ms_median']:.3f}"
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def markdown_table(result: dict) -> str:
+    dev, ver, cfg = result.get("device", {}), result.get("versions", {}), result.get("config", {})
+    lines = [
+        f"Chunk KDA prefill on {dev.get('name', '?')} ({result.get('date', '?')}; torch {ver.get('torch', '?')}, "
+        f"FLA {ver.get('fla-core', 'n/a')} Triton path). K = V = 128, H = HV, bf16 q/k/v, raw bf16 gate and beta with "
+        f"the gate, q/k l2norm and β-sigmoid in kernel, fp32 initial + final state ({cfg.get('layout', '?')}). "
+        f"Median GPU time per call over {cfg.get('iters', '?')} calls (CUDA events). Anchor and target columns are "
+        "DESIGN §5 figures (FLA 0.6 on this H200 in an earlier run; product target for the softplus gate), not "
+        "measured here.",
+        "",
+        "| shape | gate | kda2 ms | FLA 0.6 ms | speed-up | FLA anchor ms | target ms | o rel L2 kda2 vs FLA |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result.get("rows", []):
+        a, ag = r.get("anchor", {}), r.get("agreement", {})
+        sp = f"{r['speedup']:.2f}×" if r.get("speedup") else "–"
+        agree = _num(ag.get("o_rel_l2_kda2_vs_fla"), ".1e")
+        if ag.get("ok") is False:
+            agree += " **(> 1e-2)**"
+        target = a.get("target_ms") if r["gate"] == "softplus" else None
+        lines.append(f"| {r['label']} | {r['gate']} | {_ms(r.get('kda2'))} | {_ms(r.get('fla'))} | {sp} | "
+                     f"{_num(a.get('fla_ms'), '.3f')} | {_num(target, '.2f')} | {agree} |")
+    if result.get("error"):
+        lines += ["", f"The run failed: {result['error']}"]
+    fla = result.get("fla", {})
+    if not fla.get("available", False) and not result.get("error"):
+        lines += ["", f"FLA was not measured: {fla.get('error', 'unknown reason')}."]
+    for r in result.get("rows", []):
+        for what in ("kda2", "fla"):
+            if "error" in r.get(what, {}):
+                lines.append(f"- {r['id']} {r['gate']} {what}: ERROR {r[what]['error']}")
+        if "error" in r.get("agreement", {}):
+            lines.append(f"- {r['id']} {r['gate']} agreement check: ERROR {r['agreement']['error']}")
+    for n in result.get("notes", []):
+        lines.append(f"- note: {n}")
+    return "\n".join(lines)
+
+
+def chart(result: dict, path: Path) -> str | None:
+    """PNG bar chart (ms per call, log scale; DESIGN §5 target as a marker). Returns a note when it cannot."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        return f"no PNG chart: matplotlib is not importable ({exc})"
+    rows = [r for r in result.get("rows", []) if "ms_median" in r.get("kda2", {}) or "ms_median" in r.get("fla", {})]
+    if not rows:
+        return "no PNG chart: no timed rows"
+    x = list(range(len(rows)))
+    w = 0.38
+    fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(rows)), 5))
+    for off, name, label, color in ((-w / 2, "kda2", "kda2", "#1f77b4"), (w / 2, "fla", "FLA 0.6 (measured)", "#ff7f0e")):
+        ax.bar([i + off for i in x], [r.get(name, {}).get("ms_median") or 0 for r in rows], w, label=label, color=color)
+    tx = [(i, r["anchor"]["target_ms"]) for i, r in zip(x, rows) if r["gate"] == "softplus" and r["anchor"].get("target_ms")]
+    if tx:
+        ax.scatter([i for i, _ in tx], [t for _, t in tx], marker="_", s=600, color="k", zorder=3,
+                   label="target (DESIGN §5, softplus)")
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per call (median)")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['id']}\n{r['gate']}" for r in rows], fontsize=8)
+    ax.set_title(f"Chunk KDA prefill, {result.get('device', {}).get('name', '?')} "
+                 f"({result.get('config', {}).get('layout', '?')} state)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+def _chunk_manifests() -> list[Path]:
+    from kda2.runtime import loader
+
+    return [p for p in loader.find_manifests() if loader._family(p) == "chunk"]
+
+
+def pick_library(library: str | None):
+    """--library, else $KDA2_CHUNK_LIBRARY, else $KDA2_LIBRARY if it is a chunk build, else the one chunk-family
+    spec under the build directory that runs the FLA-layer configuration (K=V=128, both gates, l2norm, β-sigmoid)."""
+    from kda2.runtime import load
+
+    for cand in (library, os.environ.get("KDA2_CHUNK_LIBRARY")):
+        if cand:
+            return load(cand)
+    if os.environ.get("KDA2_LIBRARY"):
+        lib = load(os.environ["KDA2_LIBRARY"])
+        if lib.family == "chunk":
+            return lib
+    specs = sorted({p.parent.parent for p in _chunk_manifests()})
+    libs = [load(d) for d in specs]
+    fit = [lib for lib in libs if lib.k == K_DIM and lib.v == V_DIM and lib.features.qk_l2norm
+           and lib.features.beta_sigmoid and {"softplus", "lower_bound"} <= set(lib.features.gate_modes)]
+    if len(fit) != 1:
+        raise RuntimeError(f"{len(fit)} built chunk-family specs run the benchmark configuration (K=V=128, softplus "
+                           f"and lower_bound gates, qk l2norm, beta sigmoid) among {[lib.spec for lib in libs]}; "
+                           "build kernel_specs/kimi_linear_chunk.yaml or pass --library <manifest.json>")
+    return fit[0]
+
+
+def _versions(torch) -> dict:
+    from importlib import metadata
+
+    import kda2
+
+    v = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+         "kda2": kda2.__version__}
+    for dist in ("triton", "fla-core", "flash-linear-attention", "cuda-bindings", "cuda-core"):
+        try:
+            v[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return v
+
+
+def _device(torch) -> dict:
+    p = torch.cuda.get_device_properties(0)
+    return {"name": p.name, "capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
+            "memory_GB": round(p.total_memory / 1e9, 1), "l2_bytes": getattr(p, "L2_cache_size", None)}
+
+
+def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = None, gates: list[str] | None = None,
+        layout: str = "v_first", iters: int = 20, warmup: int = 3, use_fla: bool = True,
+        argv: list[str] | None = None) -> int:
+    """The benchmark; writes bench_chunk.json (+ .md, .png) under out_dir. Exit status: 0 ok, 1 a kda2 error or a
+    disagreement with FLA, 2 no GPU / bad arguments."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "bench_chunk.json"
+    result: dict[str, Any] = {"schema": 1, "kind": "kda2-bench-chunk",
+                              "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                              "command": " ".join([Path(sys.executable).name, "-m", "kda2.bench", *(argv or [])]),
+                              "host": platform.node(), "anchors": ANCHORS, "notes": []}
+
+    def save() -> None:
+        json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+
+    gates = gates or list(GATES)
+    shapes = shapes or [s.id for s in SHAPES]
+    bad = ([f"gate {g!r}" for g in gates if g not in GATES] + [f"shape {s!r}" for s in shapes
+                                                                  if s not in {x.id for x in SHAPES}]
+           + ([f"layout {layout!r}"] if layout not in LAYOUTS else []) + (["iters < 1"] if iters < 1 else []))
+    if bad:
+        result["error"] = (f"unknown {', '.join(bad)}; allowed: gates {list(GATES)}, shapes {[s.id for s in SHAPES]}, "
+                           f"layouts {list(LAYOUTS)}, iters >= 1")
+        save()
+        print(result["error"], file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError as exc:
+        result["error"] = f"torch is not importable ({exc}): the benchmark needs torch and a GPU"
+        save()
+        print(result["error"], file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        result["error"] = "torch.cuda is not available: the benchmark needs a GPU"
+        save()
+        print(result["error"], file=sys.stderr)
+        return 2
+    result["device"], result["versions"] = _device(torch), _versions(torch)
+    try:
+        lib = pick_library(library)
+        ours = Ours(lib)
+    except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
+        result["error"] = f"kda2 chunk library: {type(exc).__name__}: {exc}"
+        save()
+        print(result["error"], file=sys.stderr)
+        return 1
+    result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "family": lib.family, "arch": lib.arch,
+                         "so_sha256": hashlib.sha256(lib.so_path.read_bytes()).hexdigest(),
+                         "variants": [{"id": v["id"], "name": v.get("name")} for v in lib.variants]}
+    result["config"] = {"gates": {g: GATE_OPTIONS[g] for g in gates}, **OPTIONS, "layout": layout,
+                        "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
+                        "A_log": "fp32 randn*0.5", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
+                        "K": K_DIM, "V": V_DIM, "iters": iters, "warmup": warmup}
+    fla = None
+    if use_fla:
+        try:
+            fla = FLA()
+            result["fla"] = {"available": True, "entry": fla.entry, "FLA_FLASH_KDA": fla.flash_kda_env}
+        except Exception as exc:  # noqa: BLE001 - the run goes on without FLA, saying why
+            result["fla"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
+            result["notes"].append(f"FLA not benchmarked: {type(exc).__name__}: {exc}")
+    else:
+        result["fla"] = {"available": False, "error": "disabled with --no-fla"}
+    timer = Timer(torch)
+    result["timing"] = {"method": "median of CUDA-event times over iters calls after warm-up; a GPU spin before each "
+                                  "call so launch cost is excluded; rotating input sets > 2x L2 where they fit",
+                        "spin_cycles_per_us": timer.cycles_per_us, "entry_kda2": ours.entry,
+                        "entry_fla": fla.entry if fla else None}
+    print(f"device {result['device']['name']}; library {lib.spec}/{lib.arch}; layout {layout}; "
+          f"FLA {'yes' if fla else 'no'}", flush=True)
+    l2 = result["device"]["l2_bytes"] or 50 * 2**20
+    result["rows"] = rows = []
+    with torch.no_grad():
+        for s in SHAPES:
+            if s.id not in shapes:
+                continue
+            try:
+                rows += bench_shape(torch, timer, ours, fla, s, gates, layout, iters, warmup, l2)
+            except Exception as exc:  # noqa: BLE001 - e.g. out of memory allocating the shape: keep the others
+                rows.append(dict(id=s.id, label=s.label, gate="*", layout=layout, anchor=anchor(s.id, gates[0]),
+                                 kda2={"error": f"{type(exc).__name__}: {exc}"},
+                                 traceback=traceback.format_exc(limit=6)))
+                _print_row(rows[-1])
+                torch.cuda.empty_cache()
+            save()
+    note = chart(result, out_dir / "bench_chunk.png")
+    if note:
+        result["notes"].append(note)
+        print(note)
+    save()
+    (out_dir / "bench_chunk.md").write_text(markdown_table(result) + "\n")
+    print(f"wrote {json_path}, bench_chunk.md{'' if note else ', bench_chunk.png'}")
+    failed = [r for r in rows if "error" in r.get("kda2", {}) or r.get("agreement", {}).get("ok") is False
+              or "error" in r.get("agreement", {})]
+    return 1 if failed else 0
+
+
+def _print_row(r: dict) -> None:
+    parts = [f"{r['id']:>3} {r['gate']:<11} {r.get('layout', ''):<8}"]
+    for name in ("kda2", "fla"):
+        d = r.get(name)
+        if d is None:
+            continue
+        parts.append(f"{name} ERROR {d['error']}" if "error" in d else f"{name} {d['ms_median']:.3f} ms")
+    if r.get("speedup"):
+        parts.append(f"x{r['speedup']:.2f}")
+    ag = r.get("agreement", {})
+    if "o_rel_l2_kda2_vs_fla" in ag:
+        parts.append(f"o vs FLA {ag['o_rel_l2_kda2_vs_fla']:.1e}{'' if ag.get('ok') else ' DISAGREE'}")
+    print("  ".join(parts), flush=True)
+
+
+__all__ = ["ANCHORS", "SHAPES", "Shape", "anchor", "chart", "markdown_table", "run"]

@@ -1,0 +1,139 @@
+"""CPU checks of the chunk benchmark's pure parts (kda2.bench.chunk): shapes, anchors, the report, the CLI,
+and one shape's bookkeeping driven through stand-in implementations (the timing itself needs a GPU)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kda2.bench import chunk as bc
+from kda2.bench import main as bench_main
+from kda2.bench.timing import Stats
+
+
+def test_shapes_are_design_p1_to_p6():
+    got = {s.id: (s.B, s.T, s.H, s.N, s.tokens) for s in bc.SHAPES}
+    assert got == {"P1": (1, 8192, 64, 1, 8192), "P2": (1, 16384, 32, 1, 16384), "P3": (8, 2048, 32, 8, 16384),
+                   "P4": (1, 8192, 64, 6, 8192), "P5": (1, 65536, 32, 1, 65536), "P6": (2, 2048, 8, 2, 4096)}
+    p4 = next(s for s in bc.SHAPES if s.id == "P4")
+    assert p4.cu_seqlens == [0, 1300, 1847, 3895, 4858, 5129, 8192]
+    assert "varlen" in p4.label and "B1 T8192 H64" in bc.SHAPES[0].label
+
+
+def test_anchors_are_labelled_and_complete():
+    assert bc.ANCHORS["measured_by_this_run"] is False
+    for s in bc.SHAPES:
+        for gate in bc.GATES:
+            a = bc.anchor(s.id, gate)
+            assert a["fla_ms"] > 0 and a["target_ms"] > 0 and a["hbm_floor_ms"] > 0
+        assert bc.anchor(s.id, "softplus")["flashkda_ms"] is None  # FlashKDA cannot run the unbounded gate
+    assert bc.anchor("P1", "softplus")["fla_ms"] == 1.935 and bc.anchor("P5", "lower_bound")["flashkda_ms"] == 7.614
+    assert bc.GATE_OPTIONS["lower_bound"] == {"lower_bound": -5.0, "safe_gate": True}
+
+
+def test_rotating_sets():
+    l2 = 50 * 2**20
+    by = {s.id: bc.n_sets(s, l2) for s in bc.SHAPES}
+    assert by["P5"] == 1 and by["P1"] == 1 and 2 <= by["P6"] <= 4
+    assert bc.set_bytes(bc.SHAPES[4]) > 2e9
+
+
+def _result(rows, **kw):
+    return dict(kind="kda2-bench-chunk", date="2026-11-29", device={"name": "NVIDIA H200"}, versions={"torch": "2.11"},
+                config={"layout": "v_first", "iters": 20}, fla={"available": True}, rows=rows, notes=[], **kw)
+
+
+ROWS = [
+    dict(id="P1", label="P1 B1 T8192 H64", gate="softplus", layout="v_first", anchor=bc.anchor("P1", "softplus"),
+         kda2={"ms_median": 0.5}, fla={"ms_median": 2.0}, speedup=4.0,
+         agreement={"o_rel_l2_kda2_vs_fla": 3e-3, "ok": True}),
+    dict(id="P1", label="P1 B1 T8192 H64", gate="lower_bound", layout="v_first", anchor=bc.anchor("P1", "lower_bound"),
+         kda2={"error": "KDA2LaunchError: boom"}, fla={"ms_median": 1.8}, agreement={"o_rel_l2_kda2_vs_fla": 0.5,
+                                                                                  "ok": False}),
+]
+
+
+def test_markdown_table():
+    md = bc.markdown_table(_result(ROWS))
+    assert "| P1 B1 T8192 H64 | softplus | 0.500 | 2.000 | 4.00× | 1.935 | 0.25 | 3.0e-03 |" in md
+    assert "| P1 B1 T8192 H64 | lower_bound | – | 1.800 | – | 1.749 | – | 5.0e-01 **(> 1e-2)** |" in md
+    assert "P1 lower_bound kda2: ERROR KDA2LaunchError: boom" in md and "not measured here" in md
+    assert "The run failed: no GPU" in bc.markdown_table(_result([], error="no GPU"))
+    assert "FLA was not measured: disabled" in bc.markdown_table(
+        dict(_result([]), fla={"available": False, "error": "disabled"}))
+
+
+def test_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    assert bc.chart(_result(ROWS), tmp_path / "c.png") is None
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    assert "no timed rows" in bc.chart(_result([]), tmp_path / "d.png")
+
+
+def test_cli_refuses_bad_arguments_and_needs_a_gpu(tmp_path, monkeypatch):
+    assert bench_main(["chunk", "--out", str(tmp_path), "--gates", "softplus,nope"]) == 2
+    assert "unknown gate 'nope'" in json.loads((tmp_path / "bench_chunk.json").read_text())["error"]
+    assert bench_main(["chunk", "--out", str(tmp_path), "--shapes", "P7"]) == 2
+    with pytest.raises(SystemExit):
+        bench_main(["chunk", "--layout", "sideways"])
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert bench_main(["chunk", "--out", str(tmp_path), "--shapes", "P6", "--iters", "2"]) == 2
+    result = json.loads((tmp_path / "bench_chunk.json").read_text())
+    assert "needs a GPU" in result["error"] and result["anchors"]["measured_by_this_run"] is False
+
+
+class _FakeTimer:
+    def kernel(self, fn, n_sets, reps, warmup=5):
+        for i in range(warmup + reps):
+            fn(i % n_sets)
+        return Stats.of([1.0 if "kda2" in fn.__qualname__ else 3.0] * reps)
+
+
+def test_bench_shape_bookkeeping(monkeypatch):
+    """One shape through stand-in implementations on the CPU: rows, speed-up, agreement, freeing."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    s = bc.Shape("PX", 2, 40, 2)
+    calls = {"kda2": 0, "fla": 0}
+
+    def make_sets(torch_, shape, R, v_first, seed, K=16, V=8):
+        g = torch.Generator().manual_seed(seed)
+        sshape = (shape.N, shape.H, V, K) if v_first else (shape.N, shape.H, K, V)
+        sets = [dict(q=torch.randn(shape.B, shape.T, shape.H, K, generator=g).bfloat16(),
+                     k=None, g=None, beta=None, v=torch.randn(shape.B, shape.T, shape.H, V, generator=g).bfloat16(),
+                     h0=torch.randn(*sshape, generator=g)) for _ in range(R)]
+        return sets, dict(cu_seqlens=None, cu_seqlens_cpu=None, A_log=None, dt_bias=None, sshape=sshape)
+
+    class Impl:
+        def __init__(self, name, noise):
+            self.name, self.noise, self.entry = name, noise, name
+
+        def call(self, sets, shared, gate, v_first, outs=None, hts=None):
+            name, noise = self.name, self.noise
+
+            def kda2_or_fla(i):
+                calls[name] += 1
+                o = sets[i]["v"].float() * (1 + noise)
+                h = sets[i]["h0"] * (1 + noise)
+                if outs is not None:
+                    outs[i].copy_(o)
+                    hts[i].copy_(h)
+                return o.bfloat16(), h
+            kda2_or_fla.__qualname__ = name
+            return kda2_or_fla
+
+    monkeypatch.setattr(bc, "make_sets", make_sets)
+    rows = bc.bench_shape(torch, _FakeTimer(), Impl("kda2", 0.0), Impl("fla", 4e-3), s, ["softplus", "lower_bound"],
+                          "k_first", iters=4, warmup=1, l2=1)
+    assert [r["gate"] for r in rows] == ["softplus", "lower_bound"]
+    for r in rows:
+        assert r["kda2"]["ms_median"] == 1.0 and r["fla"]["ms_median"] == 3.0 and r["speedup"] == 3.0
+        ag = r["agreement"]
+        assert ag["ok"] is True and 0 < ag["o_rel_l2_kda2_vs_fla"] < bc.AGREE_TOL and ag["kda2_nonfinite"] == 0
+        assert r["anchor"]["fla_ms"] is None and r["sets"] == 1  # PX has no anchor
+    assert calls == {"kda2": 2 * (1 + 5), "fla": 2 * (1 + 5)}
+
+    rows = bc.bench_shape(torch, _FakeTimer(), Impl("kda2", 0.0), Impl("fla", 0.5), s, ["softplus"], "v_first",
+                          iters=2, warmup=0, l2=1)
+    assert rows[0]["agreement"]["ok"] is False

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # GPU check: run on the GPU host from the repository root, with the artifacts already built under
 # build/ (carried from the build host). Installs carried wheels (.whl/*.whl, e.g. fla-core) into a
-# private target, runs the GPU tests (any skip is a failure), then the recurrent benchmark.
+# private target, runs the GPU tests (any skip is a failure), then the recurrent benchmark, then the
+# chunk-family GPU tests (every case, accuracy table to $OUT/chunk-accuracy.{json,md}) and the chunk
+# (prefill) benchmark ($OUT/bench_chunk.{json,md,png}).
 #   OUT=/some/dir scripts/gpu_check.sh        (default OUT: ./gpu_check_out)
-# Exit status: non-zero if the tests failed (the benchmark still runs and is reported), or if the
-# benchmark failed.
+# Exit status: non-zero if any step failed (every step still runs and is reported): the first failing
+# of recurrent tests, recurrent benchmark, chunk tests, chunk benchmark.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
@@ -33,7 +35,9 @@ ls build/*/*/manifest.json 2>/dev/null || echo "(no build/*/*/manifest.json: the
 
 echo "== GPU tests"
 # GPU_CHECK_PYTEST_ARGS replaces "-x" (e.g. "" to see every failure in one run)
-KDA2_REQUIRE_GPU=1 "$PY" -m pytest -m gpu tests/gpu -q ${GPU_CHECK_PYTEST_ARGS--x} -rs 2>&1 | tee "$OUT/gpu_tests.log"
+# (the chunk family's tests run in their own step below)
+KDA2_REQUIRE_GPU=1 "$PY" -m pytest -m gpu tests/gpu --ignore=tests/gpu/test_chunk_gpu.py -q ${GPU_CHECK_PYTEST_ARGS--x} -rs \
+  2>&1 | tee "$OUT/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 echo "== GPU tests exit status: $tests_rc"
 
@@ -43,6 +47,22 @@ bench_rc=${PIPESTATUS[0]}
 if [ -f "$OUT/bench_recurrent.json" ]; then
   "$PY" -m kda2.bench readme-table "$OUT/bench_recurrent.json" | tee "$OUT/bench_table.md"
 fi
-echo "== done: tests $tests_rc, benchmark $bench_rc"
-[ "$tests_rc" -ne 0 ] && exit "$tests_rc"
-exit "$bench_rc"
+
+echo "== chunk GPU tests"
+# No -x: every case runs, so the accuracy table (ours vs FLA vs the fp64 reference) is complete.
+KDA2_REQUIRE_GPU=1 KDA2_RESULTS_DIR="$OUT" "$PY" -m pytest -m gpu tests/gpu/test_chunk_gpu.py -q \
+  ${GPU_CHECK_CHUNK_PYTEST_ARGS-} -rs 2>&1 | tee "$OUT/gpu_tests_chunk.log"
+chunk_tests_rc=${PIPESTATUS[0]}
+[ -f "$OUT/chunk-accuracy.md" ] && cat "$OUT/chunk-accuracy.md"
+echo "== chunk GPU tests exit status: $chunk_tests_rc"
+
+echo "== chunk benchmark"
+"$PY" -m kda2.bench chunk --out "$OUT" 2>&1 | tee "$OUT/bench_chunk.log"
+chunk_bench_rc=${PIPESTATUS[0]}
+[ -f "$OUT/bench_chunk.md" ] && cat "$OUT/bench_chunk.md"
+
+echo "== done: tests $tests_rc, benchmark $bench_rc, chunk tests $chunk_tests_rc, chunk benchmark $chunk_bench_rc"
+for rc in "$tests_rc" "$bench_rc" "$chunk_tests_rc" "$chunk_bench_rc"; do
+  [ "$rc" -ne 0 ] && exit "$rc"
+done
+exit 0

@@ -248,3 +248,104 @@ def test_other_layouts_compile_without_spills(built, name: str, arch: str) -> No
     assert res[sym]["arch"] == arch
     assert check(res, allow_spills=False, max_registers=255) == [], case["ptxas"]
     assert res[sym]["spill_stores"] == res[sym]["spill_loads"] == res[sym]["stack"] == 0
+
+
+# ---- family chunk: the library TU --------------------------------------------------------------------
+
+CHUNK_CFG: dict[str, Any] = {
+    "family": "chunk", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 8192, "state_layout": "v_first",
+    "chunk": 64, "block_v": 32, "stages": 2, "gate_modes": ["lower_bound", "precomputed", "softplus"],
+    "qk_l2norm": True, "beta_sigmoid": True, "varlen": True,
+}
+
+
+def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path, list[dict[str, Any]]]:
+    """Render, compile and link a chunk library.so (dummy cubins; nothing is launched)."""
+    cubin = tmp_path / "dummy.cubin"
+    cubin.write_bytes(b"\x7fELF not really a cubin\x00" * 4)
+    variants, dispatch = [], []
+    for layout in ("k_first", "v_first"):
+        for b in dispatch_buckets:
+            bv = 32 if b > 16384 else 64
+            cfg = dict(CHUNK_CFG, state_layout=layout, bucket=b, block_v=bv)
+            plan = {"prep_threads": 256, "state_threads": bv // 16 * 32, "prep_smem_bytes": 103680,
+                    "state_smem_bytes": {32: 139264, 64: 154624}[bv]}  # (the TIR stage's numbers, test_tir)
+            dispatch.append({"state_layout": layout, "bucket": b, "index": len(variants)})
+            variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": str(cubin), "plan": plan})
+    lib_json = {"abi_version": 2, "spec": "c", "arch": "sm_90a", "family": "chunk",
+                "variants": [v["id"] for v in variants], "dispatch": dispatch}
+    text = render_library("c", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)))
+    tc = find_toolchain()
+    src = tmp_path / "library.cpp"
+    src.write_text(text)
+    so = tmp_path / "libc.so"
+    argv = [tc.cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{TEMPLATES}", f"-I{tc.include_dir()}", str(src),
+            "-o", str(so), "-ldl"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"{' '.join(argv)}:\n{out.stderr[-3000:]}"
+    return so, variants
+
+
+def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
+    import ctypes
+
+    from kda2.render import chunk_symbols
+    from kda2.runtime import abi
+
+    so, variants = chunk_library(tmp_path)
+    text = (tmp_path / "library.cpp").read_text()
+    assert "constexpr bool kChunk = true;" in text and "kKeyDim = 128, kValueDim = 128;" in text
+    for v in variants:
+        prep, state = chunk_symbols(v["id"])
+        assert f'{{"{prep}", "{state}"}}, 2, kda2_cubin_{v["id"]}' in text
+        p = v["plan"]
+        assert (f"{{ {p['prep_threads']}, {p['state_threads']} }}, "
+                f"{{ {p['prep_smem_bytes']}, {p['state_smem_bytes']} }}") in text
+    assert "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES" in text and '"cuFuncSetAttribute"' in text
+
+    lib = ctypes.CDLL(str(so))
+    for name, (restype, argtypes) in abi.FUNCTIONS.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    assert lib.kda2_abi_version() == abi.ABI_VERSION == 2
+    assert json.loads(lib.kda2_library_json())["family"] == "chunk"
+    assert [lib.kda2_select(vf, t) for vf in (0, 1) for t in (1, 2048, 2049, 65536, 1 << 20)] == [
+        0, 0, 1, 1, 1, 2, 2, 3, 3, 3]  # above the largest bucket: the last bucket's variant
+    a = abi.KDA2RecurrentArgs(N=3, T=1000, H=16, HV=32, gate_mode=abi.GATE_SOFTPLUS)
+    addr = ctypes.addressof(a)
+    for N, T, HV, varlen in ((3, 1000, 32, False), (1, 5000, 64, True), (8, 64, 8, False), (1, 0, 4, True)):
+        a.N, a.T, a.HV, a.cu_seqlens = N, T, HV, 0x100 if varlen else None
+        want = abi.chunk_workspace_bytes(N, T, HV, 128, 128, varlen)
+        total = T if varlen else N * T
+        assert want == (total // 64 + N + 1) * HV * (3 * 64 * 128 * 2 + 128 * 64 * 2 + 64 * 64 * 2 + 128 * 4)
+        assert lib.kda2_workspace_bytes(addr) == want
+    a.N, a.T, a.HV, a.H, a.cu_seqlens = 2, 100, 32, 32, None
+    need = lib.kda2_workspace_bytes(addr)
+    # the launch checks that come before the driver (no GPU here: the last step reports the missing driver)
+    assert lib.kda2_launch(0, addr, None) == abi.ERR_WORKSPACE            # no workspace
+    a.workspace, a.workspace_bytes = 0x1000, need - 1
+    assert lib.kda2_launch(0, addr, None) == abi.ERR_WORKSPACE            # too small
+    a.workspace_bytes = need
+    a.state_indices = 0x2000
+    assert lib.kda2_launch(0, addr, None) == abi.ERR_FEATURE              # no state pool in chunk kernels
+    a.state_indices = None
+    a.max_seqlen = 50
+    assert lib.kda2_launch(0, addr, None) == abi.ERR_SHAPE                # dense max_seqlen below T
+    a.max_seqlen, a.cu_seqlens = 0, 0x100
+    assert lib.kda2_launch(0, addr, None) == abi.ERR_SHAPE                # varlen needs max_seqlen
+    a.cu_seqlens, a.T = None, 0
+    assert lib.kda2_launch(0, addr, None) == abi.OK                       # no tokens: nothing to launch
+    a.T, a.N = 100, 0
+    assert lib.kda2_launch(0, addr, None) == abi.OK
+    a.N = 2
+    for rc in (lib.kda2_launch(0, addr, None), lib.kda2_fwd(addr, 100, None)):  # every check passed
+        assert rc in (abi.ERR_DRIVER, abi.ERR_NO_CONTEXT) or rc > 0  # (no driver / context / real cubin here)
+    a.state_v_first = 1
+    assert lib.kda2_launch(0, addr, None) == abi.ERR_LAYOUT
+
+
+def test_library_refuses_mixed_families() -> None:
+    cfgs = [SMEM_CFG, CHUNK_CFG]
+    variants = [{"id": variant_id(c), "config": c, "cubin_path": "x", "plan": {}} for c in cfgs]
+    with pytest.raises(ValueError, match="one family"):
+        render_library("t", "sm_90a", variants, [], '"{}"')

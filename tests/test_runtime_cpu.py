@@ -53,11 +53,17 @@ int kda2_launch(int index, const KDA2RecurrentArgs* a, void* s) {
   if (index < 0 || index >= %(nvar)d) return KDA2_ERR_BAD_INDEX;
   last = *a; last_stream = s; calls++; return forced_rc;
 }
-int kda2_recurrent_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) {
+int kda2_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) {
   int i = kda2_select(a->state_v_first, m);
   if (i < 0) return i;
   last_max_seqlen = m;
-  return kda2_launch(i, a, s);
+  KDA2RecurrentArgs c = *a;
+  c.max_seqlen = m;
+  return kda2_launch(i, &c, s);
+}
+int kda2_recurrent_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) { return kda2_fwd(a, m, s); }
+int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* a) {
+  return %(chunk)d ? kda2_chunk_ids(a) * a->HV * kda2_chunk_slot_bytes(%(k)d, %(v)d) : 0;
 }
 const KDA2RecurrentArgs* kda2_test_last(void) { return &last; }
 long long kda2_test_last_max_seqlen(void) { return last_max_seqlen; }
@@ -76,9 +82,13 @@ def _c_string(s: str) -> str:
 
 
 def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *, k: int = 128, v: int = 128,
-                    features: dict | None = None, buckets=(1, 64, 1024), so_abi: int = 1,
-                    so_spec: str | None = None, bad_select: bool = False) -> Path:
-    """build/<spec>/<arch>/ with manifest.json, the fake .so and one dummy cubin per variant."""
+                    features: dict | None = None, buckets=(1, 64, 1024), so_abi: int = abi.ABI_VERSION,
+                    so_spec: str | None = None, bad_select: bool = False, family: str = "recurrent") -> Path:
+    """build/<spec>/<arch>/ with manifest.json, the fake .so and one dummy cubin per variant.
+
+    family chunk: the .so routes lengths above the largest bucket to the last one and sizes the
+    workspace with the header's helpers, as a real chunk library does.
+    """
     features = dict(FEATURES if features is None else features)
     out = root / spec / arch
     out.mkdir(parents=True, exist_ok=True)
@@ -96,14 +106,18 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
     built_vf = {int(lay == "v_first") for lay in features["state_layouts"]}
     select.append("  if (" + " && ".join(f"v_first != {x}" for x in sorted(built_vf)) + ") return KDA2_ERR_LAYOUT;"
                   if built_vf else "  return KDA2_ERR_LAYOUT;")
+    if family == "chunk":  # above the largest bucket: the layout's last variant
+        select += [f"  if (v_first == {int(lay == 'v_first')}) return {i * len(buckets) + len(buckets) - 1};"
+                   for i, lay in enumerate(features["state_layouts"])]
     select.append("  return KDA2_ERR_BUCKET_OVERFLOW;")
     # as the real build writes it: variant ids in index order, the dispatch table, the ABI version
-    so_json = json.dumps({"abi_version": 1, "spec": so_spec or spec, "arch": arch,
+    so_json = json.dumps({"abi_version": abi.ABI_VERSION, "spec": so_spec or spec, "arch": arch, "family": family,
                           "variants": [x["id"] for x in variants], "dispatch": dispatch})
     offsets = "\n".join(f"  off[{i}] = offsetof(KDA2RecurrentArgs, {f});" for i, f in enumerate(FIELDS))
     src = out / "fake.c"
     src.write_text(FAKE_C % {"abi": so_abi, "json": _c_string(so_json), "nvar": len(variants),
-                             "select": "\n".join(select), "offsets": offsets})
+                             "select": "\n".join(select), "offsets": offsets, "chunk": int(family == "chunk"),
+                             "k": k, "v": v})
     lib_name = f"lib{spec}.{arch}.so"
     subprocess.run([CC, "-shared", "-fPIC", "-O1", f"-I{HEADER_DIR}", str(src), "-o", str(out / lib_name)],
                    check=True)
@@ -114,7 +128,7 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
         cubin.parent.mkdir(exist_ok=True)
         cubin.write_bytes(os.urandom(64))
         files[x["cubin"]] = hashlib.sha256(cubin.read_bytes()).hexdigest()
-    manifest = {"schema": 1, "spec": spec, "arch": arch, "family": "recurrent", "abi_version": 1,
+    manifest = {"schema": 1, "spec": spec, "arch": arch, "family": family, "abi_version": abi.ABI_VERSION,
                 "toolchain": {"nvcc": "fake", "tvm": "fake", "kda2": "0.1.0"}, "k": k, "v": v,
                 "features": features, "buckets": list(buckets),
                 "library": {"path": lib_name, "sha256": files[lib_name]},
@@ -199,7 +213,9 @@ def test_ctypes_struct_matches_c_header(fake):
 
 
 def test_pack_format_equals_field_assignment():
-    vals = dict(zip(FIELDS, [*(0x1000 * (i + 1) for i in range(12)), 3, 7, 2, 8, 0.125, -5.0, 2, 0x5B, 1, 0]))
+    vals = dict(zip(FIELDS, [*(0x1000 * (i + 1) for i in range(12)), 3, 7, 2, 8, 0.125, -5.0, 2, 0x5B, 1, 0,
+                             0xABC000, 1 << 33, 65536]))
+    assert len(vals) == len(FIELDS) == 25
     a, b = abi.KDA2RecurrentArgs(), abi.KDA2RecurrentArgs()
     for name, val in vals.items():
         setattr(a, name, val)
@@ -259,8 +275,8 @@ def test_missing_artifact_says_how_to_build(fake, tmp_path):
 
 @needs_cc
 def test_bad_abi_version_in_manifest(fake):
-    _rewrite_manifest(fake, abi_version=2)
-    with pytest.raises(ArtifactError, match="abi_version 2.*ABI 1"):
+    _rewrite_manifest(fake, abi_version=1)  # a build from before the chunk family: rebuild
+    with pytest.raises(ArtifactError, match="abi_version 1.*ABI 2"):
         loader.load(fake)
 
 
@@ -276,8 +292,8 @@ def test_bad_manifest_schema_and_json(fake):
 
 @needs_cc
 def test_library_abi_mismatch(tmp_path):
-    manifest = make_fake_build(tmp_path / "build", so_abi=2)
-    with pytest.raises(ArtifactError, match=r"kda2_abi_version\(\) = 2"):
+    manifest = make_fake_build(tmp_path / "build", so_abi=1)
+    with pytest.raises(ArtifactError, match=r"kda2_abi_version\(\) = 1"):
         loader.load(manifest)
 
 
@@ -346,7 +362,8 @@ def test_launch_raw_passes_struct_and_maps_errors(fake):
     lib = loader.load(fake)
     d = _hooks(lib)
     args = abi.KDA2RecurrentArgs(q=0x1000, o=0x2000, N=3, T=1, H=2, HV=4, scale=0.5, lower_bound=-5.0,
-                                 gate_mode=abi.GATE_LOWER_BOUND, flags=abi.FLAG_QK_L2NORM, state_v_first=1)
+                                 gate_mode=abi.GATE_LOWER_BOUND, flags=abi.FLAG_QK_L2NORM, state_v_first=1,
+                                 max_seqlen=1)  # kda2_fwd fills max_seqlen in: equal here, so bytes compare
     lib.launch_raw(args, 1, 0xABC)
     last = d.kda2_test_last().contents
     assert bytes(last) == bytes(args)
@@ -628,6 +645,179 @@ def test_fast_path_revalidates_what_it_does_not_cache(api_env, monkeypatch):
     assert len(api._fast) == 3  # pool with out=, pool without, dense
 
 
+# --- chunk_kda (family chunk) -------------------------------------------------------------------------
+
+@pytest.fixture
+def chunk_env(tmp_path):
+    torch = pytest.importorskip("torch")
+    if CC is None:
+        pytest.skip("no C compiler to build the fake library")
+    from kda2.runtime import api, chunk
+    lib = loader.load(make_fake_build(tmp_path / "build", spec="fake_chunk", family="chunk",
+                                      features=dict(FEATURES, gva_ratios=[1, 2]), buckets=(2048, 8192, 65536)))
+    api._init_torch()
+    api._fast.clear()
+    chunk.release_workspaces()
+    yield torch, chunk, lib, _hooks(lib)
+    chunk.release_workspaces()
+
+
+def _expect_chunk(chunk, lib, d, match, *args, err=KDA2InputError, **kw):
+    calls = d.kda2_test_calls()
+    with pytest.raises(err, match=match):
+        chunk.chunk_kda(*args, library=lib, **kw)
+    assert d.kda2_test_calls() == calls
+
+
+def test_chunk_workspace_formula_matches_the_header(chunk_env):
+    """The Python formula (what chunk_kda allocates) equals the header's, compiled into the fake .so."""
+    torch, chunk, lib, d = chunk_env
+    args = abi.KDA2RecurrentArgs()
+    for N, T, HV, varlen in ((1, 1, 1, False), (2, 64, 32, False), (2, 65, 32, False), (8, 2048, 32, False),
+                             (1, 65536, 32, False), (6, 8195, 64, True), (1, 0, 4, True), (3, 127, 8, True)):
+        args.N, args.T, args.HV, args.cu_seqlens = N, T, HV, 0x100 if varlen else None
+        want = chunk.workspace_bytes(N, T, HV, 128, 128, varlen)
+        assert lib.workspace_bytes(args) == want == abi.chunk_workspace_bytes(N, T, HV, 128, 128, varlen)
+    # slot: w, qg, kg (64 x K bf16), u^T (V x 64 bf16), Aqk (64 x 64 bf16), last gate row (K fp32)
+    assert abi.chunk_slot_bytes(128, 128) == 49152 + 16384 + 8192 + 512 == 74240
+    assert abi.chunk_workspace_bytes(1, 65536, 32, 128, 128, False) == (1024 + 2) * 32 * 74240
+
+
+def test_chunk_kda_validation_errors(chunk_env):
+    torch, chunk, lib, d = chunk_env
+    x = _inputs(torch, H=2, HV=4)
+    base = tuple(x.values())
+    e = lambda match, *a, **kw: _expect_chunk(chunk, lib, d, match, *a, **kw)  # noqa: E731
+    # the checks fused_recurrent_kda makes
+    e(r"q dtype: got float16; allowed: bfloat16", x["q"].half(), *base[1:])
+    e(r"GVA ratio HV/H=4 .*built ratios: \[1, 2\] \(closest: 2\)", *_inputs(torch, H=2, HV=8).values())
+    e(r"A_log: got None.*softplus", *base, use_gate_in_kernel=True)
+    e(r"lower_bound: got 1.0", *base, use_gate_in_kernel=True, lower_bound=1.0)
+    e(r"allow_neg_eigval=True requires use_beta_sigmoid_in_kernel", *base, allow_neg_eigval=True)
+    e(r"initial_state shape", *base, initial_state=torch.zeros(2, 4, 128, 127))
+    e(r"final_state_out: got a tensor with output_final_state=False", *base, final_state_out=torch.zeros(2, 4, 128, 128))
+    # chunk_kda's own: safe_gate as FLA checks it, FLA keywords kda2 does not implement
+    e(r"lower_bound: got None; allowed: a float in \[-5, 0\) with safe_gate=True", *base, safe_gate=True,
+      use_gate_in_kernel=True, A_log=torch.zeros(4))
+    e(r"lower_bound: got -6.0; allowed: a float in the safe range \[-5, 0\)", *base, safe_gate=True,
+      use_gate_in_kernel=True, lower_bound=-6.0)
+    e(r"chunk_size=32: .*pass chunk_size=64", *base, chunk_size=32)
+    e(r"chunk_size: got 16; allowed: 64", *base, chunk_size=16)
+    e(r"return_intermediate_states=True is not supported", *base, return_intermediate_states=True)
+    e(r"cp_context .* not supported", *base, cp_context=object())
+    e(r"chunk_kda\(\) got unexpected keyword arguments \['bogus'\]", *base, bogus=1, err=TypeError)
+    e(r"pass either state_v_first or the deprecated transpose_state_layout", *base, state_v_first=True,
+      transpose_state_layout=True)
+    # safe_gate without the in-kernel gate is not checked (as in FLA); everything valid: the device is last
+    e(r"q device: got cpu; allowed: a CUDA device", *base, safe_gate=True, lower_bound=-9.0, chunk_size=64,
+      disable_recompute=True)
+    # no bucket limit: a chunk library runs any length (the device check is what stops this CPU call)
+    e(r"q device: got cpu", *_inputs(torch, B=1, T=70000, H=2, HV=4).values())
+
+
+def test_chunk_and_recurrent_libraries_are_not_mixed(chunk_env, tmp_path):
+    torch, chunk, lib, d = chunk_env
+    from kda2.runtime import api
+    rec = loader.load(make_fake_build(tmp_path / "rb"))
+    x = tuple(_inputs(torch).values())
+    with pytest.raises(KDA2InputError, match=r"spec fake_spec \(sm_90a\) is family 'recurrent'; chunk_kda needs a "
+                                             r"chunk library.*or call fused_recurrent_kda with this one"):
+        chunk.chunk_kda(*x, library=rec)
+    with pytest.raises(KDA2InputError, match=r"family 'chunk'; fused_recurrent_kda needs a recurrent library.*"
+                                             r"or call chunk_kda with this one"):
+        api.fused_recurrent_kda(*x, library=lib)
+    pool, idx = torch.zeros(3, 4, 128, 128), torch.zeros(2, dtype=torch.int32)
+    with pytest.raises(KDA2InputError, match="fused_recurrent_kda needs a recurrent library"):
+        api.fused_recurrent_kda_pool(*x, pool, idx, library=lib)
+
+
+def test_chunk_kda_fills_args_and_reuses_the_workspace(chunk_env, monkeypatch):
+    torch, chunk, lib, d = chunk_env
+    from kda2.runtime import api
+    _FakeCuda(monkeypatch, api, lib)
+    x = _inputs(torch, B=2, T=100, H=2, HV=4, g_dtype=torch.bfloat16)
+    A_log, dt_bias, h0 = torch.zeros(4), torch.zeros(4 * 128), torch.zeros(2, 4, 128, 128)
+    o, ht = chunk.chunk_kda(*x.values(), initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True,
+                            use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
+                            library=lib)
+    a = d.kda2_test_last().contents
+    for name, t in {"q": x["q"], "k": x["k"], "v": x["v"], "g": x["g"], "beta": x["beta"], "A_log": A_log,
+                    "dt_bias": dt_bias, "o": o, "h0": h0, "ht": ht}.items():
+        assert getattr(a, name) == t.data_ptr(), name
+    assert (a.N, a.T, a.H, a.HV, a.gate_mode, a.state_v_first) == (2, 100, 2, 4, abi.GATE_SOFTPLUS, 0)
+    assert a.flags == (abi.FLAG_QK_L2NORM | abi.FLAG_BETA_SIGMOID | abi.FLAG_G_BF16 | abi.FLAG_HAS_A_LOG
+                       | abi.FLAG_HAS_DT_BIAS)
+    assert a.state_indices is None and a.cu_seqlens is None
+    need = abi.chunk_workspace_bytes(2, 100, 4, 128, 128, False)
+    assert a.workspace and a.workspace_bytes >= need and a.max_seqlen == 100 == d.kda2_test_last_max_seqlen()
+    assert d.kda2_test_last_stream() == 0x5EED
+    ws = (a.workspace, a.workspace_bytes)
+    # same shape: the cached workspace again (no allocation); a larger one grows it once
+    chunk.chunk_kda(*x.values(), library=lib, state_v_first=True, scale=0.5)
+    a = d.kda2_test_last().contents
+    assert (a.workspace, a.workspace_bytes) == ws and (a.state_v_first, a.scale, a.h0, a.ht) == (1, 0.5, None, None)
+    big = _inputs(torch, B=1, T=70000, H=2, HV=4)  # above the largest bucket (65536): the last variant runs
+    chunk.chunk_kda(*big.values(), library=lib)
+    a = d.kda2_test_last().contents
+    assert a.workspace_bytes >= abi.chunk_workspace_bytes(1, 70000, 4, 128, 128, False) > ws[1]
+    assert d.kda2_test_last_max_seqlen() == 70000
+    assert lib.select(False, 70000) == lib.select(False, 65536)
+
+    # varlen: T is the packed total, max_seqlen the longest sequence (from the host copy, or the hint)
+    one = [t[:1] for t in _inputs(torch, B=1, T=300, H=2, HV=4).values()]
+    cu = torch.tensor([0, 10, 290, 300], dtype=torch.int32)
+    _, ht3 = chunk.chunk_kda(*one, cu_seqlens=cu, output_final_state=True, library=lib)
+    a = d.kda2_test_last().contents
+    assert (a.N, a.T, a.max_seqlen) == (3, 300, 280) and ht3.shape == (3, 4, 128, 128)
+    assert a.cu_seqlens not in (None, cu.data_ptr())  # converted to int64
+    assert a.workspace_bytes >= abi.chunk_workspace_bytes(3, 300, 4, 128, 128, True)
+    chunk.chunk_kda(*one, cu_seqlens=cu.long(), max_seqlen=4096, library=lib)
+    assert d.kda2_test_last().contents.max_seqlen == 4096 == d.kda2_test_last_max_seqlen()
+    chunk.chunk_kda(*one, cu_seqlens=cu.long(), cu_seqlens_cpu=cu.long(), library=lib)
+    assert d.kda2_test_last().contents.max_seqlen == 280
+
+
+def test_chunk_kda_zero_tokens_and_launch_errors(chunk_env, monkeypatch):
+    torch, chunk, lib, d = chunk_env
+    from kda2.runtime import api
+    _FakeCuda(monkeypatch, api, lib)
+    calls = d.kda2_test_calls()
+    h0 = torch.randn(2, 4, 128, 128)
+    o, ht = chunk.chunk_kda(*_inputs(torch, T=0).values(), initial_state=h0, output_final_state=True, library=lib)
+    assert o.shape == (2, 0, 4, 128) and torch.equal(ht, h0) and d.kda2_test_calls() == calls
+    d.kda2_test_force_rc(abi.ERR_WORKSPACE)
+    try:
+        with pytest.raises(KDA2LaunchError, match="KDA2_ERR_WORKSPACE"):
+            chunk.chunk_kda(*_inputs(torch).values(), library=lib)
+    finally:
+        d.kda2_test_force_rc(0)
+
+
+@needs_cc
+def test_default_library_per_family(tmp_path, monkeypatch):
+    build = tmp_path / "build"
+    rec = make_fake_build(build, spec="rec", arch="sm_90a")
+    chk = make_fake_build(build, spec="chk", arch="sm_90a", family="chunk")
+    monkeypatch.setattr(loader, "current_capability", lambda *a: (9, 0))
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(build))
+    assert loader.default_library().spec == "rec" and loader._default.spec == "rec"
+    assert loader.default_library("chunk").spec == "chk" and loader.default_library().spec == "rec"
+    assert [p.parent.parent.name for p in loader.discover(build, family="chunk")] == ["chk"]
+    loader.clear_cache()
+    monkeypatch.setenv("KDA2_LIBRARY", str(rec))
+    assert loader.default_library().spec == "rec"
+    with pytest.raises(ArtifactError, match=r"KDA2_LIBRARY=.* is a recurrent library \(spec rec\), but this call "
+                                            r"needs a chunk library"):
+        loader.default_library("chunk")
+    loader.clear_cache()
+    monkeypatch.delenv("KDA2_LIBRARY")
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ArtifactError, match="no built chunk library"):
+        loader.default_library("chunk")
+    assert chk.is_file()
+
+
 @pytest.mark.parametrize("manifest", sorted((ROOT / "build").glob("*/*/manifest.json")) or [None],
                          ids=lambda p: "/".join(p.parts[-3:-1]) if p else "none")
 def test_real_build_loads_on_cpu(manifest):
@@ -635,8 +825,16 @@ def test_real_build_loads_on_cpu(manifest):
     if manifest is None:
         pytest.skip("no build/<spec>/<arch>/manifest.json (run `scons` first)")
     lib = loader.load(manifest)
-    assert lib.family == "recurrent" and lib.k > 0 and lib.v > 0
+    assert lib.family in ("recurrent", "chunk") and lib.k > 0 and lib.v > 0
     for entry in lib.dispatch:
         assert lib.select(entry["state_layout"] == "v_first", entry["bucket"]) == entry["index"]
-    with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
-        lib.select(lib.features.state_layouts[0] == "v_first", lib.max_bucket + 1)
+    layout = lib.features.state_layouts[0]
+    if lib.family == "chunk":  # any length: above the largest bucket, the last bucket's variant
+        last = next(d["index"] for d in lib.dispatch if d["state_layout"] == layout and d["bucket"] == lib.max_bucket)
+        assert lib.select(layout == "v_first", lib.max_bucket + 1) == last
+        args = abi.KDA2RecurrentArgs(N=2, T=3000, H=4, HV=8)
+        assert lib.workspace_bytes(args) == abi.chunk_workspace_bytes(2, 3000, 8, lib.k, lib.v, False)
+    else:
+        with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
+            lib.select(layout == "v_first", lib.max_bucket + 1)
+        assert lib.workspace_bytes(abi.KDA2RecurrentArgs(N=2, T=3000, H=4, HV=8)) == 0

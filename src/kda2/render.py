@@ -12,7 +12,7 @@ from kda2 import __version__
 from kda2.variant import variant_id, variant_name
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
-FAMILY_TEMPLATES = {"recurrent": ("recurrent.cu.j2", "kda2_abi.h")}
+FAMILY_TEMPLATES = {"recurrent": ("recurrent.cu.j2", "kda2_abi.h"), "chunk": ("chunk.cu.j2", "kda2_abi.h")}
 LIBRARY_TEMPLATES = ("library.cpp.j2", "kda2_abi.h")
 GATE_BITS = {"precomputed": 0, "softplus": 1, "lower_bound": 2}  # KDA2GateMode values
 
@@ -27,17 +27,34 @@ def _env():
 
 
 def kernel_symbol(vid: str) -> str:
-    """The extern "C" entry of a variant's cubin."""
+    """The extern "C" entry of a recurrent variant's cubin."""
     return f"kda2_recurrent_{vid}"
+
+
+def chunk_symbols(vid: str) -> tuple[str, str]:
+    """The two extern "C" entries of a chunk variant's cubin: (prep kernel, state kernel)."""
+    return f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}"
+
+
+def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
+    """Every kernel entry of a variant, in launch order."""
+    vid = variant_id(config) if vid is None else vid
+    return chunk_symbols(vid) if config["family"] == "chunk" else (kernel_symbol(vid),)
 
 
 def render_variant(config: Mapping[str, Any], reasons: Sequence[Sequence[str]], plan: Mapping[str, Any],
                    spec_name: str) -> str:
     vid = variant_id(config)
     tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
+    symbols = kernel_symbols(config, vid)
+    extra = {"prep_symbol": symbols[0], "state_symbol": symbols[1]} if config["family"] == "chunk" else {}
     return tmpl.render(config=dict(config), reasons=[tuple(r) for r in reasons], plan=dict(plan),
-                       vid=vid, name=variant_name(config), ns=f"kda2_{vid}", kernel_symbol=kernel_symbol(vid),
-                       spec_name=spec_name, kda2_version=__version__)
+                       vid=vid, name=variant_name(config), ns=f"kda2_{vid}", kernel_symbol=symbols[0],
+                       spec_name=spec_name, kda2_version=__version__, **extra)
+
+
+#: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
+CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes")
 
 
 def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, Any]],
@@ -45,11 +62,19 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
     """The per-(spec, arch) host translation unit: C ABI, dispatch table, embedded cubins.
 
     `variants` are {"id", "config", "cubin_path"} in library index order (cubin_path as the compiler
-    will see it from the build's working directory); `dispatch` rows are {"state_layout", "bucket",
-    "index"} sorted by (layout, bucket). `library_json` is a C string literal.
+    will see it from the build's working directory), chunk variants also "plan" (at least
+    CHUNK_LAUNCH_KEYS of their TIR plan); `dispatch` rows are {"state_layout", "bucket", "index"}
+    sorted by (layout, bucket). `library_json` is a C string literal. All variants share one family
+    and one (K, V).
     """
-    rows = [dict(v, kernel=kernel_symbol(v["id"]),
+    families = {v["config"]["family"] for v in variants}
+    dims = {(v["config"]["k"], v["config"]["v"]) for v in variants}
+    if len(families) != 1 or len(dims) != 1:
+        raise ValueError(f"a library holds one family and one (K, V); got families {sorted(families)}, "
+                         f"(K, V) {sorted(dims)}")
+    (family,), ((k, v_dim),) = families, dims
+    rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
                  gate_mask=sum(1 << GATE_BITS[m] for m in v["config"]["gate_modes"])) for v in variants]
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
-    return tmpl.render(spec_name=spec_name, arch=arch, variants=rows, dispatch=list(dispatch),
-                       library_json=library_json, kda2_version=__version__)
+    return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
+                       dispatch=list(dispatch), library_json=library_json, kda2_version=__version__)

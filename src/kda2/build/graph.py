@@ -23,6 +23,7 @@ from kda2 import resources as resources_mod
 from kda2.build.plan_cache import load_plans
 from kda2.render import FAMILY_TEMPLATES, LIBRARY_TEMPLATES, TEMPLATE_DIR
 from kda2.toolchain import Toolchain, find_toolchain, gencode
+from kda2.runtime.abi import ABI_VERSION
 from kda2.variant import canonical_json
 
 
@@ -67,10 +68,16 @@ def resources_action(target, source, env):
 
 
 def library_render_action(target, source, env):
-    from kda2.render import render_library
+    from kda2.render import CHUNK_LAUNCH_KEYS, render_library
 
     d = _value_json(source[0])
-    _atomic_write(str(target[0]), render_library(d["spec"], d["arch"], d["variants"], d["dispatch"],
+    variants = []
+    for v in d["variants"]:
+        if "plan_path" in v:  # chunk: launch shapes and shared memory come from the TIR plan (a source)
+            plan = json.loads(Path(v["plan_path"]).read_text())
+            v = dict(v, plan={k: plan[k] for k in CHUNK_LAUNCH_KEYS})
+        variants.append(v)
+    _atomic_write(str(target[0]), render_library(d["spec"], d["arch"], variants, d["dispatch"],
                                                  json.dumps(d["library_json"])))
     return 0
 
@@ -147,16 +154,19 @@ def _variant_nodes(env, tc: Toolchain, tc_value, link_dirs: str, plan, pv, out: 
 def _library_nodes(env, tc: Toolchain, tc_value, plan, nodes: dict[str, dict], out: Path, verbose: bool):
     spec, arch = plan.spec, plan.arch
     lib_name = f"lib{spec.name}.{arch}.so"
-    variants = [{"id": pv.id, "config": pv.config, "cubin_path": str(out / pv.id / "kernel.cubin")}
+    chunk = spec.family == "chunk"
+    variants = [{"id": pv.id, "config": pv.config, "cubin_path": str(out / pv.id / "kernel.cubin"),
+                 **({"plan_path": str(nodes[pv.id]["plan"])} if chunk else {})}
                 for pv in plan.variants]
-    library_json = {"abi_version": 1, "spec": spec.name, "arch": arch,
+    library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
                     "variants": [pv.id for pv in plan.variants],
                     "dispatch": [dict(d) for d in plan.dispatch]}
     desc = env.Value(canonical_json({"spec": spec.name, "arch": arch, "variants": variants,
                                      "dispatch": [dict(d) for d in plan.dispatch],
                                      "library_json": canonical_json(library_json)}))
     templates = [env.File(str(TEMPLATE_DIR / t)) for t in LIBRARY_TEMPLATES]
-    cpp = env.Command(str(out / "library.cpp"), [desc, *templates],
+    plans = [nodes[pv.id]["plan"] for pv in plan.variants] if chunk else []
+    cpp = env.Command(str(out / "library.cpp"), [desc, *templates, *plans],
                       Action(library_render_action, _progress("render")))
     lib_obj = env.Command(
         str(out / "library.o"), [cpp[0], tc_value],
@@ -167,7 +177,7 @@ def _library_nodes(env, tc: Toolchain, tc_value, plan, nodes: dict[str, dict], o
                      _action(env, f"$( {tc.cxx} $) -shared -Wl,--build-id=none -o $TARGET ${{SOURCES[0]}} -ldl", "link", verbose))
 
     base = {"schema": manifest_mod.SCHEMA, "spec": spec.name, "arch": arch, "family": spec.family,
-            "abi_version": 1, "toolchain": tc.ident(), "k": spec.head_dims.k, "v": spec.head_dims.v,
+            "abi_version": ABI_VERSION, "toolchain": tc.ident(), "k": spec.head_dims.k, "v": spec.head_dims.v,
             "features": spec.features, "buckets": list(spec.seq_len_buckets),
             "spec_digest": spec.digest, "library": lib_name,
             "dispatch": [dict(d) for d in plan.dispatch],

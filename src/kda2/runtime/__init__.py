@@ -5,13 +5,14 @@ TVM, Jinja or pydantic, so a deployment needs just the artifacts plus cuda-pytho
 """
 from kda2.runtime.abi import ABI_VERSION, KDA2RecurrentArgs
 from kda2.runtime.api import fused_recurrent_kda, fused_recurrent_kda_pool
+from kda2.runtime.chunk import chunk_kda
 from kda2.runtime.errors import ArtifactError, KDA2Error, KDA2InputError, KDA2LaunchError
 from kda2.runtime.library import Features, Library
 from kda2.runtime.loader import default_library, discover, find_manifests, load
 from kda2.runtime.prepared import PreparedPool, prepare_pool
 
 __all__ = [
-    "ABI_VERSION", "ArtifactError", "Features", "KDA2Error", "KDA2InputError", "KDA2LaunchError",
+    "ABI_VERSION", "ArtifactError", "chunk_kda", "Features", "KDA2Error", "KDA2InputError", "KDA2LaunchError",
     "KDA2RecurrentArgs", "Library", "default_library", "discover", "find_manifests", "fused_recurrent_kda",
     "fused_recurrent_kda_pool", "load", "PreparedPool", "prepare_pool",
 ]

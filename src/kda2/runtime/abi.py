@@ -1,4 +1,4 @@
-"""ctypes mirror of `templates/kda2_abi.h` (ABI version 1), field for field and in the same order.
+"""ctypes mirror of `templates/kda2_abi.h` (ABI version 2), field for field and in the same order.
 
 Change this file only together with the header and `ABI_VERSION`; tests/test_runtime_cpu.py compiles
 the header with a C compiler and checks every offset below against `offsetof`.
@@ -10,7 +10,7 @@ import re
 import struct
 from pathlib import Path
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # enum KDA2GateMode
 GATE_PRECOMPUTED = 0
@@ -36,6 +36,7 @@ ERR_BAD_INDEX = -4
 ERR_SHAPE = -5
 ERR_DRIVER = -6
 ERR_NO_CONTEXT = -7
+ERR_WORKSPACE = -8
 
 STATUS_MESSAGES = {
     ERR_BUCKET_OVERFLOW: "KDA2_ERR_BUCKET_OVERFLOW: max_seqlen above the largest bucket built",
@@ -45,6 +46,7 @@ STATUS_MESSAGES = {
     ERR_SHAPE: "KDA2_ERR_SHAPE: H/HV/N inconsistent",
     ERR_DRIVER: "KDA2_ERR_DRIVER: libcuda.so.1 could not be opened (no NVIDIA driver)",
     ERR_NO_CONTEXT: "KDA2_ERR_NO_CONTEXT: no current CUDA context (initialise CUDA first), or too many",
+    ERR_WORKSPACE: "KDA2_ERR_WORKSPACE: workspace NULL or smaller than kda2_workspace_bytes() (chunk libraries)",
 }
 
 
@@ -74,13 +76,18 @@ class KDA2RecurrentArgs(ctypes.Structure):
         ("flags", ctypes.c_int32),
         ("state_v_first", ctypes.c_int32),
         ("reserved", ctypes.c_int32),
+        # ABI 2
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_int64),
+        ("max_seqlen", ctypes.c_int64),
     ]
 
 
 #: The same layout as one `struct` format, so the hot path fills a cached args struct with a single
 #: `pack_into` instead of 22 ctypes attribute writes (~0.5 µs instead of ~3 µs per call).
-#: Order: 12 pointers, N, T, H, HV, scale, lower_bound, gate_mode, flags, state_v_first, reserved.
-ARGS_PACK = struct.Struct("=12Q4i2f4i")
+#: Order: 12 pointers, N, T, H, HV, scale, lower_bound, gate_mode, flags, state_v_first, reserved,
+#: workspace, workspace_bytes, max_seqlen.
+ARGS_PACK = struct.Struct("=12Q4i2f4iQqq")
 assert ARGS_PACK.size == ctypes.sizeof(KDA2RecurrentArgs), "abi.py: pack format out of sync with struct"
 
 # C signatures of the exported functions: name -> (restype, argtypes).
@@ -92,8 +99,24 @@ FUNCTIONS = {
     "kda2_preload": (ctypes.c_int, []),
     # args is passed as an address (int) so the hot path avoids building a ctypes pointer object.
     "kda2_launch": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]),
+    "kda2_fwd": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
     "kda2_recurrent_fwd": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
+    "kda2_workspace_bytes": (ctypes.c_int64, [ctypes.c_void_p]),
 }
+
+#: Chunk family constants of kda2_abi.h (kda2_chunk_slot_bytes / kda2_chunk_ids).
+CHUNK = 64
+
+
+def chunk_slot_bytes(K: int, V: int) -> int:
+    """kda2_chunk_slot_bytes: one (chunk, value head) slot of the chunk workspace."""
+    return 64 * K * 2 * 3 + V * 64 * 2 + 64 * 64 * 2 + K * 4
+
+
+def chunk_workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool) -> int:
+    """What kda2_workspace_bytes returns for a chunk library (T: per sequence, or packed total with varlen)."""
+    total = T if varlen else N * T
+    return (total // CHUNK + N + 1) * HV * chunk_slot_bytes(K, V)
 
 
 def status_codes() -> dict[int, str]:

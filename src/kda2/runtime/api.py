@@ -62,7 +62,7 @@ def _launch(lib: Library, dev_index: int, q, k, v, g, beta, a_ptr: int, d_ptr: i
     args = lib.args()
     _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), a_ptr, d_ptr,
           o.data_ptr(), h0_ptr, ht_ptr, cu_ptr, idx_ptr, N, T, H, HV, scale, lb, mode, flags,
-          1 if v_first else 0, 0)
+          1 if v_first else 0, 0, 0, 0, 0)
     if _multi_gpu or lib._fwd(_addressof(args), max_seqlen, _raw_stream(dev_index)):
         _relaunch(lib, args, dev_index, max_seqlen)
 
@@ -70,8 +70,9 @@ def _launch(lib: Library, dev_index: int, q, k, v, g, beta, a_ptr: int, d_ptr: i
 def _relaunch(lib: Library, args: abi.KDA2RecurrentArgs, dev_index: int, max_seqlen: int) -> None:
     """The uncommon launch: several GPUs, or the first launch failed (no context on this thread yet).
 
-    Relaunching after a failure is safe: every non-zero return of kda2_recurrent_fwd happens before
-    the kernel is enqueued (selection, feature check, module load, or the launch call itself).
+    Relaunching after a failure is safe: every non-zero return of kda2_fwd happens before the kernel is
+    enqueued (selection, feature check, module load, or the launch call itself); for a chunk library at
+    most its prep kernel was enqueued, which only rewrites the workspace.
     """
     if _multi_gpu and _torch.cuda.current_device() != dev_index:
         with _torch.cuda.device(dev_index):  # the .so launches in the calling thread's current context
@@ -136,7 +137,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
                   o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(),
-                  0 if ht is None else ht.data_ptr(), 0, 0, N, T, H, HV, sc, lb, mode, flags, v_first, 0)
+                  0 if ht is None else ht.data_ptr(), 0, 0, N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0)
             if _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o, ht
@@ -216,7 +217,7 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
             args = lib.args()
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
-                  o.data_ptr(), pool, pool, 0, idx.data_ptr(), N, T, H, HV, sc, lb, mode, flags, v_first, 0)
+                  o.data_ptr(), pool, pool, 0, idx.data_ptr(), N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0)
             if _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o

@@ -48,8 +48,12 @@ class Features:
             raise ArtifactError(f"{where}: field 'features' is malformed ({exc!r})") from exc
 
 
+#: Kernel families this runtime can drive (manifest `family`).
+FAMILIES = ("recurrent", "chunk")
+
+
 class Library:
-    """One loaded recurrent KDA library. Use `kda2.runtime.load(...)` to get one (it caches)."""
+    """One loaded KDA library (family recurrent or chunk). Use `kda2.runtime.load(...)` to get one (it caches)."""
 
     def __init__(self, manifest_path: Path, manifest: Mapping[str, Any], so_path: Path):
         self.manifest_path = manifest_path
@@ -68,9 +72,9 @@ class Library:
             self.dispatch: list[dict] = list(manifest["dispatch"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtifactError(f"{where}: manifest is missing or has a malformed field ({exc!r})") from exc
-        if self.family != "recurrent":
+        if self.family not in FAMILIES:
             raise ArtifactError(f"{where}: family {self.family!r} is not supported by this runtime "
-                                "(allowed: 'recurrent')")
+                                f"(allowed: {', '.join(map(repr, FAMILIES))})")
         self.features = Features.from_manifest(manifest.get("features", {}), where)
         self.max_bucket: int = self.buckets[-1]
 
@@ -83,7 +87,8 @@ class Library:
                                     "rebuild it with this kda2 (`scons`)") from exc
             fn.restype, fn.argtypes = restype, argtypes
         # Bound once: the hot path calls self._fwd(addr, max_seqlen, stream) with no lookups.
-        self._fwd = self._dll.kda2_recurrent_fwd
+        self._fwd = self._dll.kda2_fwd
+        self._workspace_bytes = self._dll.kda2_workspace_bytes
         self._launch = self._dll.kda2_launch
         self._select = self._dll.kda2_select
         self._preload = self._dll.kda2_preload
@@ -104,7 +109,9 @@ class Library:
             info = json.loads(raw.decode() if raw else "")
         except ValueError as exc:
             raise ArtifactError(f"{so}: kda2_library_json() is not valid JSON ({exc})") from exc
-        for key in ("spec", "arch"):
+        for key in ("spec", "arch", "family"):
+            if key == "family" and key not in info:
+                continue
             if info.get(key) != self.manifest[key]:
                 raise ArtifactError(f"{so}: kda2_library_json() says {key}={info.get(key)!r} but {mf} "
                                     f"says {self.manifest[key]!r}; the build directory mixes two builds")
@@ -168,8 +175,15 @@ class Library:
             raise self.error(rc)
         return rc
 
+    def workspace_bytes(self, args: abi.KDA2RecurrentArgs) -> int:
+        """kda2_workspace_bytes: device scratch a launch with `args` needs (0 for recurrent libraries)."""
+        n = self._workspace_bytes(ctypes.addressof(args))
+        if n < 0:
+            raise self.error(int(n))
+        return int(n)
+
     def launch_raw(self, args: abi.KDA2RecurrentArgs, max_seqlen: int, stream_handle: int = 0) -> None:
-        """kda2_recurrent_fwd with caller-built args (raw device pointers); no validation at all.
+        """kda2_fwd with caller-built args (raw device pointers); no validation at all.
 
         Runs in the calling thread's current CUDA context (the library uses the driver API).
         """
@@ -191,7 +205,8 @@ class Library:
         return KDA2LaunchError(msg, rc)
 
     def __repr__(self) -> str:
-        return f"Library(spec={self.spec!r}, arch={self.arch!r}, k={self.k}, v={self.v}, path='{self.manifest_path}')"
+        return (f"Library(spec={self.spec!r}, family={self.family!r}, arch={self.arch!r}, k={self.k}, v={self.v}, "
+                f"path='{self.manifest_path}')")
 
 
 def ensure_context(device_index: int) -> None:

@@ -27,7 +27,8 @@ ENV_BUILD_DIR = "KDA2_BUILD_DIR"
 
 _lock = threading.Lock()
 _cache: dict[Path, tuple[str, Library]] = {}  # resolved manifest path -> (manifest sha256, library)
-_default: Library | None = None
+_default: Library | None = None  # the default recurrent library (read directly by the decode hot path)
+_defaults: dict[str, Library] = {}  # family -> default library
 
 _HOW_TO_BUILD = ("build it from the repository root with `scons` (or `kda2 build`), "
                  "or point to another build with KDA2_LIBRARY=<path to manifest.json>")
@@ -85,22 +86,29 @@ def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
                                 f"{expected}; rebuild it ({_HOW_TO_BUILD})")
 
 
-def default_library() -> Library:
-    """The library used when `library=` is not passed (cached after the first call).
+def default_library(family: str = "recurrent") -> Library:
+    """The library of `family` used when `library=` is not passed (cached after the first call).
 
-    $KDA2_LIBRARY (a manifest path or directory) wins; otherwise the one recurrent spec under
-    $KDA2_BUILD_DIR (default ./build) that has a build for the current GPU.
+    $KDA2_LIBRARY (a manifest path or directory) wins, and must be of that family; otherwise the one
+    spec of that family under $KDA2_BUILD_DIR (default ./build) that has a build for the current GPU.
+    fused_recurrent_kda uses family "recurrent", chunk_kda family "chunk".
     """
     global _default
-    lib = _default
+    lib = _defaults.get(family)
     if lib is not None:
         return lib
     env = os.environ.get(ENV_LIBRARY)
     if env:
         lib = load(env)
+        if lib.family != family:
+            raise ArtifactError(f"{ENV_LIBRARY}={env} is a {lib.family} library (spec {lib.spec}), but this call "
+                                f"needs a {family} library; pass library=kda2.load(<{family} build>) to the call, "
+                                f"or point {ENV_LIBRARY} at a {family} build")
     else:
-        lib = load(_discover())
-    _default = lib
+        lib = load(_discover(family))
+    _defaults[family] = lib
+    if family == "recurrent":
+        _default = lib
     return lib
 
 
@@ -114,13 +122,13 @@ def find_manifests(root: Path | None = None) -> list[Path]:
     return sorted(root.glob(f"*/*/{MANIFEST}"))
 
 
-def discover(root: Path | None = None) -> list[Path]:
-    """One manifest per built recurrent spec under `root` (default build_dir()): the best arch for this GPU."""
+def discover(root: Path | None = None, family: str = "recurrent") -> list[Path]:
+    """One manifest per built spec of `family` under `root` (default build_dir()): the best arch for this GPU."""
     root = build_dir() if root is None else root
-    found = [p for p in find_manifests(root) if _family(p) == "recurrent"]
+    found = [p for p in find_manifests(root) if _family(p) == family]
     if not found:
-        raise ArtifactError(f"no built recurrent library under {root.resolve()} (looked for "
-                            f"<spec>/<arch>/{MANIFEST}); {_HOW_TO_BUILD}")
+        raise ArtifactError(f"no built {family} library under {root.resolve()} (looked for "
+                            f"<spec>/<arch>/{MANIFEST} with family {family!r}); {_HOW_TO_BUILD}")
     prefs = arch_preference(current_capability())
     best: dict[str, Path] = {}
     for p in found:  # per spec, the most preferred arch that was built
@@ -133,11 +141,11 @@ def discover(root: Path | None = None) -> list[Path]:
     return [best[s] for s in sorted(best)]
 
 
-def _discover() -> Path:
-    best = discover()
+def _discover(family: str = "recurrent") -> Path:
+    best = discover(family=family)
     if len(best) > 1:
         listing = ", ".join(str(p) for p in best)
-        raise ArtifactError(f"more than one recurrent library fits this GPU: {listing}; "
+        raise ArtifactError(f"more than one {family} library fits this GPU: {listing}; "
                             f"pass library=kda2.runtime.load(path) or set {ENV_LIBRARY}=<manifest.json>")
     return best[0]
 
@@ -242,4 +250,5 @@ def clear_cache() -> None:
     global _default
     with _lock:
         _cache.clear()
+        _defaults.clear()
         _default = None

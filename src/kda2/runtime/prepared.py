@@ -61,7 +61,7 @@ class PreparedPool:
         args = self._args
         _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), self._a_ptr,
               self._d_ptr, out.data_ptr(), pool, pool, 0, ssm_state_indices.data_ptr(), N, T, H, HV, scale, lb,
-              mode, flags, v_first, 0)
+              mode, flags, v_first, 0, 0, 0, 0)
         if self._lib._fwd(self._args_addr, longest, self._raw_stream(dev)):
             _relaunch(self._lib, args, dev, longest)
         return out

@@ -76,8 +76,12 @@ def check_tensor(name: str, t: Any, dtypes: tuple, shape: tuple, dev: Any) -> No
 
 def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel,
              use_gate_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first,
-             cu_seqlens, cu_seqlens_cpu, max_seqlen, out):
-    """Validate everything but the states; return the launch scalars (nothing allocated yet)."""
+             cu_seqlens, cu_seqlens_cpu, max_seqlen, out, family: str = "recurrent"):
+    """Validate everything but the states; return the launch scalars (nothing allocated yet).
+
+    `family`: the kernel family the calling API drives (fused_recurrent_kda: recurrent, chunk_kda: chunk).
+    """
+    check_family(lib, family)
     f = lib.features
     # Device is checked last (only "same device as q" here), so every other check is testable on CPU.
     if not isinstance(q, _torch.Tensor) or q.ndim != 4:
@@ -172,7 +176,7 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
         N, longest = B, T
     else:
         N, longest = check_varlen(lib, cu_seqlens, cu_seqlens_cpu, max_seqlen, B, T, dev)
-    if longest > lib.max_bucket:
+    if longest > lib.max_bucket and lib.family == "recurrent":  # chunk kernels take any length
         raise KDA2InputError(f"T={longest} exceeds the largest seq_len bucket {lib.max_bucket} of {_spec(lib)}; "
                              "add a larger bucket to seq_len_buckets")
     if T > 0x7FFFFFFF or N > 0x7FFFFFFF:
@@ -241,24 +245,68 @@ def check_varlen(lib: Library, cu, cu_cpu, max_seqlen, B, T, dev):
     return N, longest
 
 
-def library_arg(library: Library | None) -> Library:
+_API_OF = {"recurrent": "fused_recurrent_kda", "chunk": "chunk_kda"}
+
+
+def library_arg(library: Library | None, family: str = "recurrent") -> Library:
     if library is not None:
         if not isinstance(library, Library):
             raise fail("library", type(library).__name__, "a kda2.runtime.Library (kda2.runtime.load(path))")
         return library
-    return loader._default or loader.default_library()
+    if family == "recurrent":
+        return loader._default or loader.default_library()
+    return loader._defaults.get(family) or loader.default_library(family)
+
+
+def check_family(lib: Library, family: str) -> None:
+    if lib.family != family:
+        other = _API_OF.get(lib.family, "another API")
+        raise KDA2InputError(f"library {_spec(lib)} is family {lib.family!r}; {_API_OF[family]} needs a {family} "
+                             f"library (kda2.load(<a {family} build>)), or call {other} with this one")
 
 
 def state_shape(N: int, HV: int, K: int, V: int, v_first: bool) -> tuple:
     return (N, HV, V, K) if v_first else (N, HV, K, V)
 
 
-def legacy_kwargs(kwargs: dict, state_v_first: bool) -> bool:
+def legacy_kwargs(kwargs: dict, state_v_first: bool, api: str = "fused_recurrent_kda") -> bool:
     """FLA's deprecated `transpose_state_layout` alias; any other unknown keyword is an error, not ignored."""
     if "transpose_state_layout" in kwargs:
         if state_v_first:
             raise KDA2InputError("pass either state_v_first or the deprecated transpose_state_layout, not both")
         state_v_first = bool(kwargs.pop("transpose_state_layout"))
     if kwargs:
-        raise TypeError(f"fused_recurrent_kda() got unexpected keyword arguments {sorted(kwargs)}")
+        raise TypeError(f"{api}() got unexpected keyword arguments {sorted(kwargs)}")
     return state_v_first
+
+
+def chunk_kwargs(kwargs: dict, state_v_first: bool) -> bool:
+    """chunk_kda's FLA keywords beyond the named ones (consumed from `kwargs`); returns state_v_first."""
+    chunk_size = kwargs.pop("chunk_size", 64)
+    if chunk_size != 64:
+        if chunk_size == 32:
+            raise KDA2InputError("chunk_size=32: the kda2 chunk kernels use 64-token chunks; pass chunk_size=64 "
+                                 "(the same result up to rounding)")
+        raise fail("chunk_size", chunk_size, "64 (FLA also allows 32; kda2 builds 64 only)")
+    kwargs.pop("disable_recompute", None)  # a training-memory knob of FLA's backward: nothing to do forward-only
+    if kwargs.pop("return_intermediate_states", False):
+        raise KDA2InputError("return_intermediate_states=True is not supported: the kda2 chunk kernels keep chunk "
+                             "states on chip; use return_intermediate_states=False")
+    if kwargs.pop("cp_context", None) is not None:
+        raise KDA2InputError("cp_context (context parallelism) is not supported by kda2; pass cp_context=None")
+    return legacy_kwargs(kwargs, state_v_first, "chunk_kda")
+
+
+def check_safe_gate(safe_gate: bool, use_gate_in_kernel: bool, lower_bound: Any) -> None:
+    """FLA's rule: safe_gate with the gate in the kernel needs lower_bound in [-5, 0). (The kda2 chunk
+    kernels never need the bound: every exponent they take is <= 0, so safe_gate selects nothing else.)"""
+    if safe_gate and use_gate_in_kernel:
+        if lower_bound is None:
+            raise fail("lower_bound", None, "a float in [-5, 0) with safe_gate=True and use_gate_in_kernel=True "
+                       "(as in FLA); or safe_gate=False for the unbounded softplus gate")
+        try:
+            ok = -5.0 <= float(lower_bound) < 0.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise fail("lower_bound", lower_bound, "a float in the safe range [-5, 0) with safe_gate=True (as in FLA)")

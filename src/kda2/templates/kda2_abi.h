@@ -1,9 +1,13 @@
-// KDA² C ABI, version 1. Shared by every lib<spec>.<arch>.so; mirrored field for field by
-// kda2/runtime/abi.py (ctypes). Change a field only together with KDA2_ABI_VERSION.
+// KDA² C ABI, version 2. Shared by every lib<spec>.<arch>.so (families recurrent and chunk) and by the
+// kernels, which take KDA2RecurrentArgs by value; mirrored field for field by kda2/runtime/abi.py
+// (ctypes). Change a field only together with KDA2_ABI_VERSION.
+//
+// Version 2 (over 1): KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended);
+// kda2_fwd, kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family.
 #pragma once
 #include <stdint.h>
 
-#define KDA2_ABI_VERSION 1
+#define KDA2_ABI_VERSION 2
 
 // Gate activation applied to `g` inside the kernel (DESIGN §1).
 enum KDA2GateMode {
@@ -26,13 +30,14 @@ enum KDA2Flags {
 // Negative return codes; positive ones are CUresult values of the CUDA driver API.
 enum KDA2Status {
   KDA2_OK = 0,
-  KDA2_ERR_BUCKET_OVERFLOW = -1,   // max_seqlen above the largest bucket built
+  KDA2_ERR_BUCKET_OVERFLOW = -1,   // max_seqlen above the largest bucket built (recurrent libraries)
   KDA2_ERR_LAYOUT = -2,            // state layout not built
   KDA2_ERR_FEATURE = -3,           // gate mode / flag not compiled into this library
   KDA2_ERR_BAD_INDEX = -4,         // no variant with that index
-  KDA2_ERR_SHAPE = -5,             // H/HV/N inconsistent
+  KDA2_ERR_SHAPE = -5,             // H/HV/N/T/max_seqlen inconsistent
   KDA2_ERR_DRIVER = -6,            // libcuda.so.1 could not be opened (no NVIDIA driver)
   KDA2_ERR_NO_CONTEXT = -7,        // no current CUDA context (initialise CUDA first), or too many
+  KDA2_ERR_WORKSPACE = -8,         // workspace NULL or smaller than kda2_workspace_bytes() (chunk libraries)
 };
 
 typedef struct KDA2RecurrentArgs {
@@ -49,7 +54,7 @@ typedef struct KDA2RecurrentArgs {
   const int64_t* cu_seqlens;     // [N+1] or NULL (dense: sequence n is tokens n*T .. n*T+T-1)
   const int32_t* state_indices;  // [N] rows of h0/ht per sequence, or NULL (row n); < 0: skip
   int32_t N;              // sequences
-  int32_t T;              // tokens per sequence (dense); ignored with cu_seqlens
+  int32_t T;              // tokens per sequence (dense); with cu_seqlens: total packed tokens
   int32_t H;              // q/k heads
   int32_t HV;             // value heads, HV % H == 0
   float scale;
@@ -58,21 +63,49 @@ typedef struct KDA2RecurrentArgs {
   int32_t flags;          // KDA2Flags
   int32_t state_v_first;  // 0: states [K, V]; 1: states [V, K]
   int32_t reserved;
+  // ---- ABI 2 ----
+  void* workspace;          // chunk libraries: device scratch of >= kda2_workspace_bytes() bytes; else NULL
+  int64_t workspace_bytes;  // size of workspace
+  int64_t max_seqlen;       // longest sequence; kda2_fwd fills it in (chunk dense: <= 0 means T)
 } KDA2RecurrentArgs;
+
+// Host and device (the chunk kernels index the workspace with the same helpers as the library).
+#if defined(__CUDACC__)
+#define KDA2_HD __host__ __device__
+#else
+#define KDA2_HD
+#endif
+
+// Chunk family workspace: one slot per (chunk id, value head). A slot holds the chunk's w, qg, kg
+// (64 x K bf16 each), u^T (V x 64 bf16), the masked Aqk (64 x 64 bf16) and the last gate row (K fp32).
+static inline KDA2_HD int64_t kda2_chunk_slot_bytes(int K, int V) {
+  return (int64_t)64 * K * 2 * 3 + (int64_t)V * 64 * 2 + 64 * 64 * 2 + (int64_t)K * 4;
+}
+// Chunk ids: enough for every sequence's chunks, partial last chunks included (total/64 + N + 1).
+static inline KDA2_HD int64_t kda2_chunk_ids(const KDA2RecurrentArgs* a) {
+  int64_t total = a->cu_seqlens ? a->T : (int64_t)a->N * a->T;
+  return total / 64 + a->N + 1;
+}
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 int kda2_abi_version(void);
-const char* kda2_library_json(void);   // {"spec":..., "arch":..., "variants":[{...}, ...]}
+const char* kda2_library_json(void);   // {"abi_version", "spec", "arch", "family", "variants", "dispatch"}
 int kda2_num_variants(void);
 // Index of the variant the dispatch table picks for (layout, max_seqlen), or a KDA2Status < 0.
+// Chunk libraries route a max_seqlen above the largest bucket to the last bucket's variant.
 int kda2_select(int32_t state_v_first, int64_t max_seqlen);
+// Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent
+// libraries, kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) for chunk ones; < 0: a KDA2Status.
+int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* args);
 // Load every variant's cubin into the current context (call before CUDA graph capture).
 int kda2_preload(void);
-// Launch variant `index` (as listed in kda2_library_json) on `stream`.
+// Launch variant `index` (as listed in kda2_library_json) on `stream` (args->max_seqlen as given).
 int kda2_launch(int index, const KDA2RecurrentArgs* args, void* stream);
-// kda2_select + kda2_launch.
+// kda2_select + kda2_launch, with args->max_seqlen set to max_seqlen.
+int kda2_fwd(const KDA2RecurrentArgs* args, int64_t max_seqlen, void* stream);
+// The ABI 1 name of kda2_fwd.
 int kda2_recurrent_fwd(const KDA2RecurrentArgs* args, int64_t max_seqlen, void* stream);
 #ifdef __cplusplus
 }

@@ -1,0 +1,117 @@
+"""FLA-compatible `chunk_kda`: KDA prefill on a chunk-family library (chunkwise-parallel tensor-core kernels).
+
+Same validation as `fused_recurrent_kda` (kda2.runtime.validate), plus chunk_kda's own arguments. A chunk
+library runs two kernels through a device workspace (kda2_abi.h, kda2_chunk_slot_bytes); the workspace
+is cached per (device, stream) and grown on demand, so steady-state calls allocate nothing but their
+outputs. Under CUDA graph capture it is allocated per call from the graph's pool instead (a cached
+buffer could later be replaced while a graph still points at it).
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+from kda2.runtime import abi, api
+from kda2.runtime import validate as _v
+from kda2.runtime.library import Library
+
+_PACK = abi.ARGS_PACK.pack_into
+_addressof = ctypes.addressof
+
+#: (device index, raw stream) -> uint8 workspace tensor; grown, never shrunk.
+_workspaces: dict[tuple[int, int], Any] = {}
+_ws_lock = threading.Lock()
+_GROWTH = 1.25           # grow by a margin: a slowly rising size must not reallocate every call
+_ALIGN = 1 << 21         # and in 2 MiB steps
+
+
+def workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool) -> int:
+    """kda2_workspace_bytes of a chunk library (T per sequence, or the packed total with varlen)."""
+    return abi.chunk_workspace_bytes(N, T, HV, K, V, varlen)
+
+
+def _workspace(torch: Any, dev: Any, dev_index: int, stream: int, nbytes: int) -> Any:
+    if dev.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    key = (dev_index, stream)
+    ws = _workspaces.get(key)
+    if ws is None or ws.numel() < nbytes:
+        with _ws_lock:
+            ws = _workspaces.get(key)
+            if ws is None or ws.numel() < nbytes:
+                size = -(-int(nbytes * _GROWTH) // _ALIGN) * _ALIGN
+                _workspaces.pop(key, None)  # stream-ordered free: the old buffer's work on this stream comes first
+                ws = _workspaces[key] = torch.empty(size, dtype=torch.uint8, device=dev)
+    return ws
+
+
+def release_workspaces() -> None:
+    """Drop the cached workspaces (their memory returns to torch's caching allocator)."""
+    with _ws_lock:
+        _workspaces.clear()
+
+
+def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+              use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
+              allow_neg_eigval=False, safe_gate=False, lower_bound=None, state_v_first=False, cu_seqlens=None,
+              A_log=None, dt_bias=None, *, library: Library | None = None, cu_seqlens_cpu=None,
+              max_seqlen: int | None = None, out=None, final_state_out=None, **kwargs):
+    """KDA forward in 64-token chunks on tensor cores, drop-in for `fla.ops.kda.chunk_kda` (FLA 0.6) forward.
+
+    Shapes (FLA): q, k [B, T, H, K] bf16; v [B, T, HV, V] bf16; g [B, T, HV, K] fp32 or bf16; beta
+    [B, T, HV] fp32 or bf16; A_log [HV] fp32; dt_bias [HV*K] fp32; states fp32 [N, HV, K, V]
+    ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] bf16, final_state or None).
+
+    FLA keywords: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),
+    `return_intermediate_states` (False only), `cp_context` (None only), `transpose_state_layout`
+    (deprecated alias of state_v_first). `safe_gate` is checked as in FLA (with use_gate_in_kernel,
+    lower_bound must be in [-5, 0)); the kernels are exact for the unbounded gate either way.
+    Keyword-only extras as in `fused_recurrent_kda`: `library` (default: the chunk library,
+    `kda2.runtime.default_library("chunk")`), `cu_seqlens_cpu` / `max_seqlen` (the longest sequence;
+    it sizes the prep kernel's grid, so a smaller promise than the truth leaves chunks uncomputed),
+    `out` / `final_state_out`. Any length runs: above the largest seq_len bucket the last bucket's
+    variant is used.
+    """
+    torch = api._torch or api._init_torch()
+    lib = _v.library_arg(library, "chunk")
+    if kwargs:
+        state_v_first = _v.chunk_kwargs(kwargs, state_v_first)
+    _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
+    (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
+        lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
+        use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
+        max_seqlen, out, family="chunk")
+    sshape = _v.state_shape(N, HV, K, V, state_v_first)
+    if initial_state is not None:
+        _v.check_tensor("initial_state", initial_state, (torch.float32,), sshape, dev)
+    if final_state_out is not None:
+        if not output_final_state:
+            raise _v.fail("final_state_out", "a tensor with output_final_state=False", "output_final_state=True")
+        _v.check_tensor("final_state_out", final_state_out, (torch.float32,), sshape, dev)
+    dev_index = _v.device_index(lib, dev)
+    # -- validation done: allocate and launch --------------------------------------------------------
+    o = torch.empty_like(v) if out is None else out
+    ht = None
+    if output_final_state:
+        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=torch.float32, device=dev)
+    if B * T == 0:  # no tokens: nothing to launch; the final state is the initial one
+        if ht is not None and initial_state is not None:
+            ht.copy_(initial_state)
+        elif ht is not None:
+            ht.zero_()
+        return o, ht
+    cu = cu_seqlens
+    if cu is not None and cu.dtype is not torch.int64:
+        cu = cu.to(torch.int64)  # stream-ordered temporary; the caching allocator keeps it alive long enough
+    stream = api._raw_stream(dev_index)
+    nbytes = workspace_bytes(N, T, HV, K, V, cu is not None)
+    ws = _workspace(torch, dev, dev_index, stream or 0, nbytes)
+    args = lib.args()
+    _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), a_ptr, d_ptr,
+          o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(), 0 if ht is None else ht.data_ptr(),
+          0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, 1 if state_v_first else 0, 0,
+          ws.data_ptr(), ws.numel(), longest)
+    if api._multi_gpu or lib._fwd(_addressof(args), longest, stream):
+        api._relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
+    return o, ht

@@ -318,3 +318,72 @@ def test_inspect_corrupt_manifest_is_one_line_error(tmp_path, kind: str) -> None
 def test_inspect_not_a_build_dir(tmp_path) -> None:
     line = one_error_line(kda2("inspect", tmp_path / "nothing"))
     assert "nothing" in line
+
+
+# ---- family chunk ------------------------------------------------------------------------------
+
+KIMI_CHUNK = REPO / "kernel_specs" / "kimi_linear_chunk.yaml"
+CHUNK_ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)/(\d+) +"
+                       r"(tune|rank|-) +(.+)$")
+
+
+def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
+    p = kda2("plan", KIMI_CHUNK, "--rules", RULES)
+    assert p.returncode == 0, p.stderr
+    spec, rules = load_spec(KIMI_CHUNK), load_rules(RULES)
+    assert "block_v" in p.stdout and "stages" in p.stdout and "smem prep/state B" in p.stdout
+    for arch in spec.archs:
+        plan = plan_spec(spec, arch, rules)
+        section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} variants", 1)[1].split("\n\n")[0]
+        rows = [CHUNK_ROW.match(line) for line in section.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
+        assert rows and all(rows), section
+        routed = {d["variant"]: d["routed_by"] for d in plan.dispatch}
+        assert [m[1] for m in rows] == [v.id for v in plan.variants]
+        for m, v in zip(rows, plan.variants):
+            c = v.config
+            assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), int(m[7])) == (
+                c["state_layout"], c["bucket"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // 16)
+            assert (int(m[8]), int(m[9])) == (103680, {32: 139264, 64: 154624}[c["block_v"]])
+            assert m[10] == routed.get(v.id, "-")
+    p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_80", "--reasons")
+    assert p.returncode == 0, p.stderr
+    for agent in ("layout", "chunk", "tile", "stages", "budget", "rule 0002 v1"):
+        assert f"[{agent}] " in p.stdout
+    assert "limit 166912 B (sm_80 opt-in limit)" in p.stdout
+    data = json.loads(kda2("plan", KIMI_CHUNK, "--rules", RULES, "--json").stdout)
+    assert {v["config"]["block_v"] for entry in data for v in entry["variants"]} == {32, 64}
+
+
+@pytest.fixture
+def chunk_like_build(tiny_build: Path, tmp_path) -> Path:
+    """A copy of the tiny build whose manifest says family chunk (two kernels per variant, a plan.json)."""
+    out = tmp_path / "sm_90a"
+    shutil.copytree(tiny_build / "tiny128" / "sm_90a", out)
+    m = json.loads((out / "manifest.json").read_text())
+    m["family"] = "chunk"
+    (v,) = m["variants"]
+    (r,) = v["resources"].values()
+    v["resources"] = {f"kda2_chunk_prep_{v['id']}": r, f"kda2_chunk_state_{v['id']}": r}
+    v["config"] = {"family": "chunk", "state_layout": "v_first", "bucket": 65536, "chunk": 64, "block_v": 32,
+                   "stages": 2}
+    (out / v["id"] / "plan.json").write_text(json.dumps({"prep_smem_bytes": 103680, "prep_threads": 256,
+                                                         "state_smem_bytes": 139264, "state_threads": 64}))
+    (out / "manifest.json").write_text(json.dumps(m))
+    return out
+
+
+def test_inspect_chunk_manifest(chunk_like_build: Path) -> None:
+    p = kda2("inspect", chunk_like_build)
+    (v,) = json.loads((chunk_like_build / "manifest.json").read_text())["variants"]
+    assert re.search(rf"^  {v['id']}  sm_90a  regs +\d+ .* v_first T<=65536 block_v 32 stages 2  prep: dynamic smem "
+                     rf"103680 B, 256 threads$", p.stdout, re.M), p.stdout
+    assert re.search(r"block_v 32 stages 2  state: dynamic smem 139264 B, 64 threads$", p.stdout, re.M), p.stdout
+    # the cubin is a recurrent one: the tensor-core instructions a chunk kernel must have are missing
+    assert p.returncode == 1
+    assert any("HMMA LDSM LDGSTS" in ln and "missing" in ln for ln in p.stderr.splitlines()), p.stderr
+
+
+def test_tune_refuses_a_chunk_library(tmp_path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"family": "chunk", "spec": "c", "arch": "sm_90a"}))
+    line = one_error_line(kda2("tune", tmp_path))
+    assert "kda2 tune supports family recurrent only" in line and "chunk" in line and "manifest.json" in line

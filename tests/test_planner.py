@@ -11,13 +11,15 @@ import pytest
 from kda2.planner import PlanError, SpecPlan, plan_all, plan_spec
 from kda2.rules import load_rules
 from kda2.spec import Spec, load_spec, load_specs
-from kda2.tune import lock_path_for, read_lock
+from kda2.tune import TUNABLE_FAMILIES, lock_path_for, read_lock
 from kda2.variant import variant_id
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
+KIMI_CHUNK = SPECS / "kimi_linear_chunk.yaml"
 AGENTS = ("layout", "staging", "tile", "reduce", "budget")
+CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "budget")
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +171,9 @@ def test_committed_locks_name_current_candidates(rules) -> None:
     locks = {}
     for s in specs:
         path = lock_path_for(s.name, SPECS)
+        if s.family not in TUNABLE_FAMILIES:  # kda2 tune does not time this family: routed by rank
+            assert not path.is_file(), f"{path}: a tune lock for a family kda2 tune does not support"
+            continue
         assert path.is_file(), f"{path}: no committed tune lock"
         locks[s.name] = read_lock(path)
         raw = json.loads(path.read_text())
@@ -177,6 +182,9 @@ def test_committed_locks_name_current_candidates(rules) -> None:
     plans, warnings = plan_all(specs, rules, locks=locks)
     assert not [w for w in warnings if "lock" in w], warnings
     for plan in plans:
+        if plan.spec.name not in locks:
+            assert all(d["routed_by"] == "rank" for d in plan.dispatch)
+            continue
         raw = json.loads(lock_path_for(plan.spec.name, SPECS).read_text())
         entry = raw["archs"].get(plan.arch)
         if entry is None:
@@ -229,3 +237,59 @@ def test_register_budget_leaving_no_candidate_is_a_plan_error(rules, tmp_path, m
     assert f"state_layout={layout}" in msg and "bucket 1 " in msg
     other = "v_first" if layout == "k_first" else "k_first"
     assert f"state_layout={other}" not in msg
+
+
+# ---- chunk family ------------------------------------------------------------------------------
+
+def chunk_spec(tmp_path: Path, **edits: str) -> Spec:
+    """The real chunk spec with top-level YAML lines replaced (key -> new value text)."""
+    text = KIMI_CHUNK.read_text()
+    for key, value in edits.items():
+        text, n = re.subn(rf"^(\s*{key}:) .*$", rf"\1 {value}", text, flags=re.M)
+        assert n == 1, key
+    path = tmp_path / "kimi_linear_chunk.yaml"
+    path.write_text(text)
+    return load_spec(path)
+
+
+def test_chunk_plan_ranks_block_v_by_bucket(rules) -> None:
+    spec = load_spec(KIMI_CHUNK)
+    for arch in spec.archs:
+        plan = plan_spec(spec, arch, rules)
+        g = groups(plan)
+        assert sorted(g) == sorted((lay, b) for lay in ("k_first", "v_first") for b in (2048, 8192, 65536))
+        for (layout, bucket), ids in g.items():
+            cfgs = [next(v.config for v in plan.variants if v.id == i) for i in ids]
+            want = [32, 64] if bucket >= 16384 else [64, 32]
+            assert [c["block_v"] for c in cfgs] == want, (arch, layout, bucket)
+            assert all(c["chunk"] == 64 and c["stages"] == 2 and c["family"] == "chunk" for c in cfgs)
+            assert routes(plan)[f"{layout}:{bucket}"]["variant"] == ids[0]
+        for v in plan.variants:
+            assert [a for a, _ in v.reasons][:len(CHUNK_AGENTS)] == list(CHUNK_AGENTS)
+            why = dict(v.reasons)
+            assert "FLA" in why["chunk"] and "<= 0" in why["chunk"]
+            assert f"block_v={v.config['block_v']}" in why["tile"] and "serial chain" in why["tile"] or \
+                v.config["bucket"] < 16384
+            assert "overlap" in why["stages"]
+            assert re.search(r"~103680 B smem prep.*~(139264|154624) B smem state", why["budget"]), why["budget"]
+            assert v.name.startswith(f"kda2_chunk_{arch}_k128v128_") and f"c64bv{v.config['block_v']}s2_{v.id}" in v.name
+        if arch == "sm_80":
+            assert all("-Xptxas=-warn-spills" in v.flags for v in plan.variants)
+            assert all("166912 B (sm_80 opt-in limit)" in dict(v.reasons)["budget"] for v in plan.variants)
+
+
+def test_chunk_budget_agent_respects_the_arch_limit(rules, tmp_path) -> None:
+    # stages 1 and 2, block_v up to 128: the 2-stage block_v=128 state kernel needs 185344 B, above
+    # sm_80's 163 KB opt-in limit (but within sm_90a's 227 KB)
+    spec = chunk_spec(tmp_path, chunk="{block_v: [128, 64], stages: [1, 2]}", max_candidates="8",
+                      archs="[sm_90a, sm_80, sm_86]")
+    by_arch = {arch: plan_spec(spec, arch, rules) for arch in ("sm_90a", "sm_80")}
+    shapes = {arch: {(v.config["block_v"], v.config["stages"]) for v in p.variants} for arch, p in by_arch.items()}
+    assert shapes["sm_90a"] == {(128, 2), (128, 1), (64, 2), (64, 1)}
+    assert shapes["sm_80"] == {(128, 1), (64, 2), (64, 1)}
+    with pytest.raises(PlanError, match="sm_86"):  # 99 KB: even the prep kernel (103680 B) does not fit
+        plan_spec(spec, "sm_86", rules)
+    capped = plan_spec(chunk_spec(tmp_path, max_candidates="1"), "sm_90a", rules)
+    assert all(len(ids) == 1 for ids in groups(capped).values())
+    with pytest.raises(PlanError, match="no variant survives"):
+        plan_all([chunk_spec(tmp_path, max_smem_bytes="100000")], rules)

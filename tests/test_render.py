@@ -349,3 +349,86 @@ def test_library_refuses_mixed_families() -> None:
     variants = [{"id": variant_id(c), "config": c, "cubin_path": "x", "plan": {}} for c in cfgs]
     with pytest.raises(ValueError, match="one family"):
         render_library("t", "sm_90a", variants, [], '"{}"')
+
+
+# ---- chunk kernels: the render context and the owner's template ------------------------------------
+
+CHUNK_REASONS = [("layout", "states [N,HV,V,K]"), ("chunk", "chunk 64"), ("tile", "block_v=32"),
+                 ("stages", "2 stages"), ("budget", "~139264 B smem state")]
+# Every name render_variant passes for a chunk variant (StrictUndefined: a missing one fails the render).
+STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }} {{ spec_name }} {{ kda2_version }} {{ kernel_symbol }}
+{%- for agent, why in reasons %}
+// [{{ agent }}] {{ why }}
+{%- endfor %}
+#include "kda2_abi.h"
+{%- for key in ["lds_kv", "lds_a", "lds_u", "lds_g", "lds_t", "lds_o", "prep_threads", "state_threads",
+                "prep_smem_bytes", "state_smem_bytes"] %}
+constexpr int {{ key|upper }} = {{ plan[key] }};
+{%- endfor %}
+constexpr int BLOCK_V = {{ config.block_v }}, STAGES = {{ config.stages }}, BT = {{ config.chunk }};
+extern "C" __global__ void {{ prep_symbol }}(const KDA2RecurrentArgs a) {
+  extern __shared__ char smem[];
+  if (a.N < 0) smem[threadIdx.x] = (char)kda2_chunk_ids(&a);
+}
+extern "C" __global__ void {{ state_symbol }}(const KDA2RecurrentArgs a) {
+  if (a.workspace_bytes < kda2_chunk_slot_bytes(a.H, a.HV)) ((char*)a.workspace)[threadIdx.x] = 0;
+}
+"""
+
+
+@pytest.fixture
+def stub_chunk_template(tmp_path, monkeypatch):
+    """render_variant with a test stub in place of chunk.cu.j2 (the real kernels have their own owner)."""
+    import jinja2
+
+    from kda2 import render
+
+    (tmp_path / "chunk_stub.cu.j2").write_text(STUB_CHUNK)
+    env = jinja2.Environment(loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(tmp_path)),
+                                                         jinja2.FileSystemLoader(str(TEMPLATES))]),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    monkeypatch.setattr(render, "_env", lambda: env)
+    monkeypatch.setitem(render.FAMILY_TEMPLATES, "chunk", ("chunk_stub.cu.j2", "kda2_abi.h"))
+
+
+def test_chunk_render_context(stub_chunk_template, tmp_path) -> None:
+    from kda2.render import chunk_symbols, kernel_symbols
+
+    plan = plan_variant(CHUNK_CFG, 232448)
+    vid = variant_id(CHUNK_CFG)
+    text = render_variant(CHUNK_CFG, CHUNK_REASONS, plan, "kimi_linear_chunk")
+    prep, state = chunk_symbols(vid)
+    assert (prep, state) == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}") == kernel_symbols(CHUNK_CFG)
+    assert text.splitlines()[0] == (f"// {variant_name(CHUNK_CFG)} {vid} kda2_{vid} kimi_linear_chunk "
+                                    f"{__import__('kda2').__version__} {prep}")
+    for agent, why in CHUNK_REASONS:
+        assert f"// [{agent}] {why}" in text
+    expect = {"LDS_KV": 136, "LDS_A": 72, "LDS_U": 72, "LDS_G": 132, "LDS_T": 68, "LDS_O": 24, "PREP_THREADS": 256,
+              "STATE_THREADS": 64, "PREP_SMEM_BYTES": 103680, "STATE_SMEM_BYTES": 139264}
+    for key, value in expect.items():
+        assert f"constexpr int {key} = {value};" in text
+    assert "BLOCK_V = 32, STAGES = 2, BT = 64;" in text
+    assert f"void {prep}(" in text and f"void {state}(" in text
+    # the ABI's chunk helpers compile in device code
+    cu = tmp_path / "stub.cu"
+    cu.write_text(text)
+    res = parse_ptxas(compile_cubin(cu, "sm_90a"))
+    assert sorted(res) == sorted([prep, state])
+    # recurrent is unchanged: one kernel named kda2_recurrent_<id>
+    assert kernel_symbols(SMEM_CFG) == (kernel_symbol(variant_id(SMEM_CFG)),) == (f"kda2_recurrent_{variant_id(SMEM_CFG)}",)
+
+
+def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
+    """The owner's chunk.cu.j2 (stub or real kernels) renders from the plan and defines both entries."""
+    from kda2.render import chunk_symbols
+
+    cfg = dict(CHUNK_CFG, block_v=64)
+    plan = plan_variant(cfg, 232448)
+    text = render_variant(cfg, CHUNK_REASONS, plan, "kimi_linear_chunk")
+    prep, state = chunk_symbols(variant_id(cfg))
+    for needle in (prep, state, str(plan["lds_kv"]), str(plan["state_smem_bytes"]), str(plan["prep_smem_bytes"])):
+        assert needle in text, needle
+    cu = tmp_path / "chunk.cu"
+    cu.write_text(text)
+    res = parse_ptxas(compile_cubin(cu, "sm_90a"))
+    assert prep in res and state in res, res

@@ -9,11 +9,13 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from kda2.spec import Agents, Budget, Features, Spec, SpecError, Staging, Tile, load_spec, load_specs
+from kda2.spec import (Agents, Budget, ChunkAgents, ChunkSpec, ChunkTile, Features, Spec, SpecError, Staging, Tile,
+                       load_spec, load_specs, validate_spec)
 from kda2.variant import canonical_json
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "kernel_specs" / "kimi_linear_recurrent.yaml"
+CHUNK = REPO / "kernel_specs" / "kimi_linear_chunk.yaml"
 ARCHS = "sm_80, sm_86, sm_89, sm_90, sm_90a"
 
 
@@ -195,10 +197,13 @@ def test_bucket_out_of_range(tmp_path: Path, bucket: int) -> None:
                "allowed: int in [1, 1048576]", f"(got {bucket})")
 
 
-def test_family_chunk_is_reserved(tmp_path: Path) -> None:
-    msg = error_of(tmp_path, lambda d: d.update(family="chunk"))
-    assert msg == (f"{tmp_path / 's.yaml'}: family: family 'chunk' is reserved for a later version; "
-                   "allowed now: recurrent")
+def test_recurrent_spec_with_chunk_agents_names_the_family(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(family="chunk"))  # recurrent agents section kept
+    assert msg == (f"{tmp_path / 's.yaml'}: agents.tile: agents key 'tile' is for family recurrent specs; "
+                   "allowed: chunk")
+    msg = error_of(tmp_path, lambda d: d["agents"].update(chunk={"block_v": [32]}))
+    assert msg == (f"{tmp_path / 's.yaml'}: agents.chunk: agents key 'chunk' is for family chunk specs; "
+                   "allowed: tile, staging, reduce")
 
 
 def test_unknown_family(tmp_path: Path) -> None:
@@ -273,3 +278,75 @@ def test_spec_model_validates_directly() -> None:
     spec = Spec.model_validate(base())
     assert spec.source is None
     assert spec.digest() == load_spec(DEFAULT).digest()
+
+
+# --- family chunk ------------------------------------------------------------------------------
+
+def chunk_error(tmp_path: Path, edit: Callable[[dict[str, Any]], Any]) -> str:
+    data = yaml.safe_load(CHUNK.read_text())
+    edit(data)
+    path = write(tmp_path / "c.yaml", data)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    check_line(msg, path)
+    return msg
+
+
+def test_chunk_spec_loads() -> None:
+    spec = load_spec(CHUNK)
+    assert isinstance(spec, ChunkSpec) and isinstance(spec, Spec)
+    assert (spec.name, spec.family, spec.archs) == ("kimi_linear_chunk", "chunk", ["sm_90a", "sm_80"])
+    assert (spec.head_dims.k, spec.head_dims.v) == (128, 128)
+    assert spec.features.gate_modes == ["precomputed", "softplus", "lower_bound"]
+    assert spec.features.gva_ratios == [1, 2] and spec.features.varlen
+    assert spec.features.state_layouts == ["k_first", "v_first"]
+    assert spec.seq_len_buckets == [2048, 8192, 65536]
+    assert spec.agents.chunk.block_v == [32, 64] and spec.agents.chunk.stages == [2]
+    assert (spec.budget.max_registers, spec.budget.max_smem_bytes, spec.budget.allow_spills,
+            spec.budget.max_candidates) == (255, 232448, False, 2)
+    assert spec.canonical()["agents"] == {"chunk": {"block_v": [32, 64], "stages": [2]}}
+    assert validate_spec(yaml.safe_load(CHUNK.read_text())).digest() == spec.digest()
+    assert [s.name for s in load_specs(REPO / "kernel_specs")].count("kimi_linear_chunk") == 1
+
+
+def test_chunk_defaults(tmp_path: Path) -> None:
+    assert ChunkTile.model_fields["block_v"].default == [32, 64]
+    assert ChunkTile.model_fields["stages"].default == [2]
+    assert ChunkAgents.model_fields["chunk"].default == ChunkTile()
+    data = yaml.safe_load(CHUNK.read_text())
+    del data["agents"]
+    assert load_spec(write(tmp_path / "c.yaml", data)).canonical()["agents"] == {
+        "chunk": {"block_v": [32, 64], "stages": [2]}}
+
+
+@pytest.mark.parametrize("edit, parts", [
+    (lambda d: d["agents"]["chunk"].update(block_v=[48]),
+     ("agents.chunk.block_v[0]: not an allowed value", "allowed: 16, 32, 64, 128", "(got 48)")),
+    (lambda d: d["agents"]["chunk"].update(stages=[3]), ("agents.chunk.stages[0]:", "allowed: 1, 2", "(got 3)")),
+    (lambda d: d["agents"]["chunk"].update(block_v=[]), ("agents.chunk.block_v: must not be empty",)),
+    (lambda d: d["agents"]["chunk"].update(block_v=[32, 32]), ("agents.chunk.block_v: duplicate value 32",)),
+    (lambda d: d["agents"]["chunk"].update(warps=[4]),
+     ("agents.chunk.warps: unknown field 'warps'", "allowed: block_v, stages")),
+    (lambda d: d["agents"].update(tile={"warps": [4]}),
+     ("agents.tile: agents key 'tile' is for family recurrent specs", "allowed: chunk")),
+    (lambda d: d["agents"].update(reduce=["scatter"]), ("agents.reduce: agents key 'reduce' is for family recurrent",)),
+    (lambda d: d["head_dims"].update(k=256), ("head_dims.k: not supported by the chunk kernels", "allowed: 64, 128",
+                                              "(got 256)")),
+    (lambda d: d["head_dims"].update(v=32), ("head_dims.v: not supported by the chunk kernels", "(got 32)")),
+    (lambda d: d.update(family="parallel"), ("family: not an allowed value", "allowed: recurrent, chunk")),
+])
+def test_chunk_field_errors(tmp_path: Path, edit: Callable[[dict[str, Any]], Any], parts: tuple[str, ...]) -> None:
+    msg = chunk_error(tmp_path, edit)
+    for part in parts:
+        assert part in msg, (part, msg)
+
+
+def test_models_refuse_the_other_family() -> None:
+    """Validating with the wrong class directly (not through load_spec) names the right one."""
+    data = yaml.safe_load(CHUNK.read_text())
+    data["agents"] = {}
+    with pytest.raises(Exception, match="validated by ChunkSpec"):
+        Spec.model_validate(data)
+    with pytest.raises(Exception, match="validated by Spec"):
+        ChunkSpec.model_validate(dict(base(), agents={}))

@@ -379,3 +379,123 @@ def test_import_is_lazy():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     code = "import sys, kda2.tir; assert 'tvm' not in sys.modules, 'tvm imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+# ------------------------------------------------------------------------------------------------
+# family chunk: the tensor-core tiles (independent brute force of the ldmatrix / fragment patterns)
+# ------------------------------------------------------------------------------------------------
+
+def chunk_cfg(**over) -> dict:
+    base = {"family": "chunk", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 8192, "state_layout": "v_first",
+            "chunk": 64, "block_v": 32, "stages": 2, "gate_modes": ["softplus"], "qk_l2norm": True,
+            "beta_sigmoid": True, "varlen": True}
+    base.update(over)
+    return base
+
+
+def chunk_brute_force(k: int, block_v: int) -> dict:
+    """{buffer: (cols, {access: [(bf16 elements per lane access, [(row, col) per lane])]})}."""
+    warps = block_v // 16
+    nt = 32 * warps
+
+    def fill(rows: int, cols: int) -> list:
+        per_row = cols // 8
+        ops = []
+        for w in range(warps):
+            for it in range(-(-rows * per_row // nt)):
+                lanes = []
+                for lane in range(32):
+                    f = it * nt + 32 * w + lane
+                    lanes.append((f // per_row, f % per_row * 8) if f < rows * per_row else None)
+                ops.append((8, lanes))
+        return ops
+
+    def ldmatrix(cols: int) -> list:  # x4: matrices (rows 0-7, col 0), (rows 8-15, col 0), (0-7, +8), (8-15, +8)
+        return [(8, [(mb * 16 + (lane // 8 % 2) * 8 + lane % 8, ks * 16 + lane // 16 * 8) for lane in range(32)])
+                for mb in range(4) for ks in range(cols // 16)]
+
+    frag = [(2, [(w * 16 + h * 8 + lane // 4, ks * 16 + c * 8 + lane % 4 * 2) for lane in range(32)])
+            for w in range(warps) for ks in range(4) for h in range(2) for c in range(2)]
+    return {"kv": (k, {"kv_fill": fill(64, k), "kv_ldmatrix": ldmatrix(k)}),
+            "a": (64, {"a_fill": fill(64, 64), "a_ldmatrix": ldmatrix(64)}),
+            "ut": (64, {"ut_fill": fill(block_v, 64), "ut_frag": frag})}
+
+
+def bf16_degree(ops: list, stride: int) -> int:
+    """Worst degree with bf16 elements: a phase is 32 / (bytes / 4) lanes; distinct words per bank."""
+    worst = 0
+    for elems, lanes in ops:
+        per_phase = 32 * 4 // max(4, elems * 2)
+        for p in range(0, 32, per_phase):
+            words = {((r * stride + c + e) * 2) // 4 for rc in lanes[p:p + per_phase] if rc is not None
+                     for r, c in [rc] for e in range(elems)}
+            worst = max(worst, max(Counter(w % 32 for w in words).values(), default=0))
+    return worst
+
+
+@pytest.mark.parametrize("k,block_v", [(128, 32), (128, 64), (64, 16), (64, 128)])
+def test_chunk_pass_pads_the_ldmatrix_tiles(k: int, block_v: int):
+    plan = plan_variant(chunk_cfg(k=k, block_v=block_v), BUDGET)
+    assert (plan["lds_kv"], plan["lds_a"], plan["lds_u"]) == (k + 8, 72, 72)
+    assert (plan["lds_g"], plan["lds_t"], plan["lds_o"]) == (k + 4, 68, 24)
+    bf = chunk_brute_force(k, block_v)
+    for buf, key in (("kv", "lds_kv"), ("a", "lds_a"), ("ut", "lds_u")):
+        cols, accesses = bf[buf]
+        for name, ops in accesses.items():
+            assert plan["conflicts_before"][name] == bf16_degree(ops, cols), name
+            assert plan["conflicts_after"][name] == bf16_degree(ops, plan[key]) == 1, name
+        # the smallest 16-byte-aligned pad that is conflict-free
+        assert all(max(bf16_degree(ops, cols + p) for ops in accesses.values()) > 1 for p in range(0, plan[key] - cols, 8))
+    # the read patterns are 8-way unpadded (8 rows on the same 4 banks); the fills are row-contiguous
+    assert {a: d for a, d in plan["conflicts_before"].items() if d > 1} == {
+        "kv_ldmatrix": 8, "a_ldmatrix": 8, "ut_frag": 8}
+    assert max(plan["conflicts_after"].values()) == 1
+    assert plan["state_threads"] == block_v // 16 * 32 and plan["prep_threads"] == 256
+
+
+def test_chunk_plan_smem_formulas():
+    for block_v, state in ((32, 139264), (64, 154624)):
+        plan = plan_variant(chunk_cfg(block_v=block_v), BUDGET)
+        assert plan["prep_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 132 * 4 + 64 * 68 * 4 + 64 * 4 == 103680
+        assert plan["state_smem_bytes"] == (2 * (3 * 64 * 136 * 2 + 64 * 72 * 2 + block_v * 72 * 2 + 128 * 4)
+                                            + block_v // 16 * 64 * 24 * 2) == state
+    one = plan_variant(chunk_cfg(block_v=64, stages=1), BUDGET)
+    assert one["state_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 72 * 2 + 64 * 72 * 2 + 128 * 4 + 4 * 64 * 24 * 2
+
+
+def test_chunk_tir_dumps_differ_and_record_the_pass(tmp_path):
+    plan = write_plan(chunk_cfg(), BUDGET, tmp_path / "plan.json", tmp_path / "b.tir", tmp_path / "a.tir")
+    assert plan["tir_before"] != plan["tir_after"]
+    assert 'T.alloc_shared((64, 128), "bfloat16")' in plan["tir_before"]
+    assert 'T.alloc_shared((64, 136), "bfloat16")' in plan["tir_after"]
+    assert 'T.alloc_shared((32, 72), "bfloat16")' in plan["tir_after"]
+    assert '"kda2.access": "kv_ldmatrix"' in plan["tir_after"] and "kda2.bank_pad" in plan["tir_after"]
+    on_disk = json.loads((tmp_path / "plan.json").read_text())
+    assert on_disk["family"] == "chunk" and on_disk["pass"]["name"] == "kda2.bank_pad"
+    assert on_disk["pass"]["candidates"]["kv"] == {"0": 8, "8": 1, "16": 2}
+    assert on_disk["conflicts_before"]["kv_ldmatrix"] > on_disk["conflicts_after"]["kv_ldmatrix"]
+    assert sorted(on_disk["pass"]["fixed"]) == ["lds_g", "lds_o", "lds_t"]
+    off = plan_variant(chunk_cfg(), BUDGET, enable_pass=False)
+    assert (off["lds_kv"], off["lds_a"], off["lds_u"]) == (128, 64, 64)
+    assert off["conflicts_after"] == off["conflicts_before"] == plan["conflicts_before"]
+
+
+def test_chunk_budget_error():
+    c = chunk_cfg(block_v=64)
+    assert plan_variant(c, 154624)["state_smem_bytes"] == 154624  # exactly fits
+    with pytest.raises(TirBudgetError) as e:
+        plan_variant(c, 154623)
+    msg = str(e.value)
+    assert "\n" not in msg and variant_name(c) in msg and "state kernel needs 154624" in msg and "154623" in msg
+    with pytest.raises(TirBudgetError, match="prep kernel needs 103680"):
+        plan_variant(chunk_cfg(), 101376)  # sm_86's limit
+
+
+def test_chunk_bad_configs_name_the_field():
+    for field, value in (("block_v", 48), ("stages", 3), ("chunk", 32), ("k", 256), ("v", 96)):
+        with pytest.raises(TirConfigError, match=repr(field)):
+            plan_variant(chunk_cfg(**{field: value}), BUDGET)
+    with pytest.raises(TirConfigError, match="block_v"):
+        plan_variant(chunk_cfg(v=64, block_v=128), BUDGET)
+    with pytest.raises(TirConfigError, match="families"):
+        plan_variant(chunk_cfg(family="parallel"), BUDGET)

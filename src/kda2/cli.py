@@ -21,6 +21,8 @@ EXPECTED_SASS = {
     # follows the layout (16 B at K=128 lanes-over-K, 8 B at K=64, 4 B with one column per lane), so the
     # check is on the cache policy; smem staging adds LDS/STS.128.
     "recurrent": ("SHFL.BFLY", "LDG.E.EF", "STG.E.EF"),
+    # chunk: tensor-core MMAs (mma.sync -> HMMA), ldmatrix (LDSM) and cp.async (LDGSTS) tile loads.
+    "chunk": ("HMMA", "LDSM", "LDGSTS"),
 }
 FORBIDDEN_SASS = ("LDL", "STL")  # local memory = spills or dynamically indexed register arrays
 
@@ -66,6 +68,25 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 # ---- plan ------------------------------------------------------------------------------------
 
+def _chunk_smem(c: dict) -> str:
+    """prep/state shared-memory bytes of a chunk config, at the strides the TIR pass picks for it."""
+    from kda2.chunk_smem import expected_strides, prep_smem_bytes, state_smem_bytes
+
+    s = expected_strides(c["k"])
+    return f"{prep_smem_bytes(s)}/{state_smem_bytes(s, k=c['k'], block_v=c['block_v'], stages=c['stages'])}"
+
+
+#: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
+_PLAN_COLUMNS = {
+    "recurrent": [("v/warp", ">6", lambda c: c["v_per_warp"]), ("warps", ">5", lambda c: c["warps"]),
+                  ("staging", "<7", lambda c: c["staging"]), ("k_map", "<8", lambda c: c["k_map"]),
+                  ("reduce", "<9", lambda c: c["reduce"])],
+    "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
+              ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", lambda c: c["block_v"] // 16),
+              ("smem prep/state B", "<17", _chunk_smem)],
+}
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.planner import PlanError, plan_spec
     from kda2.rules import RuleError, load_rules
@@ -91,17 +112,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                          "rules": v.rules, "flags": v.flags} for v in p.variants]}
                           for p in plans], indent=1))
         return 0
+    columns = _PLAN_COLUMNS[spec.family]
     for p in plans:
         routed = {d["variant"]: d for d in p.dispatch}
         print(f"{spec.name} / {p.arch}: {len(p.variants)} variants "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
-        print(f"  {'id':<12} {'layout':<8} {'T<=':>6} {'v/warp':>6} {'warps':>5} {'staging':<7} {'k_map':<8} "
-              f"{'reduce':<9} {'dispatch':<8} rules")
+        print(f"  {'id':<12} {'layout':<8} {'T<=':>6} "
+              + " ".join(f"{title:{width}}" for title, width, _ in columns) + f" {'dispatch':<8} rules")
         for v in p.variants:
             c = v.config
-            print(f"  {v.id:<12} {c['state_layout']:<8} {c['bucket']:>6} {c['v_per_warp']:>6} {c['warps']:>5} "
-                  f"{c['staging']:<7} {c['k_map']:<8} {c['reduce']:<9} "
-                  f"{routed[v.id]['routed_by'] if v.id in routed else '-':<8} {' '.join(v.rules) or '-'}")
+            print(f"  {v.id:<12} {c['state_layout']:<8} {c['bucket']:>6} "
+                  + " ".join(f"{cell(c)!s:{width}}" for _, width, cell in columns)
+                  + f" {routed[v.id]['routed_by'] if v.id in routed else '-':<8} {' '.join(v.rules) or '-'}")
             if args.reasons:
                 for agent, why in v.reasons:
                     print(f"      [{agent}] {why}")
@@ -140,13 +162,28 @@ def sass_opcodes(cubin: Path) -> dict[str, int]:
     return ops
 
 
+def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
+    """The config words of an inspect line (and, for chunk, the kernel's dynamic shared memory)."""
+    c = v["config"]
+    if family != "chunk":
+        return f"{c['state_layout']} T<={c['bucket']} {c['staging']}"
+    text = f"{c['state_layout']} T<={c['bucket']} block_v {c['block_v']} stages {c['stages']}"
+    try:
+        plan = json.loads((root / v["id"] / "plan.json").read_text())
+        which = "prep" if "_prep_" in kernel else "state"
+        text += f"  {which}: dynamic smem {plan[f'{which}_smem_bytes']} B, {plan[f'{which}_threads']} threads"
+    except (OSError, ValueError, KeyError):
+        pass
+    return text
+
+
 def inspect_variant(root: Path, v: dict, family: str) -> tuple[list[str], list[str]]:
     """(report lines, problems) for one variant of a manifest."""
     lines, problems = [], []
     for kernel, r in sorted(v["resources"].items()):
         lines.append(f"  {v['id']}  {r['arch']}  regs {r['registers']:>3}  smem {r['smem']:>6} B  "
                      f"stack {r['stack']} B  spills {r['spill_stores']}/{r['spill_loads']} B  "
-                     f"{v['config']['state_layout']} T<={v['config']['bucket']} {v['config']['staging']}")
+                     f"{_describe(root, v, family, kernel)}")
         if r["spill_stores"] or r["spill_loads"] or r["stack"]:
             problems.append(f"{v['id']}: {kernel} spills or uses a stack frame")
     ops = sass_opcodes(root / v["cubin"])
@@ -220,9 +257,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from kda2.runtime.errors import ArtifactError
-    from kda2.tune import tune
+    from kda2.tune import tune, tunable
 
     try:
+        for artifact in args.artifacts:
+            tunable(artifact)  # every artifact checked before any GPU time is spent
         for artifact in args.artifacts:
             print(f"kda2 tune: {artifact}")
             tune(artifact, lock=args.lock, quick=args.quick)

@@ -12,17 +12,18 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from kda2.variant import canonical_json
 
-__all__ = ["Agents", "Budget", "Features", "HeadDims", "Spec", "SpecError", "Staging", "Tile",
-           "field_problem", "format_validation_error", "load_spec", "load_specs", "read_yaml_mapping", "show"]
+__all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
+           "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
+           "load_specs", "read_yaml_mapping", "show", "spec_class", "validate_spec"]
 
 T = TypeVar("T")
 _NO_VALUE = object()
@@ -289,12 +290,51 @@ class Staging(_Strict):
     v_first: Choices[Literal["smem", "direct"]] = ["direct"]
 
 
+def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
+    """A before-validator refusing agent keys that belong to the other family, by name."""
+
+    def check(data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in keys:
+                if key in data:
+                    raise field_problem(f"agents key {key!r} is for family {other_family} specs",
+                                        at=(key,), allowed=allowed)
+        return data
+
+    return check
+
+
 class Agents(_Strict):
-    """Planner settings; every key optional. Defaults: tile Tile(), staging Staging(), reduce [butterfly]."""
+    """Planner settings of a recurrent spec; every key optional.
+
+    Defaults: tile Tile(), staging Staging(), reduce [butterfly].
+    """
 
     tile: Tile = Tile()
     staging: Staging = Staging()
     reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
+
+    _refuse_chunk = model_validator(mode="before")(_no_keys_of("chunk", ("chunk",), "tile, staging, reduce"))
+
+
+class ChunkTile(_Strict):
+    """Chunk kernel shapes the planner may try. Defaults: block_v [32, 64], stages [2].
+
+    block_v: value columns per CTA of the state kernel (warps = block_v / 16); stages: cp.async
+    pipeline depth of the state kernel.
+    """
+
+    block_v: Choices[Literal[16, 32, 64, 128]] = [32, 64]
+    stages: Choices[Literal[1, 2]] = [2]
+
+
+class ChunkAgents(_Strict):
+    """Planner settings of a chunk spec; every key optional. Defaults: chunk ChunkTile()."""
+
+    chunk: ChunkTile = ChunkTile()
+
+    _refuse_recurrent = model_validator(mode="before")(
+        _no_keys_of("recurrent", ("tile", "staging", "reduce"), "chunk"))
 
 
 class Budget(_Strict):
@@ -309,21 +349,18 @@ class Budget(_Strict):
     allow_spills: bool = False
 
 
-def _family_now(family: str) -> str:
-    if family == "chunk":
-        raise field_problem("family 'chunk' is reserved for a later version; allowed now: recurrent",
-                            allowed="")
-    return family
-
-
 class Spec(_Strict):
     """One kernel spec. Required: name, family, archs, head_dims, features, seq_len_buckets, budget.
 
     Defaults: agents Agents(). `source` is the file it came from; it is not part of the content.
+    This class validates family recurrent; `ChunkSpec` (same fields, chunk agents) family chunk;
+    `load_spec` / `validate_spec` pick the class from the family.
     """
 
+    _FAMILY: ClassVar[str] = "recurrent"
+
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,47}$")]
-    family: Annotated[Literal["recurrent", "chunk"], AfterValidator(_family_now)]
+    family: Literal["recurrent", "chunk"]
     archs: Choices[Arch]
     head_dims: HeadDims
     features: Features
@@ -333,6 +370,14 @@ class Spec(_Strict):
     budget: Budget
 
     _source: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _family_matches_class(self) -> "Spec":
+        if self.family != self._FAMILY:
+            raise field_problem(f"family {self.family!r} is validated by {_SPEC_CLASS_NAMES[self.family]} "
+                                f"(kda2.spec.validate_spec picks the class by family)", at=("family",),
+                                allowed=self._FAMILY)
+        return self
 
     @property
     def source(self) -> Path | None:
@@ -346,16 +391,52 @@ class Spec(_Strict):
         return hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
 
 
+class ChunkSpec(Spec):
+    """A family chunk spec: the chunkwise-parallel tensor-core prefill kernels.
+
+    Same fields as `Spec`; `agents` holds the chunk planner's settings (ChunkAgents), and the head
+    dimensions the chunk kernels support are 64 and 128.
+    """
+
+    _FAMILY: ClassVar[str] = "chunk"
+
+    agents: ChunkAgents = ChunkAgents()
+
+    @model_validator(mode="after")
+    def _chunk_head_dims(self) -> "ChunkSpec":
+        for dim in ("k", "v"):
+            value = getattr(self.head_dims, dim)
+            if value not in CHUNK_HEAD_DIMS:
+                raise field_problem("not supported by the chunk kernels", at=("head_dims", dim),
+                                    allowed=", ".join(map(str, CHUNK_HEAD_DIMS)), got=value)
+        return self
+
+
+CHUNK_HEAD_DIMS = (64, 128)
+SPEC_CLASSES: dict[str, type[Spec]] = {"recurrent": Spec, "chunk": ChunkSpec}
+_SPEC_CLASS_NAMES = {family: cls.__name__ for family, cls in SPEC_CLASSES.items()}
 _EXPECTED = "mapping with keys " + ", ".join(Spec.model_fields)
+
+
+def spec_class(data: Any) -> type[Spec]:
+    """The model that validates `data`: by its `family` (an unknown family gets Spec, which names the allowed)."""
+    family = data.get("family") if isinstance(data, dict) else None
+    return SPEC_CLASSES.get(family, Spec) if isinstance(family, str) else Spec
+
+
+def validate_spec(data: Any) -> Spec:
+    """Validate a spec mapping with the class of its family (raises pydantic's ValidationError)."""
+    return spec_class(data).model_validate(data)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:
     """Read and validate one spec file; any problem is a one-line SpecError."""
     data = read_yaml_mapping(path, SpecError, _EXPECTED)
+    cls = spec_class(data)
     try:
-        spec = Spec.model_validate(data)
+        spec = cls.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, Spec, str(path))) from None
+        raise SpecError(format_validation_error(exc, cls, str(path))) from None
     spec._source = Path(path)
     return spec
 

@@ -119,9 +119,30 @@ def _time_us(torch, launch, reps: int, rounds: int) -> float:
     return samples[len(samples) // 2]
 
 
+TUNABLE_FAMILIES = ("recurrent",)
+
+
+def tunable(manifest: str | os.PathLike) -> None:
+    """Raise ValueError unless `manifest` (a manifest.json or build/<spec>/<arch> directory) can be tuned.
+
+    Reads only the manifest (no GPU, no library load), so a wrong artifact fails before any timing.
+    """
+    p = Path(manifest)
+    path = p / "manifest.json" if p.is_dir() else p
+    try:
+        family = json.loads(path.read_text()).get("family")
+    except (OSError, ValueError, AttributeError):
+        return  # load() reports a missing or unreadable manifest with its usual message
+    if family not in TUNABLE_FAMILIES:
+        raise ValueError(f"{path}: kda2 tune supports family recurrent only; this is a {family} library "
+                         f"(chunk variants are routed by the planner's rank: the tile agent's order per bucket)")
+
+
 def tune(manifest: str | os.PathLike, lock: str | os.PathLike | None = None, quick: bool = False,
          log=print) -> dict[str, Any]:
     import torch
+
+    tunable(manifest)
 
     from kda2.runtime import abi
     from kda2.runtime.loader import load

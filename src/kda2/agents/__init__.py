@@ -2,7 +2,7 @@
 
 The interface is fixed (issue 2): an agent is a callable `(spec, arch, bucket, candidates) ->
 candidates`, where every candidate carries its config and the reasons that shaped it. Agents run in
-a fixed order (`RECURRENT_AGENTS`); each one only adds knobs or removes candidates, so the reasons
+a fixed order per family (`RECURRENT_AGENTS`, `CHUNK_AGENTS`); each one only adds knobs or removes candidates, so the reasons
 read top to bottom like a design review, and end up in the generated .cu's header comment.
 """
 from __future__ import annotations
@@ -26,8 +26,10 @@ class Agent(Protocol):
     def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]: ...
 
 
-from kda2.agents.recurrent import RECURRENT_AGENTS  # noqa: E402  (agents need Candidate above)
+from kda2.agents.chunk import CHUNK_AGENTS  # noqa: E402  (agents need Candidate above)
+from kda2.agents.recurrent import RECURRENT_AGENTS  # noqa: E402
 
-FAMILY_AGENTS: dict[str, Sequence[Callable[..., list[Candidate]]]] = {"recurrent": RECURRENT_AGENTS}
+FAMILY_AGENTS: dict[str, Sequence[Callable[..., list[Candidate]]]] = {"recurrent": RECURRENT_AGENTS,
+                                                                      "chunk": CHUNK_AGENTS}
 
-__all__ = ["Agent", "Candidate", "FAMILY_AGENTS", "RECURRENT_AGENTS"]
+__all__ = ["Agent", "CHUNK_AGENTS", "Candidate", "FAMILY_AGENTS", "RECURRENT_AGENTS"]

@@ -20,6 +20,7 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 from kda2 import manifest as manifest_mod
 from kda2.atomic import write_text as _atomic_write
 from kda2 import resources as resources_mod
+from kda2.agents.chunk import ARCH_SMEM_LIMIT
 from kda2.build.plan_cache import load_plans
 from kda2.render import FAMILY_TEMPLATES, LIBRARY_TEMPLATES, TEMPLATE_DIR
 from kda2.toolchain import Toolchain, find_toolchain, gencode
@@ -105,7 +106,10 @@ def _progress(kind: str):
 def _variant_nodes(env, tc: Toolchain, tc_value, link_dirs: str, plan, pv, out: Path, verbose: bool):
     spec = plan.spec
     vdir = out / pv.id
-    cfg_value = env.Value(canonical_json({"config": pv.config, "smem_budget": spec.budget.max_smem_bytes}))
+    # the spec's budget, capped at what the arch can give one block (equal to the spec's for every
+    # recurrent spec so far: their budgets are far below the caps)
+    smem_budget = min(spec.budget.max_smem_bytes, ARCH_SMEM_LIMIT[plan.arch])
+    cfg_value = env.Value(canonical_json({"config": pv.config, "smem_budget": smem_budget}))
     rules_value = env.Value(pv.rules_digest)
 
     tir = env.Command([str(vdir / "plan.json"), str(vdir / "tir_before.tir"), str(vdir / "tir_after.tir")],

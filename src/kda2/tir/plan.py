@@ -27,11 +27,34 @@ def _int_field(c: Mapping[str, Any], key: str) -> int:
     return value
 
 
+_FAMILIES = ("recurrent", "chunk")
+
+
+def _choice(c: Mapping[str, Any], key: str, allowed: tuple) -> Any:
+    value = c.get(key)
+    if isinstance(value, bool) or value not in allowed:
+        raise TirConfigError(f"config field {key!r} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def check_chunk_config(c: Mapping[str, Any]) -> dict:
+    """The fields the chunk TIR model reads, validated; raises TirConfigError naming the field."""
+    return {"k": _choice(c, "k", (64, 128)), "v": _choice(c, "v", (64, 128)),
+            "block_v": _choice(c, "block_v", (16, 32, 64, 128)), "stages": _choice(c, "stages", (1, 2)),
+            "chunk": _choice(c, "chunk", (64,))}
+
+
 def check_config(config: Mapping[str, Any]) -> dict:
     """The fields the TIR stage reads, validated; raises TirConfigError naming the field."""
     c = dict(config)
-    if c.get("family", "recurrent") != "recurrent":
-        raise TirConfigError(f"TIR stage models family 'recurrent' only, got {c.get('family')!r}")
+    family = c.get("family", "recurrent")
+    if family not in _FAMILIES:
+        raise TirConfigError(f"TIR stage models families {_FAMILIES}, got {family!r}")
+    if family == "chunk":
+        checked = check_chunk_config(c)
+        if checked["block_v"] > checked["v"]:
+            raise TirConfigError(f"config field 'block_v' ({checked['block_v']}) must not exceed v ({checked['v']})")
+        return checked
     k, warps, vpw = _int_field(c, "k"), _int_field(c, "warps"), _int_field(c, "v_per_warp")
     if k % 32:
         raise TirConfigError(f"config field 'k' must be a multiple of 32 (one row per lane), got {k}")
@@ -61,6 +84,8 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
     if isinstance(smem_budget, bool) or not isinstance(smem_budget, int) or smem_budget < 0:
         raise TirConfigError(f"smem_budget must be a non-negative integer, got {smem_budget!r}")
     c = check_config(config)
+    if config.get("family") == "chunk":
+        return _plan_chunk(config, c, smem_budget, enable_pass)
     import tvm
 
     from kda2.tir import bankpass, staging
@@ -108,6 +133,56 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         })
     plan["tir_before"] = func.script()
     plan["tir_after"] = after.script()
+    return plan
+
+
+def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pass: bool) -> dict:
+    """Chunk family: pad the state kernel's bf16 tiles with the bank pass, size both kernels' smem.
+
+    Plan keys the template reads (ints): lds_kv, lds_a, lds_u, lds_g, lds_t, lds_o, prep_threads,
+    state_threads, prep_smem_bytes, state_smem_bytes (formulas in kda2.chunk_smem).
+    """
+    import tvm
+
+    from kda2 import chunk_smem
+    from kda2.tir import bankpass, chunk
+
+    func = chunk.chunk_staging_func(c["k"], c["block_v"])
+    after = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": func}))["main"]
+    record = bankpass.to_python(after.attrs[bankpass.ATTR])
+    buffers = record["buffers"]
+    strides = {key: buffers[name]["row_stride"] for name, key in chunk.STRIDE_KEYS.items()}
+    # not searched by the pass: see kda2.tir.chunk for why these strides are fixed
+    strides.update(lds_g=chunk_smem.lds_g(c["k"]), lds_t=chunk_smem.LDS_T, lds_o=chunk_smem.LDS_O)
+    prep = chunk_smem.prep_smem_bytes(strides)
+    state = chunk_smem.state_smem_bytes(strides, k=c["k"], block_v=c["block_v"], stages=c["stages"])
+    for kernel, need in (("prep", prep), ("state", state)):
+        if need > smem_budget or not record["fits"]:
+            raise TirBudgetError(f"{_label(config)}: the {kernel} kernel needs {need} bytes of shared memory "
+                                 f"(K={c['k']}, block_v={c['block_v']}, stages={c['stages']}, row strides "
+                                 f"{', '.join(f'{k}={v}' for k, v in sorted(strides.items()))}), budget is "
+                                 f"{smem_budget} bytes")
+    conflicts_before = {a: d for b in buffers.values() for a, d in b["conflicts_before"].items()}
+    conflicts_after = {a: d for b in buffers.values() for a, d in b["conflicts_after"].items()}
+    plan: dict[str, Any] = {
+        "schema": PLAN_SCHEMA,
+        "family": "chunk",
+        "smem_budget": smem_budget,
+        "tiles": {name: buffers[name]["shape_before"] for name in chunk.STRIDE_KEYS},
+        **strides,
+        "prep_threads": chunk_smem.PREP_THREADS,
+        "state_threads": chunk_smem.state_threads(c["block_v"]),
+        "prep_smem_bytes": prep,
+        "state_smem_bytes": state,
+        "conflicts_before": conflicts_before,
+        "conflicts_after": conflicts_after,
+        "pass": {"name": PASS_NAME, "enabled": enable_pass,
+                 "candidates": {name: b["candidates"] for name, b in buffers.items()},
+                 "misaligned": {name: b["misaligned"] for name, b in buffers.items()},
+                 "fixed": ["lds_g", "lds_t", "lds_o"]},
+        "tir_before": func.script(),
+        "tir_after": after.script(),
+    }
     return plan
 
 

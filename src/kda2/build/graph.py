@@ -9,6 +9,7 @@ half-written target that looks finished.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -103,7 +104,20 @@ def _progress(kind: str):
 
 # ---- graph ---------------------------------------------------------------------------------------
 
-def _variant_nodes(env, tc: Toolchain, tc_value, link_dirs: str, plan, pv, out: Path, verbose: bool):
+def tir_code_digest() -> str:
+    """sha256 of the TIR stage's code (kda2/tir/*.py and the chunk smem formulas).
+
+    A plan is a function of that code as much as of the config: a new pass or formula must re-plan
+    (a plan.json that comes out byte-identical then rebuilds nothing downstream).
+    """
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted((root / "tir").glob("*.py")) + [root / "chunk_smem.py"]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _variant_nodes(env, tc: Toolchain, tc_value, tir_value, link_dirs: str, plan, pv, out: Path, verbose: bool):
     spec = plan.spec
     vdir = out / pv.id
     # the spec's budget, capped at what the arch can give one block (equal to the spec's for every
@@ -113,7 +127,7 @@ def _variant_nodes(env, tc: Toolchain, tc_value, link_dirs: str, plan, pv, out: 
     rules_value = env.Value(pv.rules_digest)
 
     tir = env.Command([str(vdir / "plan.json"), str(vdir / "tir_before.tir"), str(vdir / "tir_after.tir")],
-                      [cfg_value, tc_value, rules_value],
+                      [cfg_value, tc_value, tir_value, rules_value],
                       Action(tir_action, _progress("tir")))
 
     render_value = env.Value(canonical_json({"config": pv.config, "reasons": pv.reasons, "spec": spec.name}))
@@ -204,12 +218,14 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()
     tc_value = env.Value(canonical_json(tc.ident()))
+    tir_value = env.Value(tir_code_digest())
     # Resolved once per build, not per variant (they touch the file system); outside the signatures.
     link_dirs = f"-nvvmpath={tc.nvvm_dir(Path(env.Dir('#build').abspath) / '.toolchain')} -L{tc.lib_dir()}"
     manifests = []
     for plan in plans:
         out = Path(build_dir) / plan.spec.name / plan.arch
-        nodes = {pv.id: _variant_nodes(env, tc, tc_value, link_dirs, plan, pv, out, verbose) for pv in plan.variants}
+        nodes = {pv.id: _variant_nodes(env, tc, tc_value, tir_value, link_dirs, plan, pv, out, verbose)
+                 for pv in plan.variants}
         _, man = _library_nodes(env, tc, tc_value, plan, nodes, out, verbose)
         manifests.append(man)
     return manifests

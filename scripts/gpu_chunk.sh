@@ -9,6 +9,11 @@ if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
   export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
+# FLA's Triton kernels compile on first use (measured: >100 s per option set on the H200 host, which is most
+# of a session's device time). Reuse a carried cache (.triton-cache, git-ignored: carry it) and hand the
+# updated one back in $OUT/triton-cache.tgz so the next session can carry it.
+export TRITON_CACHE_DIR="$PWD/.triton-cache"; mkdir -p "$TRITON_CACHE_DIR"
+trap 'tar czf "$OUT/triton-cache.tgz" -C "$TRITON_CACHE_DIR" . 2>/dev/null' EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 T0=$(date +%s)
 echo "== chunk GPU tests"

@@ -162,6 +162,21 @@ def _nonfinite(t) -> int:
 
 # ---- accuracy vs the fp64 reference and vs FLA ---------------------------------------------------
 
+def _fla_wanted(case_id: str) -> bool:
+    """KDA2_FLA_CASES: "all" (default), "none", or a comma list of case ids to run FLA on.
+
+    FLA's Triton kernels compile on first use for every option set (over 100 s each on the H200 host, without
+    a carried Triton cache), so a short device session may compare FLA on a representative subset; the
+    other cases are then held to the 5e-3 bar only, and the table says so.
+    """
+    want = os.environ.get("KDA2_FLA_CASES", "all").strip()
+    if want == "all":
+        return True
+    if want == "none":
+        return False
+    return case_id in {w.strip() for w in want.split(",")}
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, ref, torch_cuda, accuracy_rows, case: Case):
     torch = torch_cuda
@@ -197,6 +212,8 @@ def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, ref, torch_cuda, acc
 
     fla, status = fla_chunk
     row.fla_status = status
+    if fla is not None and not _fla_wanted(case.id):
+        fla, row.fla_status = None, "not compared (KDA2_FLA_CASES)"
     if fla is not None:
         try:
             with torch.no_grad():  # FLA 0.6: int64 cu_seqlens, fp32 initial_state (both already so)

@@ -711,6 +711,11 @@ def test_chunk_kda_validation_errors(chunk_env):
     # safe_gate without the in-kernel gate is not checked (as in FLA); everything valid: the device is last
     e(r"q device: got cpu; allowed: a CUDA device", *base, safe_gate=True, lower_bound=-9.0, chunk_size=64,
       disable_recompute=True)
+    # 16-byte rows for the kernels' vector loads: a contiguous view that starts 2 bytes into the storage
+    q_off = torch.zeros(x["q"].numel() + 1, dtype=torch.bfloat16)[1:].view(x["q"].shape)
+    e(r"q data pointer: got 0x[0-9a-f]+ \(storage offset 1\); allowed: a 16-byte aligned address", q_off, *base[1:])
+    h_off = torch.zeros(2 * 4 * 128 * 128 + 1)[1:].view(2, 4, 128, 128)
+    e(r"initial_state data pointer: .*allowed: a 8-byte aligned address", *base, initial_state=h_off)
     # no bucket limit: a chunk library runs any length (the device check is what stops this CPU call)
     e(r"q device: got cpu", *_inputs(torch, B=1, T=70000, H=2, HV=4).values())
 

@@ -52,6 +52,15 @@ def release_workspaces() -> None:
         _workspaces.clear()
 
 
+def _check_alignment(tensors) -> None:
+    """The chunk kernels move q/k/v/g/o rows in 16-byte pieces (cp.async, vector stores) and states in 8-byte
+    pairs: a contiguous view that starts mid-row (a storage offset) would fault on the device, not here."""
+    for name, t, n in tensors:
+        if t is not None and t.data_ptr() % n:
+            raise _v.fail(f"{name} data pointer", f"{t.data_ptr():#x} (storage offset {t.storage_offset()})",
+                          f"a {n}-byte aligned address (pass a fresh tensor, e.g. .clone())")
+
+
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
               use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
               allow_neg_eigval=False, safe_gate=False, lower_bound=None, state_v_first=False, cu_seqlens=None,
@@ -89,6 +98,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
         if not output_final_state:
             raise _v.fail("final_state_out", "a tensor with output_final_state=False", "output_final_state=True")
         _v.check_tensor("final_state_out", final_state_out, (torch.float32,), sshape, dev)
+    _check_alignment((("q", q, 16), ("k", k, 16), ("v", v, 16), ("g", g, 16), ("out", out, 16),
+                      ("initial_state", initial_state, 8), ("final_state_out", final_state_out, 8)))
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o = torch.empty_like(v) if out is None else out

@@ -5,6 +5,10 @@
 # chunk-family GPU tests (every case, accuracy table to $OUT/chunk-accuracy.{json,md}) and the chunk
 # (prefill) benchmark ($OUT/bench_chunk.{json,md,png}).
 #   OUT=/some/dir scripts/gpu_check.sh        (default OUT: ./gpu_check_out)
+#   GPU_CHECK_STEPS="chunk-tests chunk-bench" (default: tests bench chunk-tests chunk-bench) runs a subset.
+# FLA's Triton kernels compile on first use (measured: over 100 s per option set on the H200 host, most of a
+# session's device time): a carried .triton-cache (git-ignored) is reused, and the updated cache comes back as
+# $OUT/triton-cache.tgz for the next session to carry. KDA2_FLA_CASES limits the accuracy cases run on FLA.
 # Exit status: non-zero if any step failed (every step still runs and is reported): the first failing
 # of recurrent tests, recurrent benchmark, chunk tests, chunk benchmark.
 set -u -o pipefail
@@ -23,6 +27,12 @@ if compgen -G ".whl/*.whl" > /dev/null; then
   export PYTHONPATH="$PYTHONPATH:/tmp/site"  # PYTHONPATH entries precede site-packages: carried wheels win
 fi
 
+STEPS=" ${GPU_CHECK_STEPS:-tests bench chunk-tests chunk-bench} "
+step() { [[ "$STEPS" == *" $1 "* ]]; }
+tests_rc=0 bench_rc=0 chunk_tests_rc=0 chunk_bench_rc=0
+export TRITON_CACHE_DIR="$PWD/.triton-cache"; mkdir -p "$TRITON_CACHE_DIR"
+trap 'tar czf "$OUT/triton-cache.tgz" -C "$TRITON_CACHE_DIR" . 2>/dev/null' EXIT
+
 echo "== nvidia-smi"
 nvidia-smi || echo "(nvidia-smi failed)"
 "$PY" - <<'EOF'
@@ -33,33 +43,41 @@ EOF
 echo "== artifacts"
 ls build/*/*/manifest.json 2>/dev/null || echo "(no build/*/*/manifest.json: the tests will fail)"
 
-echo "== GPU tests"
-# GPU_CHECK_PYTEST_ARGS replaces "-x" (e.g. "" to see every failure in one run)
-# (the chunk family's tests run in their own step below)
-KDA2_REQUIRE_GPU=1 "$PY" -m pytest -m gpu tests/gpu --ignore=tests/gpu/test_chunk_gpu.py -q ${GPU_CHECK_PYTEST_ARGS--x} -rs \
-  2>&1 | tee "$OUT/gpu_tests.log"
-tests_rc=${PIPESTATUS[0]}
-echo "== GPU tests exit status: $tests_rc"
-
-echo "== benchmark"
-"$PY" -m kda2.bench recurrent --out "$OUT" 2>&1 | tee "$OUT/bench.log"
-bench_rc=${PIPESTATUS[0]}
-if [ -f "$OUT/bench_recurrent.json" ]; then
-  "$PY" -m kda2.bench readme-table "$OUT/bench_recurrent.json" | tee "$OUT/bench_table.md"
+if step tests; then
+  echo "== GPU tests"
+  # GPU_CHECK_PYTEST_ARGS replaces "-x" (e.g. "" to see every failure in one run)
+  # (the chunk family's tests run in their own step below)
+  KDA2_REQUIRE_GPU=1 "$PY" -m pytest -m gpu tests/gpu --ignore=tests/gpu/test_chunk_gpu.py -q ${GPU_CHECK_PYTEST_ARGS--x} -rs \
+    2>&1 | tee "$OUT/gpu_tests.log"
+  tests_rc=${PIPESTATUS[0]}
+  echo "== GPU tests exit status: $tests_rc"
 fi
 
-echo "== chunk GPU tests"
-# No -x: every case runs, so the accuracy table (ours vs FLA vs the fp64 reference) is complete.
-KDA2_REQUIRE_GPU=1 KDA2_RESULTS_DIR="$OUT" "$PY" -m pytest -m gpu tests/gpu/test_chunk_gpu.py -q \
-  ${GPU_CHECK_CHUNK_PYTEST_ARGS-} -rs 2>&1 | tee "$OUT/gpu_tests_chunk.log"
-chunk_tests_rc=${PIPESTATUS[0]}
-[ -f "$OUT/chunk-accuracy.md" ] && cat "$OUT/chunk-accuracy.md"
-echo "== chunk GPU tests exit status: $chunk_tests_rc"
+if step bench; then
+  echo "== benchmark"
+  "$PY" -m kda2.bench recurrent --out "$OUT" 2>&1 | tee "$OUT/bench.log"
+  bench_rc=${PIPESTATUS[0]}
+  if [ -f "$OUT/bench_recurrent.json" ]; then
+    "$PY" -m kda2.bench readme-table "$OUT/bench_recurrent.json" | tee "$OUT/bench_table.md"
+  fi
+fi
 
-echo "== chunk benchmark"
-"$PY" -m kda2.bench chunk --out "$OUT" 2>&1 | tee "$OUT/bench_chunk.log"
-chunk_bench_rc=${PIPESTATUS[0]}
-[ -f "$OUT/bench_chunk.md" ] && cat "$OUT/bench_chunk.md"
+if step chunk-tests; then
+  echo "== chunk GPU tests"
+  # No -x: every case runs, so the accuracy table (ours vs FLA vs the fp64 reference) is complete.
+  KDA2_REQUIRE_GPU=1 KDA2_RESULTS_DIR="$OUT" "$PY" -m pytest -m gpu tests/gpu/test_chunk_gpu.py -q \
+    ${GPU_CHECK_CHUNK_PYTEST_ARGS-} -rs 2>&1 | tee "$OUT/gpu_tests_chunk.log"
+  chunk_tests_rc=${PIPESTATUS[0]}
+  [ -f "$OUT/chunk-accuracy.md" ] && cat "$OUT/chunk-accuracy.md"
+  echo "== chunk GPU tests exit status: $chunk_tests_rc"
+fi
+
+if step chunk-bench; then
+  echo "== chunk benchmark"
+  "$PY" -m kda2.bench chunk --out "$OUT" 2>&1 | tee "$OUT/bench_chunk.log"
+  chunk_bench_rc=${PIPESTATUS[0]}
+  [ -f "$OUT/bench_chunk.md" ] && cat "$OUT/bench_chunk.md"
+fi
 
 echo "== done: tests $tests_rc, benchmark $bench_rc, chunk tests $chunk_tests_rc, chunk benchmark $chunk_bench_rc"
 for rc in "$tests_rc" "$bench_rc" "$chunk_tests_rc" "$chunk_bench_rc"; do

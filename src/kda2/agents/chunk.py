@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from kda2.agents import Candidate
+from kda2.agents.layout import LayoutAgent
 from kda2.chunk_smem import (CHUNK, PREP_THREADS, expected_strides, prep_smem_bytes, state_smem_bytes,
                               state_threads)
 
@@ -21,21 +22,6 @@ LONG_BUCKET = 16384
 #: Largest dynamic shared memory one block may opt in to, per arch (CUDA programming guide, compute
 #: capability table): 227 KB on Hopper, 163 KB on A100, 99 KB on the 8.6 / 8.9 parts.
 ARCH_SMEM_LIMIT = {"sm_90a": 232448, "sm_90": 232448, "sm_80": 166912, "sm_86": 101376, "sm_89": 101376}
-
-
-class LayoutAgent:
-    name = "layout"
-
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
-        out = []
-        for c in cands:
-            for layout in spec.features.state_layouts:
-                why = ("states [N,HV,K,V]: FLA's default layout; the state kernel reads/writes its [K, block_v] "
-                       "slice as K rows of block_v*4 contiguous bytes" if layout == "k_first"
-                       else "states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); the "
-                            "state kernel's V-slice is block_v rows of K*4 contiguous bytes")
-                out.append(c.extend(self.name, why, state_layout=layout))
-        return out
 
 
 class ChunkSizeAgent:
@@ -110,4 +96,9 @@ class BudgetAgent:
         return [c for group in kept.values() for c in group]
 
 
-CHUNK_AGENTS = (LayoutAgent(), ChunkSizeAgent(), TileAgent(), StagesAgent(), BudgetAgent())
+CHUNK_AGENTS = (
+    LayoutAgent(k_first="states [N,HV,K,V]: FLA's default layout; the state kernel reads/writes its [K, block_v] "
+                        "slice as K rows of block_v*4 contiguous bytes",
+                v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); the "
+                        "state kernel's V-slice is block_v rows of K*4 contiguous bytes"),
+    ChunkSizeAgent(), TileAgent(), StagesAgent(), BudgetAgent())

@@ -11,22 +11,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from kda2.agents import Candidate
+from kda2.agents.layout import LayoutAgent
 
 DECODE_MAX_T = 16  # buckets up to this length are treated as decode-like (bandwidth-bound)
-
-
-class LayoutAgent:
-    name = "layout"
-
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
-        out = []
-        for c in cands:
-            for layout in spec.features.state_layouts:
-                why = ("states [N,HV,K,V]: FLA's default layout" if layout == "k_first"
-                       else "states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); "
-                            "each value column is 512 contiguous bytes along K")
-                out.append(c.extend(self.name, why, state_layout=layout))
-        return out
 
 
 class StagingAgent:
@@ -152,4 +139,8 @@ class BudgetAgent:
         return [c for group in kept.values() for c in group]
 
 
-RECURRENT_AGENTS = (LayoutAgent(), StagingAgent(), TileAgent(), ReduceAgent(), BudgetAgent())
+RECURRENT_AGENTS = (
+    LayoutAgent(k_first="states [N,HV,K,V]: FLA's default layout",
+                v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); "
+                        "each value column is 512 contiguous bytes along K"),
+    StagingAgent(), TileAgent(), ReduceAgent(), BudgetAgent())

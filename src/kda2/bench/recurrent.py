@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from kda2.bench import host
 from kda2.bench.timing import Stats, Timer
 
 H_DEFAULT = 32
@@ -290,34 +291,6 @@ def pick_library(library: str | None):
     return fit[0]
 
 
-def _versions(torch) -> dict:
-    from importlib import metadata
-
-    import kda2
-
-    v = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
-         "kda2": kda2.__version__}
-    for dist in ("triton", "fla-core", "flash-linear-attention", "cuda-bindings", "cuda-core"):
-        try:
-            v[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        from cuda.bindings import driver as cu
-
-        err, ver = cu.cuDriverGetVersion()
-        v["cuda_driver"] = f"{ver // 1000}.{ver % 1000 // 10}"
-    except Exception:  # noqa: BLE001 - informational only
-        pass
-    return v
-
-
-def _device(torch) -> dict:
-    p = torch.cuda.get_device_properties(0)
-    return {"name": p.name, "capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
-            "memory_GB": round(p.total_memory / 1e9, 1), "l2_bytes": getattr(p, "L2_cache_size", None)}
-
-
 def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: list[str] | None, quick: bool,
         use_fla: bool, argv: list[str]) -> int:
     import torch
@@ -337,7 +310,7 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
         save()
         print(result["error"], file=sys.stderr)
         return 2
-    result["device"], result["versions"] = _device(torch), _versions(torch)
+    result["device"], result["versions"] = host.device(torch), host.versions(torch)
     try:
         lib = pick_library(library)
     except Exception as exc:  # noqa: BLE001 - recorded, then fail the run

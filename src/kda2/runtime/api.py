@@ -86,6 +86,25 @@ def _relaunch(lib: Library, args: abi.KDA2RecurrentArgs, dev_index: int, max_seq
         raise lib.error(rc)
 
 
+def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tuple, dev):
+    """o (given or like v) and the fp32 final state (given, new, or None): the calls' outputs, after validation."""
+    o = torch.empty_like(v) if out is None else out
+    ht = None
+    if output_final_state:
+        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=torch.float32, device=dev)
+    return o, ht
+
+
+def no_tokens(ht, initial_state):
+    """A call without tokens launches nothing: its final state is the initial one (or zeros)."""
+    if ht is not None:
+        if initial_state is not None:
+            ht.copy_(initial_state)
+        else:
+            ht.zero_()
+    return ht
+
+
 def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, initial_state=None,
                         output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
                         use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, lower_bound=None,
@@ -157,16 +176,9 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
         _v.check_tensor("final_state_out", final_state_out, (_F32,), sshape, dev)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
-    o = torch.empty_like(v) if out is None else out
-    ht = None
-    if output_final_state:
-        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=_F32, device=dev)
-    if B * T == 0:  # no tokens: nothing to launch; the final state is the initial one
-        if ht is not None and initial_state is not None:
-            ht.copy_(initial_state)
-        elif ht is not None:
-            ht.zero_()
-        return o, ht
+    o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)
+    if B * T == 0:
+        return o, no_tokens(ht, initial_state)
     cu = cu_seqlens
     if cu is not None and cu.dtype is not _I64:
         cu = cu.to(_I64)  # stream-ordered temporary; the caching allocator keeps it alive long enough

@@ -102,16 +102,9 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
                       ("initial_state", initial_state, 8), ("final_state_out", final_state_out, 8)))
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
-    o = torch.empty_like(v) if out is None else out
-    ht = None
-    if output_final_state:
-        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=torch.float32, device=dev)
-    if B * T == 0:  # no tokens: nothing to launch; the final state is the initial one
-        if ht is not None and initial_state is not None:
-            ht.copy_(initial_state)
-        elif ht is not None:
-            ht.zero_()
-        return o, ht
+    o, ht = api.outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)
+    if B * T == 0:
+        return o, api.no_tokens(ht, initial_state)
     cu = cu_seqlens
     if cu is not None and cu.dtype is not torch.int64:
         cu = cu.to(torch.int64)  # stream-ordered temporary; the caching allocator keeps it alive long enough

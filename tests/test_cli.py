@@ -342,8 +342,8 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
         for m, v in zip(rows, plan.variants):
             c = v.config
             assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), int(m[7])) == (
-                c["state_layout"], c["bucket"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // 16)
-            assert (int(m[8]), int(m[9])) == (103680, {32: 139264, 64: 154624}[c["block_v"]])
+                c["state_layout"], c["bucket"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // 8)
+            assert (int(m[8]), int(m[9])) == (103680, {32: 155680, 64: 195616}[c["block_v"]])
             assert m[10] == routed.get(v.id, "-")
     p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_80", "--reasons")
     assert p.returncode == 0, p.stderr
@@ -367,7 +367,7 @@ def chunk_like_build(tiny_build: Path, tmp_path) -> Path:
     v["config"] = {"family": "chunk", "state_layout": "v_first", "bucket": 65536, "chunk": 64, "block_v": 32,
                    "stages": 2}
     (out / v["id"] / "plan.json").write_text(json.dumps({"prep_smem_bytes": 103680, "prep_threads": 256,
-                                                         "state_smem_bytes": 139264, "state_threads": 64}))
+                                                         "state_smem_bytes": 155680, "state_threads": 128}))
     (out / "manifest.json").write_text(json.dumps(m))
     return out
 
@@ -377,7 +377,7 @@ def test_inspect_chunk_manifest(chunk_like_build: Path) -> None:
     (v,) = json.loads((chunk_like_build / "manifest.json").read_text())["variants"]
     assert re.search(rf"^  {v['id']}  sm_90a  regs +\d+ .* v_first T<=65536 block_v 32 stages 2  prep: dynamic smem "
                      rf"103680 B, 256 threads$", p.stdout, re.M), p.stdout
-    assert re.search(r"block_v 32 stages 2  state: dynamic smem 139264 B, 64 threads$", p.stdout, re.M), p.stdout
+    assert re.search(r"block_v 32 stages 2  state: dynamic smem 155680 B, 128 threads$", p.stdout, re.M), p.stdout
     # the cubin is a recurrent one: the tensor-core instructions a chunk kernel must have are missing
     assert p.returncode == 1
     assert any("HMMA LDSM LDGSTS" in ln and "missing" in ln for ln in p.stderr.splitlines()), p.stderr

@@ -268,8 +268,8 @@ def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path,
         for b in dispatch_buckets:
             bv = 32 if b > 16384 else 64
             cfg = dict(CHUNK_CFG, state_layout=layout, bucket=b, block_v=bv)
-            plan = {"prep_threads": 256, "state_threads": bv // 16 * 32, "prep_smem_bytes": 103680,
-                    "state_smem_bytes": {32: 139264, 64: 154624}[bv]}  # (the TIR stage's numbers, test_tir)
+            plan = {"prep_threads": 256, "state_threads": bv // 16 * 64, "prep_smem_bytes": 103680,
+                    "state_smem_bytes": {32: 155680, 64: 195616}[bv]}  # (the TIR stage's numbers, test_tir)
             dispatch.append({"state_layout": layout, "bucket": b, "index": len(variants)})
             variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": str(cubin), "plan": plan})
     lib_json = {"abi_version": 2, "spec": "c", "arch": "sm_90a", "family": "chunk",
@@ -354,14 +354,14 @@ def test_library_refuses_mixed_families() -> None:
 # ---- chunk kernels: the render context and the owner's template ------------------------------------
 
 CHUNK_REASONS = [("layout", "states [N,HV,V,K]"), ("chunk", "chunk 64"), ("tile", "block_v=32"),
-                 ("stages", "2 stages"), ("budget", "~139264 B smem state")]
+                 ("stages", "2 stages"), ("budget", "~155680 B smem state")]
 # Every name render_variant passes for a chunk variant (StrictUndefined: a missing one fails the render).
 STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }} {{ spec_name }} {{ kda2_version }} {{ kernel_symbol }}
 {%- for agent, why in reasons %}
 // [{{ agent }}] {{ why }}
 {%- endfor %}
 #include "kda2_abi.h"
-{%- for key in ["lds_kv", "lds_a", "lds_u", "lds_g", "lds_t", "lds_o", "prep_threads", "state_threads",
+{%- for key in ["lds_kv", "lds_u", "lds_g", "lds_t", "lds_o", "prep_threads", "state_threads",
                 "prep_smem_bytes", "state_smem_bytes"] %}
 constexpr int {{ key|upper }} = {{ plan[key] }};
 {%- endfor %}
@@ -403,8 +403,8 @@ def test_chunk_render_context(stub_chunk_template, tmp_path) -> None:
                                     f"{__import__('kda2').__version__} {prep}")
     for agent, why in CHUNK_REASONS:
         assert f"// [{agent}] {why}" in text
-    expect = {"LDS_KV": 136, "LDS_A": 72, "LDS_U": 72, "LDS_G": 132, "LDS_T": 68, "LDS_O": 24, "PREP_THREADS": 256,
-              "STATE_THREADS": 64, "PREP_SMEM_BYTES": 103680, "STATE_SMEM_BYTES": 139264}
+    expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 132, "LDS_T": 68, "LDS_O": 24, "PREP_THREADS": 256,
+              "STATE_THREADS": 128, "PREP_SMEM_BYTES": 103680, "STATE_SMEM_BYTES": 155680}
     for key, value in expect.items():
         assert f"constexpr int {key} = {value};" in text
     assert "BLOCK_V = 32, STAGES = 2, BT = 64;" in text

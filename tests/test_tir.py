@@ -395,7 +395,7 @@ def chunk_cfg(**over) -> dict:
 
 def chunk_brute_force(k: int, block_v: int) -> dict:
     """{buffer: (cols, {access: [(bf16 elements per lane access, [(row, col) per lane])]})}."""
-    warps = block_v // 16
+    warps = 2 * (block_v // 16)   # a pair of warps per 16 value columns
     nt = 32 * warps
 
     def fill(rows: int, cols: int) -> list:
@@ -414,10 +414,9 @@ def chunk_brute_force(k: int, block_v: int) -> dict:
         return [(8, [(mb * 16 + (lane // 8 % 2) * 8 + lane % 8, ks * 16 + lane // 16 * 8) for lane in range(32)])
                 for mb in range(4) for ks in range(cols // 16)]
 
-    frag = [(2, [(w * 16 + h * 8 + lane // 4, ks * 16 + c * 8 + lane % 4 * 2) for lane in range(32)])
+    frag = [(2, [(w // 2 * 16 + h * 8 + lane // 4, ks * 16 + c * 8 + lane % 4 * 2) for lane in range(32)])
             for w in range(warps) for ks in range(4) for h in range(2) for c in range(2)]
     return {"kv": (k, {"kv_fill": fill(64, k), "kv_ldmatrix": ldmatrix(k)}),
-            "a": (64, {"a_fill": fill(64, 64), "a_ldmatrix": ldmatrix(64)}),
             "ut": (64, {"ut_fill": fill(block_v, 64), "ut_frag": frag})}
 
 
@@ -436,10 +435,10 @@ def bf16_degree(ops: list, stride: int) -> int:
 @pytest.mark.parametrize("k,block_v", [(128, 32), (128, 64), (64, 16), (64, 128)])
 def test_chunk_pass_pads_the_ldmatrix_tiles(k: int, block_v: int):
     plan = plan_variant(chunk_cfg(k=k, block_v=block_v), BUDGET)
-    assert (plan["lds_kv"], plan["lds_a"], plan["lds_u"]) == (k + 8, 72, 72)
+    assert (plan["lds_kv"], plan["lds_u"]) == (k + 8, 72) and "lds_a" not in plan
     assert (plan["lds_g"], plan["lds_t"], plan["lds_o"]) == (k + 4, 68, 24)
     bf = chunk_brute_force(k, block_v)
-    for buf, key in (("kv", "lds_kv"), ("a", "lds_a"), ("ut", "lds_u")):
+    for buf, key in (("kv", "lds_kv"), ("ut", "lds_u")):
         cols, accesses = bf[buf]
         for name, ops in accesses.items():
             assert plan["conflicts_before"][name] == bf16_degree(ops, cols), name
@@ -448,19 +447,22 @@ def test_chunk_pass_pads_the_ldmatrix_tiles(k: int, block_v: int):
         assert all(max(bf16_degree(ops, cols + p) for ops in accesses.values()) > 1 for p in range(0, plan[key] - cols, 8))
     # the read patterns are 8-way unpadded (8 rows on the same 4 banks); the fills are row-contiguous
     assert {a: d for a, d in plan["conflicts_before"].items() if d > 1} == {
-        "kv_ldmatrix": 8, "a_ldmatrix": 8, "ut_frag": 8}
+        "kv_ldmatrix": 8, "ut_frag": 8}
     assert max(plan["conflicts_after"].values()) == 1
-    assert plan["state_threads"] == block_v // 16 * 32 and plan["prep_threads"] == 256
+    assert plan["state_threads"] == block_v // 16 * 64 and plan["prep_threads"] == 256
 
 
 def test_chunk_plan_smem_formulas():
-    for block_v, state in ((32, 139264), (64, 154624)):
+    # per stage: w, qg, kg [64][128] and Aqk [64][64] unpadded, 2^Γlast, uᵀ [block_v][72]; per warp (two per
+    # 16 value columns): a 12 x 32 float4 exchange tile and a [32][24] o tile; 16 B of mbarrier per stage
+    for block_v, state in ((32, 155680), (64, 195616)):
         plan = plan_variant(chunk_cfg(block_v=block_v), BUDGET)
         assert plan["prep_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 132 * 4 + 64 * 68 * 4 + 64 * 4 == 103680
-        assert plan["state_smem_bytes"] == (2 * (3 * 64 * 136 * 2 + 64 * 72 * 2 + block_v * 72 * 2 + 128 * 4)
-                                            + block_v // 16 * 64 * 24 * 2) == state
+        assert plan["state_smem_bytes"] == (2 * (3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4 + block_v * 72 * 2)
+                                            + block_v // 8 * (12 * 32 * 16 + 32 * 24 * 2) + 2 * 16) == state
     one = plan_variant(chunk_cfg(block_v=64, stages=1), BUDGET)
-    assert one["state_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 72 * 2 + 64 * 72 * 2 + 128 * 4 + 4 * 64 * 24 * 2
+    assert one["state_smem_bytes"] == (3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4 + 64 * 72 * 2
+                                       + 8 * (12 * 32 * 16 + 32 * 24 * 2) + 16)
 
 
 def test_chunk_tir_dumps_differ_and_record_the_pass(tmp_path):
@@ -469,6 +471,7 @@ def test_chunk_tir_dumps_differ_and_record_the_pass(tmp_path):
     assert 'T.alloc_shared((64, 128), "bfloat16")' in plan["tir_before"]
     assert 'T.alloc_shared((64, 136), "bfloat16")' in plan["tir_after"]
     assert 'T.alloc_shared((32, 72), "bfloat16")' in plan["tir_after"]
+    assert 'T.alloc_shared((64, 64), "bfloat16")' not in plan["tir_before"]  # Aqk: swizzled, not padded
     assert '"kda2.access": "kv_ldmatrix"' in plan["tir_after"] and "kda2.bank_pad" in plan["tir_after"]
     on_disk = json.loads((tmp_path / "plan.json").read_text())
     assert on_disk["family"] == "chunk" and on_disk["pass"]["name"] == "kda2.bank_pad"
@@ -476,17 +479,17 @@ def test_chunk_tir_dumps_differ_and_record_the_pass(tmp_path):
     assert on_disk["conflicts_before"]["kv_ldmatrix"] > on_disk["conflicts_after"]["kv_ldmatrix"]
     assert sorted(on_disk["pass"]["fixed"]) == ["lds_g", "lds_o", "lds_t"]
     off = plan_variant(chunk_cfg(), BUDGET, enable_pass=False)
-    assert (off["lds_kv"], off["lds_a"], off["lds_u"]) == (128, 64, 64)
+    assert (off["lds_kv"], off["lds_u"]) == (128, 64)
     assert off["conflicts_after"] == off["conflicts_before"] == plan["conflicts_before"]
 
 
 def test_chunk_budget_error():
     c = chunk_cfg(block_v=64)
-    assert plan_variant(c, 154624)["state_smem_bytes"] == 154624  # exactly fits
+    assert plan_variant(c, 195616)["state_smem_bytes"] == 195616  # exactly fits
     with pytest.raises(TirBudgetError) as e:
-        plan_variant(c, 154623)
+        plan_variant(c, 195615)
     msg = str(e.value)
-    assert "\n" not in msg and variant_name(c) in msg and "state kernel needs 154624" in msg and "154623" in msg
+    assert "\n" not in msg and variant_name(c) in msg and "state kernel needs 195616" in msg and "195615" in msg
     with pytest.raises(TirBudgetError, match="prep kernel needs 103680"):
         plan_variant(chunk_cfg(), 101376)  # sm_86's limit
 

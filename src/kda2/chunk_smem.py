@@ -6,9 +6,12 @@ Row strides are in elements (bf16 or fp32 as noted), padded so the tensor-core f
 free of bank conflicts (see kda2.tir.chunk):
 
     prep kernel:  3 bf16 tiles [64][lds_kv], gamma fp32 [64][lds_g], T fp32 [64][lds_t], 64 floats
-    state kernel: per stage: w, qg, kg bf16 [64][lds_kv], Aqk bf16 [64][lds_a], u^T bf16
-                  [block_v][lds_u], K floats (the chunk's last gate row); then one bf16 o staging tile
-                  [64][lds_o] per warp (warps = block_v / 16)
+    state kernel: per stage: w, qg, kg bf16 [64][K] and Aqk bf16 [64][64] (unpadded: whole-tile
+                  copies of XOR-swizzled workspace tiles), K floats (the chunk's last gate row), u^T
+                  bf16 [block_v][lds_u]; then per warp (two warps
+                  per 16 value columns, one per half of K) an fp32 exchange tile of 12 x 32 float4
+                  (its partial sums for the partner) and a bf16 o staging tile [32][lds_o]; then one
+                  16-byte mbarrier slot per stage
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from typing import Mapping
 CHUNK = 64             # tokens per chunk (the only chunk size the kernels implement)
 PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-chunk (= two per key channel at K=128)
 LDS_T = 68             # fp32 [64][64] T tile (see kda2.tir.chunk for the fixed strides)
-LDS_O = 24             # bf16 [64][16] per-warp o staging tile
+LDS_O = 24             # bf16 [32][16] per-warp o staging tile
+XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 float4 per lane)
 
 
 def lds_g(k: int) -> int:
@@ -28,12 +32,17 @@ def lds_g(k: int) -> int:
 def expected_strides(k: int) -> dict[str, int]:
     """The strides the TIR bank pass picks for these tiles (ldmatrix rows padded by 16 bytes); the
     planner estimates with them, the TIR stage recomputes from what the pass really chose."""
-    return {"lds_kv": k + 8, "lds_a": CHUNK + 8, "lds_u": CHUNK + 8, "lds_g": lds_g(k), "lds_t": LDS_T,
+    return {"lds_kv": k + 8, "lds_u": CHUNK + 8, "lds_g": lds_g(k), "lds_t": LDS_T,
             "lds_o": LDS_O}
 
 
+def state_warps(block_v: int) -> int:
+    """Two warps per 16 value columns: each holds half of K of that slice of the state."""
+    return 2 * (block_v // 16)
+
+
 def state_threads(block_v: int) -> int:
-    return block_v // 16 * 32
+    return 32 * state_warps(block_v)
 
 
 def prep_smem_bytes(s: Mapping[str, int]) -> int:
@@ -41,5 +50,7 @@ def prep_smem_bytes(s: Mapping[str, int]) -> int:
 
 
 def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int) -> int:
-    per_stage = 3 * CHUNK * s["lds_kv"] * 2 + CHUNK * s["lds_a"] * 2 + block_v * s["lds_u"] * 2 + k * 4
-    return stages * per_stage + (block_v // 16) * CHUNK * s["lds_o"] * 2
+    # w, qg, kg and Aqk unpadded (XOR-swizzled in the workspace, copied linearly), uᵀ padded
+    per_stage = 3 * CHUNK * k * 2 + CHUNK * CHUNK * 2 + k * 4 + block_v * s["lds_u"] * 2
+    # + one mbarrier slot (16 B) per stage: sm_90 multicast loads complete on it
+    return stages * per_stage + state_warps(block_v) * (XCH_BYTES + CHUNK // 2 * s["lds_o"] * 2) + 16 * stages

@@ -82,7 +82,7 @@ _PLAN_COLUMNS = {
                   ("staging", "<7", lambda c: c["staging"]), ("k_map", "<8", lambda c: c["k_map"]),
                   ("reduce", "<9", lambda c: c["reduce"])],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
-              ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", lambda c: c["block_v"] // 16),
+              ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", lambda c: c["block_v"] // 8),
               ("smem prep/state B", "<17", _chunk_smem)],
 }
 

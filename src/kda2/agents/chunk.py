@@ -3,8 +3,8 @@
 Two kernels per variant. The prep kernel is parallel over every (chunk, head, sequence): gates,
 in-chunk cumulative gate Γ, the WY/UT terms w, u and the masked Aqk, written to a workspace. The
 state kernel then walks the chunks of one (sequence, head, V-slice) in order, the only serial chain
-of the algorithm (DESIGN §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (cp.async,
-`stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
+of the algorithm (DESIGN §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (bulk copies
+on sm_90, cp.async on sm_80, `stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
 how wide a V-slice one state CTA owns (block_v) and how deep its load pipeline is (stages).
 """
 from __future__ import annotations
@@ -46,7 +46,8 @@ class TileAgent:
         for c in cands:
             for bv in widths:
                 ctas = v // bv
-                why = (f"T<={bucket}: block_v={bv} -> {bv // 16} warps (one 16-column MMA slice each), {ctas} state "
+                why = (f"T<={bucket}: block_v={bv} -> {bv // 8} warps (a pair per 16-column MMA slice, one per half "
+                       f"of K), {ctas} state "
                        f"CTAs per (sequence, head); ")
                 if long:
                     why += ("few long sequences: the state pass is a serial chain per (sequence, head, V-slice), so "
@@ -66,7 +67,8 @@ class StagesAgent:
 
     def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         allowed = spec.agents.chunk.stages
-        why = {2: "2 stages: cp.async loads of the next chunk's w / qg / kg / Aqk / u tiles overlap this chunk's MMAs",
+        why = {2: "2 stages: loads of the next chunk's w / qg / kg / Aqk / u tiles (bulk copies on sm_90, cp.async "
+                  "on sm_80) overlap this chunk's MMAs",
                1: "1 stage: no prefetch (half the shared memory; the loads sit on the serial chain)"}
         return [c.extend(self.name, why[s], stages=s) for c in cands for s in sorted(allowed, reverse=True)]
 

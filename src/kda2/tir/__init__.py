@@ -16,9 +16,9 @@ keeping vector accesses aligned, shared-memory budget), and returns a JSON-able 
 Access names: ``fill`` (global->smem), ``read`` (smem->registers), ``write`` (registers->smem),
 ``drain`` (smem->global). ``staging: direct`` plans have stride/pad/bytes 0 and a trivial PrimFunc.
 
-For the ``chunk`` family (``chunk.py``) the PrimFunc models the state kernel's bf16 tensor-core
-tiles (w/qg/kg, Aqk, u^T: cp.async fills, ldmatrix and mma-fragment reads); the same pass picks their
-row strides ``lds_kv``, ``lds_a``, ``lds_u`` (fp32 tiles ``lds_g``, ``lds_t`` and the o staging tile
+For the ``chunk`` family (``chunk.py``) the PrimFunc models the padded bf16 tensor-core tiles (the
+prep kernel's q/k/v, the state kernel's u^T: cp.async fills, ldmatrix and mma-fragment reads); the same
+pass picks their row strides ``lds_kv``, ``lds_u`` (fp32 tiles ``lds_g``, ``lds_t`` and the o staging tile
 ``lds_o`` are fixed), and the plan adds both kernels' threads and shared-memory bytes
 (``kda2.chunk_smem``), raising TirBudgetError above the budget.
 

@@ -137,9 +137,9 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
 
 
 def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pass: bool) -> dict:
-    """Chunk family: pad the state kernel's bf16 tiles with the bank pass, size both kernels' smem.
+    """Chunk family: pad the kernels' ldmatrix / fragment tiles with the bank pass, size both kernels' smem.
 
-    Plan keys the template reads (ints): lds_kv, lds_a, lds_u, lds_g, lds_t, lds_o, prep_threads,
+    Plan keys the template reads (ints): lds_kv, lds_u, lds_g, lds_t, lds_o, prep_threads,
     state_threads, prep_smem_bytes, state_smem_bytes (formulas in kda2.chunk_smem).
     """
     import tvm

@@ -1,0 +1,38 @@
+"""scripts/fla_warm.py: the option sets it warms are exactly the chunk GPU tests' cases and the chunk
+benchmark's shape x gate pairs (a set it missed would compile during a timed or time-limited run)."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def fla_warm():
+    spec = importlib.util.spec_from_file_location("fla_warm", ROOT / "scripts" / "fla_warm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tasks_cover_every_case_and_bench_set(fla_warm):
+    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+    try:
+        from _chunk_cases import CASES
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "gpu"))
+    from kda2.bench.chunk import GATES, SHAPES
+
+    cases = fla_warm.tasks("cases")
+    bench = fla_warm.tasks("bench")
+    assert cases == [("case", c.id) for c in CASES] and len(set(cases)) == len(CASES) == 20
+    assert sorted(bench) == sorted(("bench", s.id, g) for s in SHAPES for g in GATES) and len(bench) == 12
+    assert fla_warm.tasks(None) == cases + bench
+
+
+def test_bad_arguments_are_refused(fla_warm, capsys):
+    with pytest.raises(SystemExit) as e:
+        fla_warm.main(["--only", "everything"])
+    assert e.value.code == 2 and "invalid choice: 'everything'" in capsys.readouterr().err

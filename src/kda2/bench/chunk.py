@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 import math
 import os
 import platform
@@ -379,41 +378,26 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
                               "command": " ".join([Path(sys.executable).name, "-m", "kda2.bench", *(argv or [])]),
                               "host": platform.node(), "anchors": ANCHORS, "notes": []}
 
-    def save() -> None:
-        json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
-
     gates = gates or list(GATES)
     shapes = shapes or [s.id for s in SHAPES]
     bad = ([f"gate {g!r}" for g in gates if g not in GATES] + [f"shape {s!r}" for s in shapes
                                                                   if s not in {x.id for x in SHAPES}]
            + ([f"layout {layout!r}"] if layout not in LAYOUTS else []) + (["iters < 1"] if iters < 1 else []))
     if bad:
-        result["error"] = (f"unknown {', '.join(bad)}; allowed: gates {list(GATES)}, shapes {[s.id for s in SHAPES]}, "
-                           f"layouts {list(LAYOUTS)}, iters >= 1")
-        save()
-        print(result["error"], file=sys.stderr)
-        return 2
+        return host.fail(result, json_path, f"unknown {', '.join(bad)}; allowed: gates {list(GATES)}, shapes "
+                         f"{[s.id for s in SHAPES]}, layouts {list(LAYOUTS)}, iters >= 1", 2)
     try:
         import torch
     except ImportError as exc:
-        result["error"] = f"torch is not importable ({exc}): the benchmark needs torch and a GPU"
-        save()
-        print(result["error"], file=sys.stderr)
-        return 2
+        return host.fail(result, json_path, f"torch is not importable ({exc}): the benchmark needs torch and a GPU", 2)
     if not torch.cuda.is_available():
-        result["error"] = "torch.cuda is not available: the benchmark needs a GPU"
-        save()
-        print(result["error"], file=sys.stderr)
-        return 2
+        return host.fail(result, json_path, "torch.cuda is not available: the benchmark needs a GPU", 2)
     result["device"], result["versions"] = host.device(torch), host.versions(torch)
     try:
         lib = pick_library(library)
         ours = Ours(lib)
     except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
-        result["error"] = f"kda2 chunk library: {type(exc).__name__}: {exc}"
-        save()
-        print(result["error"], file=sys.stderr)
-        return 1
+        return host.fail(result, json_path, f"kda2 chunk library: {type(exc).__name__}: {exc}", 1)
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "family": lib.family, "arch": lib.arch,
                          "so_sha256": hashlib.sha256(lib.so_path.read_bytes()).hexdigest(),
                          "variants": [{"id": v["id"], "name": v.get("name")} for v in lib.variants]}
@@ -452,12 +436,12 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
                                  traceback=traceback.format_exc(limit=6)))
                 _print_row(rows[-1])
                 torch.cuda.empty_cache()
-            save()
+            host.write_result(result, json_path)
     note = chart(result, out_dir / "bench_chunk.png")
     if note:
         result["notes"].append(note)
         print(note)
-    save()
+    host.write_result(result, json_path)
     (out_dir / "bench_chunk.md").write_text(markdown_table(result) + "\n")
     print(f"wrote {json_path}, bench_chunk.md{'' if note else ', bench_chunk.png'}")
     failed = [r for r in rows if "error" in r.get("kda2", {}) or r.get("agreement", {}).get("ok") is False

@@ -1,7 +1,23 @@
-"""What a benchmark ran on: library versions and the device, recorded in every result JSON."""
+"""What a benchmark ran on (library versions, the device) and how its result JSON is written, shared by
+every benchmark."""
 from __future__ import annotations
 
+import json
 import platform
+import sys
+from pathlib import Path
+
+
+def write_result(result: dict, path: Path) -> None:
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+
+
+def fail(result: dict, path: Path, message: str, code: int) -> int:
+    """Record why the run stopped in the result JSON (it is still written), say it on stderr; returns `code`."""
+    result["error"] = message
+    write_result(result, path)
+    print(message, file=sys.stderr)
+    return code
 
 
 def versions(torch) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import inspect
-import json
 import math
 import platform
 import sys
@@ -302,22 +301,13 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
                               "host": platform.node(), "notes": []}
     json_path = out_dir / "bench_recurrent.json"
 
-    def save() -> None:
-        json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
-
     if not torch.cuda.is_available():
-        result["error"] = "torch.cuda is not available: the benchmark needs a GPU"
-        save()
-        print(result["error"], file=sys.stderr)
-        return 2
+        return host.fail(result, json_path, "torch.cuda is not available: the benchmark needs a GPU", 2)
     result["device"], result["versions"] = host.device(torch), host.versions(torch)
     try:
         lib = pick_library(library)
     except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
-        result["error"] = f"kda2 library: {exc}"
-        save()
-        print(result["error"], file=sys.stderr)
-        return 1
+        return host.fail(result, json_path, f"kda2 library: {exc}", 1)
     so_sha = hashlib.sha256(lib.so_path.read_bytes()).hexdigest()
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "arch": lib.arch, "so_sha256": so_sha,
                          "variants": [{"id": v["id"], "name": v.get("name")} for v in lib.variants]}
@@ -364,18 +354,18 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
                     torch.cuda.synchronize()
                 rows.append(row)
                 _print_row(row)
-                save()
+                host.write_result(result, json_path)
     try:
         result["correctness"] = [correctness(torch, ours, fla, K, V, lay) for lay in layouts]
     except Exception as exc:  # noqa: BLE001
         result["correctness"] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6)}
-    save()
+    host.write_result(result, json_path)
     from kda2.bench.report import chart
 
     note = chart(result, out_dir / "bench_recurrent.png")
     if note:
         result["notes"].append(note)
-    save()
+    host.write_result(result, json_path)
     print(f"wrote {json_path}")
     return 1 if any("error" in r and r["impl"] == "kda2" for r in rows) else 0
 

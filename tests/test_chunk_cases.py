@@ -28,7 +28,7 @@ def test_cases_cover_the_issue():
     assert {c.h0 for c in cc.CASES} == {True, False} and {c.final for c in cc.CASES} == {True, False}
     assert {c.l2 for c in cc.CASES} == {True, False} and {c.bsig for c in cc.CASES} == {True, False}
     assert sum(c.neg for c in cc.CASES) >= 1
-    assert {c.stress for c in cc.CASES} >= {"g_minus20", "dt_bias_plus6", "beta_small", "beta_large"}
+    assert {c.stress for c in cc.CASES} >= {"g_minus20", "g_block_edge", "dt_bias_plus6", "beta_small", "beta_large"}
     assert any(c.gate == "lower_bound" and c.safe_gate for c in cc.CASES)
     for c in cc.CASES:  # the fp64 reference stays cheap: big T only with few heads
         B, T = c.shape_BT
@@ -64,6 +64,13 @@ def test_draw_matches_case(case):
         assert len(ch) == cc.STRESS_CHANNELS and np.all(x["g"][..., ch] == cc.STRESS_G)
         others = np.setdiff1d(np.arange(128), ch)
         assert np.all(x["g"][..., others] > -5)
+    elif case.stress == "g_block_edge":
+        # one half of the channels on each side of the kernel's 2^64 in-block range (15 steps, log2 units)
+        lo, hi = (-15 * g * np.log2(np.e) for g in cc.BLOCK_EDGE_G)
+        assert lo < 64 < hi
+        half = cc.STRESS_CHANNELS // 2
+        assert np.all(x["g"][..., ch[:half]] == np.float32(cc.BLOCK_EDGE_G[0]))
+        assert np.all(x["g"][..., ch[half:]] == np.float32(cc.BLOCK_EDGE_G[1]))
     elif case.stress == "dt_bias_plus6":
         assert np.all(x["dt_bias"].reshape(case.HV, 128)[:, ch] == cc.STRESS_DT_BIAS)
     elif case.stress == "beta_small":
@@ -81,6 +88,8 @@ def test_draw_is_fresh_per_seed_and_reproducible():
 def test_bad_stress_combinations_are_refused():
     with pytest.raises(ValueError, match="precomputed"):
         cc.draw(cc.Case("x", gate="softplus", stress="g_minus20"), 0)
+    with pytest.raises(ValueError, match="g_block_edge"):
+        cc.draw(cc.Case("x", gate="softplus", stress="g_block_edge"), 0)
     with pytest.raises(ValueError, match="bsig"):
         cc.draw(cc.Case("x", stress="beta_small"), 0)
     with pytest.raises(ValueError, match="unknown"):

@@ -380,7 +380,8 @@ def test_inspect_chunk_manifest(chunk_like_build: Path) -> None:
     assert re.search(r"block_v 32 stages 2  state: dynamic smem 155680 B, 128 threads$", p.stdout, re.M), p.stdout
     # the cubin is a recurrent one: the tensor-core instructions a chunk kernel must have are missing
     assert p.returncode == 1
-    assert any("HMMA LDSM LDGSTS" in ln and "missing" in ln for ln in p.stderr.splitlines()), p.stderr
+    want = "HMMA.16816.F32.BF16 HMMA.1688.F32.TF32 LDSM LDGSTS UBLKCP SYNCS"
+    assert any(want in ln and "missing" in ln for ln in p.stderr.splitlines()), p.stderr
 
 
 def test_tune_refuses_a_chunk_library(tmp_path) -> None:

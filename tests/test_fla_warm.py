@@ -27,7 +27,7 @@ def test_tasks_cover_every_case_and_bench_set(fla_warm):
 
     cases = fla_warm.tasks("cases")
     bench = fla_warm.tasks("bench")
-    assert cases == [("case", c.id) for c in CASES] and len(set(cases)) == len(CASES) == 20
+    assert cases == [("case", c.id) for c in CASES] and len(set(cases)) == len(CASES) == 21
     assert sorted(bench) == sorted(("bench", s.id, g) for s in SHAPES for g in GATES) and len(bench) == 12
     assert fla_warm.tasks(None) == cases + bench
 

@@ -21,9 +21,13 @@ EXPECTED_SASS = {
     # follows the layout (16 B at K=128 lanes-over-K, 8 B at K=64, 4 B with one column per lane), so the
     # check is on the cache policy; smem staging adds LDS/STS.128.
     "recurrent": ("SHFL.BFLY", "LDG.E.EF", "STG.E.EF"),
-    # chunk: tensor-core MMAs (mma.sync -> HMMA), ldmatrix (LDSM) and cp.async (LDGSTS) tile loads.
-    "chunk": ("HMMA", "LDSM", "LDGSTS"),
+    # chunk: bf16 tensor-core MMAs (off-diagonal blocks, w/u, the state pass), tf32 ones (the prep's diagonal
+    # blocks), ldmatrix (LDSM) and cp.async (LDGSTS) tile loads.
+    "chunk": ("HMMA.16816.F32.BF16", "HMMA.1688.F32.TF32", "LDSM", "LDGSTS"),
 }
+#: Added per (family, arch prefix): on sm_90 the chunk state pass takes its tiles by bulk copy (UBLKCP)
+#: completing on an mbarrier (SYNCS).
+EXPECTED_SASS_ARCH = {("chunk", "sm_9"): ("UBLKCP", "SYNCS")}
 FORBIDDEN_SASS = ("LDL", "STL")  # local memory = spills or dynamically indexed register arrays
 
 
@@ -177,7 +181,7 @@ def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
     return text
 
 
-def inspect_variant(root: Path, v: dict, family: str) -> tuple[list[str], list[str]]:
+def inspect_variant(root: Path, v: dict, family: str, arch: str) -> tuple[list[str], list[str]]:
     """(report lines, problems) for one variant of a manifest."""
     lines, problems = [], []
     for kernel, r in sorted(v["resources"].items()):
@@ -188,6 +192,9 @@ def inspect_variant(root: Path, v: dict, family: str) -> tuple[list[str], list[s
             problems.append(f"{v['id']}: {kernel} spills or uses a stack frame")
     ops = sass_opcodes(root / v["cubin"])
     expected = list(EXPECTED_SASS.get(family, ()))
+    for (fam, prefix), extra in EXPECTED_SASS_ARCH.items():
+        if fam == family and arch.startswith(prefix):
+            expected += extra
     if v["config"].get("staging") == "smem":
         expected += ["LDS.128", "STS.128"]
     missing = [e for e in expected if not any(op == e or op.startswith(e + ".") for op in ops)]
@@ -217,7 +224,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for v in variants:
             if args.variant and v["id"] != args.variant:
                 continue
-            lines, problems = inspect_variant(root, v, m["family"])
+            lines, problems = inspect_variant(root, v, m["family"], m["arch"])
             print("\n".join(lines))
             all_problems += problems
     except (FileNotFoundError, RuntimeError) as e:

@@ -27,6 +27,10 @@ FLA_FLOOR = 1e-4    # ... plus this floor (see the module docstring)
 STRESS_CHANNELS = 10  # channels per head hit by a strong-decay stress input
 STRESS_G = -20.0      # precomputed log-decay of those channels
 STRESS_DT_BIAS = 6.0  # dt_bias of those channels for the softplus gate (g ≈ −exp(A_log)·6 per token)
+# The prep kernel puts a channel of a 16-token diagonal block on tensor cores while its decay over the block's
+# 15 steps, in log2 units, is ≤ 64 (DIAG_RANGE in chunk.cu.j2), else it sums it exactly on CUDA cores. These
+# two per-token decays straddle that edge: 15·2.6·log2(e) ≈ 56.3 and 15·3.2·log2(e) ≈ 69.2.
+BLOCK_EDGE_G = (-2.6, -3.2)
 RESULTS_FILE = "chunk-accuracy.json"
 TABLE_FILE = "chunk-accuracy.md"
 
@@ -53,7 +57,7 @@ class Case:
     v_first: bool = False
     beta_bf16: bool = False
     scale: float | None = None
-    stress: str | None = None          # g_minus20 | dt_bias_plus6 | beta_small | beta_large
+    stress: str | None = None          # g_minus20 | g_block_edge | dt_bias_plus6 | beta_small | beta_large
 
     @property
     def HV(self) -> int:
@@ -106,6 +110,7 @@ CASES = [
     Case("varlen-100-300-1200-3000-4096-precomputed-gva2-noh0-kf", cu=VARLEN[3], ratio=2, h0=False),
     Case("stress-g-20-precomputed-kf", T=500, stress="g_minus20"),
     Case("stress-g-20-precomputed-varlen-gva2-vf", cu=VARLEN[1], ratio=2, stress="g_minus20", v_first=True),
+    Case("stress-g-blockedge-precomputed-vf", T=1000, stress="g_block_edge", v_first=True),
     Case("stress-dtbias+6-softplus-vf", T=1000, gate="softplus", stress="dt_bias_plus6", v_first=True),
     Case("stress-beta1e-3-kf", T=500, bsig=False, stress="beta_small"),
     Case("stress-beta0.999-gva2-vf", T=1000, ratio=2, bsig=False, stress="beta_large", v_first=True),
@@ -154,6 +159,13 @@ def draw(c: Case, seed: int, K: int = 128, V: int = 128) -> dict[str, Any]:
             raise ValueError(f"{c.id}: stress g_minus20 is for the precomputed gate")
         stressed = sorted(rng.choice(K, STRESS_CHANNELS, replace=False).tolist())
         g[..., stressed] = STRESS_G
+    elif c.stress == "g_block_edge":
+        if c.in_kernel_gate:
+            raise ValueError(f"{c.id}: stress g_block_edge is for the precomputed gate")
+        stressed = sorted(rng.choice(K, STRESS_CHANNELS, replace=False).tolist())
+        half = STRESS_CHANNELS // 2
+        g[..., stressed[:half]] = BLOCK_EDGE_G[0]
+        g[..., stressed[half:]] = BLOCK_EDGE_G[1]
     elif c.stress == "dt_bias_plus6":
         if c.gate != "softplus" or dt_bias is None:
             raise ValueError(f"{c.id}: stress dt_bias_plus6 needs the softplus gate with dt_bias")

@@ -65,9 +65,9 @@ def test_draw_matches_case(case):
         others = np.setdiff1d(np.arange(128), ch)
         assert np.all(x["g"][..., others] > -5)
     elif case.stress == "g_block_edge":
-        # one half of the channels on each side of the kernel's 2^64 in-block range (15 steps, log2 units)
+        # one half of the channels on each side of the kernel's in-block range (15 steps, log2 units)
         lo, hi = (-15 * g * np.log2(np.e) for g in cc.BLOCK_EDGE_G)
-        assert lo < 64 < hi
+        assert lo < cc.DIAG_RANGE < hi
         half = cc.STRESS_CHANNELS // 2
         assert np.all(x["g"][..., ch[:half]] == np.float32(cc.BLOCK_EDGE_G[0]))
         assert np.all(x["g"][..., ch[half:]] == np.float32(cc.BLOCK_EDGE_G[1]))
@@ -159,3 +159,13 @@ def test_results_table_and_append(tmp_path):
     cc.write_results(tmp_path, [row])
     assert len(json.loads(p.read_text())["sessions"]) == 1
     assert list(tmp_path.glob("chunk-accuracy.json.unreadable.*"))
+
+
+def test_block_edge_case_follows_the_kernels_diag_range():
+    """The g_block_edge stress case is only a test of the prep kernel's diagonal-range switch while its
+    DIAG_RANGE is the template's."""
+    import re
+    from pathlib import Path
+    tpl = (Path(__file__).resolve().parents[1] / "src" / "kda2" / "templates" / "chunk.cu.j2").read_text()
+    (value,) = re.findall(r"constexpr float DIAG_RANGE = ([0-9.]+)f;", tpl)
+    assert float(value) == cc.DIAG_RANGE

@@ -28,9 +28,10 @@ STRESS_CHANNELS = 10  # channels per head hit by a strong-decay stress input
 STRESS_G = -20.0      # precomputed log-decay of those channels
 STRESS_DT_BIAS = 6.0  # dt_bias of those channels for the softplus gate (g ≈ −exp(A_log)·6 per token)
 # The prep kernel puts a channel of a 16-token diagonal block on tensor cores while its decay over the block's
-# 15 steps, in log2 units, is ≤ 64 (DIAG_RANGE in chunk.cu.j2), else it sums it exactly on CUDA cores. These
-# two per-token decays straddle that edge: 15·2.6·log2(e) ≈ 56.3 and 15·3.2·log2(e) ≈ 69.2.
-BLOCK_EDGE_G = (-2.6, -3.2)
+# 15 steps, in log2 units, is ≤ DIAG_RANGE (chunk.cu.j2), else it sums it exactly on CUDA cores. These two
+# per-token decays straddle that edge: 15·4.2·log2(e) ≈ 90.9 and 15·4.8·log2(e) ≈ 103.9.
+DIAG_RANGE = 96.0
+BLOCK_EDGE_G = (-4.2, -4.8)
 RESULTS_FILE = "chunk-accuracy.json"
 TABLE_FILE = "chunk-accuracy.md"
 

@@ -1,12 +1,13 @@
 """Driver: many harness libs in one process. usage: exp.py bench SHAPES lib1 lib2 ... | check lib..."""
 import sys, os
-sys.argv_saved = list(sys.argv)
+# the first session's harness module (bench/results/h200-2026-11-29-chunk/harness/gpu_smoke.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'h200-2026-11-29-chunk', 'harness'))
 import gpu_smoke as G
 mode, rest = sys.argv[1], sys.argv[2:]
 shapes = {'P1': ('P1', 1, 8192, 64, None), 'P2': ('P2', 1, 16384, 32, None), 'P3': ('P3', 8, 2048, 32, None),
           'P4': ('P4', 1, 8192, 64, [0, 1300, 1847, 3895, 4858, 5129, 8192]), 'P5': ('P5', 1, 65536, 32, None),
           'P6': ('P6', 2, 2048, 8, None)}
-if mode in ('bench', 'benchlb'):
+if mode in ('bench', 'benchlb'):   # benchlb: the lower-bound gate
     want = rest[0].split(',')
     for L in rest[1:]:
         for nm in want:

@@ -405,16 +405,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
                         "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
                         "A_log": "fp32 randn*0.5", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
                         "K": K_DIM, "V": V_DIM, "iters": iters, "warmup": warmup}
-    fla = None
-    if use_fla:
-        try:
-            fla = FLA()
-            result["fla"] = {"available": True, "entry": fla.entry, "FLA_FLASH_KDA": fla.flash_kda_env}
-        except Exception as exc:  # noqa: BLE001 - the run goes on without FLA, saying why
-            result["fla"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
-            result["notes"].append(f"FLA not benchmarked: {type(exc).__name__}: {exc}")
-    else:
-        result["fla"] = {"available": False, "error": "disabled with --no-fla"}
+    fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "FLA_FLASH_KDA": f.flash_kda_env})
     timer = Timer(torch)
     result["timing"] = {"method": "median of CUDA-event times over iters calls after warm-up; a GPU spin before each "
                                   "call so launch cost is excluded; rotating input sets > 2x L2 where they fit",

@@ -20,6 +20,22 @@ def fail(result: dict, path: Path, message: str, code: int) -> int:
     return code
 
 
+def start_fla(result: dict, use_fla: bool, make, describe) -> object | None:
+    """The FLA baseline for the same-process comparison (`make()`), or None with the reason recorded in
+    result["fla"] and result["notes"]; `describe(fla)` adds what the JSON says about the FLA entry used."""
+    if not use_fla:
+        result["fla"] = {"available": False, "error": "disabled with --no-fla"}
+        return None
+    try:
+        fla = make()
+        result["fla"] = {"available": True, **describe(fla)}
+        return fla
+    except Exception as exc:  # noqa: BLE001 - the run goes on without FLA, saying why
+        result["fla"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
+        result["notes"].append(f"FLA not benchmarked: {type(exc).__name__}: {exc}")
+        return None
+
+
 def versions(torch) -> dict:
     from importlib import metadata
 

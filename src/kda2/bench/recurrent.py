@@ -317,16 +317,7 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
                         "beta": "fp32 raw"}
     layouts = layouts or [lay for lay in ("v_first", "k_first") if lay in lib.features.state_layouts]
     ours = Ours(lib)
-    fla = None
-    if use_fla:
-        try:
-            fla = FLA()
-            result["fla"] = {"available": True, "entry": fla.entry, "inplace": fla.inplace}
-        except Exception as exc:  # noqa: BLE001 - the run goes on without FLA, saying why
-            result["fla"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
-            result["notes"].append(f"FLA not benchmarked: {type(exc).__name__}: {exc}")
-    else:
-        result["fla"] = {"available": False, "error": "disabled with --no-fla"}
+    fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "inplace": f.inplace})
 
     timer = Timer(torch)
     result["timing"] = {"method": "median of CUDA-event times, GPU spin before each call so launch cost is excluded, "

@@ -7,11 +7,11 @@ mode, rest = sys.argv[1], sys.argv[2:]
 shapes = {'P1': ('P1', 1, 8192, 64, None), 'P2': ('P2', 1, 16384, 32, None), 'P3': ('P3', 8, 2048, 32, None),
           'P4': ('P4', 1, 8192, 64, [0, 1300, 1847, 3895, 4858, 5129, 8192]), 'P5': ('P5', 1, 65536, 32, None),
           'P6': ('P6', 2, 2048, 8, None)}
-if mode == 'bench':
+if mode in ('bench', 'benchlb'):   # benchlb: the lower-bound gate
     want = rest[0].split(',')
     for L in rest[1:]:
         for nm in want:
-            G.bench(L, None, shapes[nm])
+            G.bench(L, None, shapes[nm], gate='lower_bound' if mode == 'benchlb' else 'softplus')
 else:
     for L in rest:
         vf = 'k_first' not in L

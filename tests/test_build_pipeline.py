@@ -32,11 +32,11 @@ if shutil.which("nvcc") is None:
     print(f"\n{__name__}: skipped: {_REASON}")
     pytest.skip(_REASON, allow_module_level=True)
 
-from kda2.planner import SpecPlan, plan_all  # noqa: E402
-from kda2.rules import check_lock, load_rules, write_lock  # noqa: E402
-from kda2.spec import load_specs  # noqa: E402
+from kda2.plan.planner import SpecPlan, plan_all  # noqa: E402
+from kda2.spec.rules import check_lock, load_rules, write_lock  # noqa: E402
+from kda2.spec.model import load_specs  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.compile
 
 
 def _real_tools() -> dict[str, str]:
@@ -44,7 +44,7 @@ def _real_tools() -> dict[str, str]:
     tools = {"nvcc": shutil.which("nvcc"), "nvlink": shutil.which("nvlink"),
              "g++": os.environ.get("CXX") or shutil.which("g++")}
     if tools["nvlink"] is None:  # kda2 falls back to <toolkit>/bin/nvlink; wrap that one then
-        from kda2.toolchain import find_toolchain
+        from kda2.compile.toolchain import find_toolchain
         tools["nvlink"] = find_toolchain().nvlink
     missing = [k for k, v in tools.items() if not v]
     assert not missing, f"nvcc is on PATH but {missing} are not: the toolkit is incomplete"
@@ -81,9 +81,10 @@ budget:
 
 
 SPEC_A, SPEC_B = "kda2_pipe_a", "kda2_pipe_b"
-# nvcc compiles at a content-named path (see graph.py) into <spec>.<arch>.<variant>.o.<pid>
-_OUT_RE = {"nvcc": re.compile(r"-o ([a-z0-9_]+)\.(sm_\w+)\.([0-9a-f]{12})\.o\.\d+\b"),
-           "nvlink": re.compile(r"-o build/([a-z0-9_]+)/(sm_\w+)/([0-9a-f]{12})/kernel\.cubin\b")}
+# nvcc compiles at a content-named path (kda2.compile.nvcc) into <kernel name>.o.<pid>.<tid>; nvlink writes
+# build/<spec>/<arch>/.<kernel name>.cubin.<pid>.<tid>.tmp. Kernel names end in the variant id.
+_OUT_RE = {"nvcc": re.compile(r"-o kda2_\w+?_([0-9a-f]{12})\.o\.\d+\.\d+\b"),
+           "nvlink": re.compile(r"-o \S*build/([a-z0-9_]+)/(sm_\w+)/\.kda2_\w+?_([0-9a-f]{12})\.cubin\.")}
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -108,10 +109,10 @@ def tree_digest(build: Path) -> dict[str, str]:
 
 
 def path_independent(outputs: dict[str, str]) -> dict[str, str]:
-    """Outputs minus kernel.o: nvcc -dc hashes the checkout's absolute path into the object's module id
-    (keep/kernel.module_id: `_<8 hex of path>_9_kernel_cu_<8 hex>`), so kernel.o compiled in two
-    directories differs while every artifact downstream of it (cubin, .so, manifest) is identical."""
-    return {k: v for k, v in outputs.items() if not k.endswith("/kernel.o")}
+    """Outputs minus kernel objects: nvcc -dc hashes the compile directory into the object's module id,
+    so an object compiled outside kda2's content-named directory (--cache-disable in another checkout
+    is still fine; a hand-run nvcc is not) may differ while everything downstream is identical."""
+    return {k: v for k, v in outputs.items() if not re.search(r"_[0-9a-f]{12}\.o$", k)}
 
 
 def only_spec(outputs: dict[str, str], spec: str) -> dict[str, str]:
@@ -135,11 +136,11 @@ class Run:
             if t == tool and must in args:
                 m = _OUT_RE[tool].search(args)
                 assert m, f"cannot tell which variant this {tool} call builds: {args}"
-                found.append((m.group(1), m.group(3)))
+                found.append((m.group(1), m.group(3)) if tool == "nvlink" else m.group(1))
         return sorted(found)
 
-    def compiled(self) -> list[tuple[str, str]]:
-        """(spec, variant id) of every `nvcc -dc`."""
+    def compiled(self) -> list[str]:
+        """Variant id of every `nvcc -dc` (a kernel's compile knows no spec: it is shared by content)."""
         return self._targets("nvcc", " -dc ")
 
     def linked(self) -> list[tuple[str, str]]:
@@ -176,6 +177,8 @@ class Checkout:
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(REPO / "site_scons", root / "site_scons", ignore=ignore)
         shutil.copytree(REPO / "rules", root / "rules", ignore=ignore)
+        # its own copy of the package, so a test can edit the code the build runs
+        shutil.copytree(REPO / "src", root / "src", ignore=ignore)
         (root / "kernel_specs").mkdir()
         for stem, text in specs.items():
             self.write_spec(stem, text)
@@ -200,6 +203,17 @@ class Checkout:
     def out(self, spec: str = SPEC_A) -> Path:
         return self.build / spec / ARCH
 
+    def cubin(self, vid: str, spec: str = SPEC_A) -> Path:
+        (path,) = self.out(spec).glob(f"kda2_*_{vid}.cubin")
+        return path
+
+    def edit(self, rel: str, old: str, new: str) -> None:
+        """Replace `old` (must occur) by `new` in the checkout's copy of src/kda2/<rel>."""
+        path = self.root / "src" / "kda2" / rel
+        text = path.read_text()
+        assert old in text, f"{rel} no longer contains {old!r}: update the test"
+        path.write_text(text.replace(old, new, 1))
+
     def write_spec(self, stem: str, text: str) -> None:
         (self.root / "kernel_specs" / f"{stem}.yaml").write_text(text)
 
@@ -217,8 +231,8 @@ class Checkout:
         env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
         env["PATH"] = path if path is not None else f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
         env["KDA2_CACHE_DIR"] = str(self.cache)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src")] + ([os.environ["PYTHONPATH"]]
-                                                                    if os.environ.get("PYTHONPATH") else []))
+        env["PYTHONPATH"] = os.pathsep.join([str(self.root / "src")] + ([os.environ["PYTHONPATH"]]
+                                                                         if os.environ.get("PYTHONPATH") else []))
         return env
 
     def start(self, *args: str, path: str | None = None, new_session: bool = False) -> subprocess.Popen:
@@ -286,11 +300,11 @@ def test_cold_build_outputs_and_noop(reference: Reference):
     out = co.out()
     assert (out / "manifest.json").is_file()
     assert (out / f"lib{SPEC_A}.{ARCH}.so").is_file()
-    assert sorted(p.parent.name for p in out.glob("*/kernel.cubin")) == sorted(ids)
+    assert sorted(p.stem.rsplit("_", 1)[1] for p in out.glob("*.cubin")) == sorted(ids)
     for vid in ids:
-        assert (out / vid / "kernel.cubin").read_bytes()[:4] == b"\x7fELF"
+        assert co.cubin(vid).read_bytes()[:4] == b"\x7fELF"
     # every variant was compiled and linked exactly once, the library built once (compile + link)
-    assert run.compiled() == sorted((SPEC_A, v) for v in ids)
+    assert run.compiled() == sorted(ids)
     assert run.linked() == sorted((SPEC_A, v) for v in ids)
     assert len(run.host()) == 2, run.host()
     manifest = json.loads((out / "manifest.json").read_text())
@@ -336,20 +350,27 @@ def test_spec_edit_rebuilds_only_that_spec(reference: Reference, tmp_path: Path)
     first = co.scons()
     assert first.rc == 0, first.tail()
     b_ids = co.variant_ids(SPEC_B)
-    assert first.compiled() == sorted((SPEC_B, v) for v in b_ids), "spec A must come from the cache"
+    assert first.compiled() == sorted(b_ids), "spec A must come from the cache"
     assert only_spec(co.outputs(), SPEC_A) == reference.outputs
     before = co.outputs()
 
-    co.write_spec("b", spec_text(SPEC_B, k=128, buckets=(1, 256)))  # bucket 64 -> 256
-    new = set(co.variant_ids(SPEC_B)) - set(b_ids)
-    assert len(new) == 1, new
+    co.write_spec("b", spec_text(SPEC_B, k=128, buckets=(1, 256)))  # bucket 64 -> 256: a new dispatch row
+    assert co.variant_ids(SPEC_B) == b_ids, "a bucket is a dispatch row, not a kernel: same kernels expected"
     edit = co.scons()
     assert edit.rc == 0, edit.tail()
-    assert edit.compiled() == sorted((SPEC_B, v) for v in new), edit.tools_run()
-    assert edit.linked() == sorted((SPEC_B, v) for v in new), edit.tools_run()
-    assert edit.host() and all(f"build/{SPEC_B}/" in a for a in edit.host()), edit.host()
+    assert edit.compiled() == [] and edit.linked() == [], edit.tools_run()
+    assert edit.host() and all(f"build/{SPEC_B}/" in a for a in edit.host()), edit.host()  # the table changed
     assert not [c for c in edit.tools_run() if SPEC_A in c], "spec A was touched by an edit of spec B"
     assert only_spec(co.outputs(), SPEC_A) == only_spec(before, SPEC_A)
+
+    co.write_spec("b", b_text.replace("v_per_warp: [4]", "v_per_warp: [8]"))  # a knob: new kernels
+    new = set(co.variant_ids(SPEC_B)) - set(b_ids)
+    assert len(new) == 2, new
+    knob = co.scons()
+    assert knob.rc == 0, knob.tail()
+    assert knob.compiled() == sorted(new), knob.tools_run()
+    assert knob.linked() == sorted((SPEC_B, v) for v in new), knob.tools_run()
+    assert not [c for c in knob.tools_run() if SPEC_A in c], "spec A was touched by an edit of spec B"
 
     co.write_spec("b", b_text)  # revert: library and manifest of the old bucket set come from the cache
     back = co.scons()
@@ -390,21 +411,30 @@ def test_rule_version_bump_rebuilds_only_matched_variants(reference: Reference, 
     assert len(m) == 1 and len(co.variant_ids()) == 2, "the rule should match one of the two variants"
     r1 = co.scons()
     assert r1.rc == 0, r1.tail()
-    assert r1.compiled() == m and r1.linked() == m, r1.tools_run()
+    assert r1.compiled() == [vid for _, vid in m] and r1.linked() == m, r1.tools_run()
+    assert not [a for a in r1.actions() if a.startswith(("kda2 tir", "kda2 render"))], \
+        "a flag-only rule must not re-run the TIR stage or the render: " + "\n".join(r1.actions())
     assert all("-Xptxas=-O2" in a for t, a in r1.calls if t == "nvcc" and " -dc " in a)
     out_v1 = co.outputs()
-    cubin = f"{SPEC_A}/{ARCH}/{m[0][1]}/kernel.cubin"
+    cubin = str(co.cubin(m[0][1]).relative_to(co.build))
     print(f"\n[build-pipeline] -Xptxas=-O2 changed the matched cubin: {out_v1[cubin] != reference.outputs[cubin]}")
 
-    rule.write_text(rule_text(2))
+    rule.write_text(rule_text(2))  # version bump, same effect: the sidecar and manifest say v2, no tool runs
     write_lock(co.rules)
     assert matched() == m
     r2 = co.scons()
     assert r2.rc == 0, r2.tail()
-    assert r2.compiled() == m, r2.tools_run()
-    # same flags, so kernel.o comes out byte-identical and SCons may skip the link (early cutoff)
-    assert r2.linked() in ([], m), r2.tools_run()
+    assert r2.tools_run() == [], r2.tools_run()
+    assert sorted(a.split()[1] for a in r2.actions()) == ["manifest", "why"], r2.actions()
     out_v2 = co.outputs()
+
+    rule.write_text(rule_text(2).replace("evidence: test_build_pipeline", "evidence: reworded evidence"))
+    write_lock(co.rules)
+    r2b = co.scons()  # rewording a rule's evidence compiles nothing (not even a sidecar changes)
+    assert r2b.rc == 0 and r2b.tools_run() == [], r2b.tail()
+    assert co.outputs() == out_v2
+    rule.write_text(rule_text(2))
+    write_lock(co.rules)
 
     rule.write_text(rule_text(2, pretty=True))
     assert check_lock(co.rules) == [], "a reformat must keep the locked body digest"
@@ -428,13 +458,95 @@ def test_rule_version_bump_rebuilds_only_matched_variants(reference: Reference, 
     assert co.outputs() == reference.outputs
 
 
+# ---- 4b. the code an action runs is in its signature ---------------------------------------------
+
+def _kinds(run: Run) -> list[str]:
+    """The kinds of actions SCons ran (render, tir, nvcc, ...), one entry per action."""
+    return sorted(a.split()[1] for a in run.actions())
+
+
+def _rerun_after_edit(reference: Reference, tmp_path: Path, rel: str, old: str, new: str) -> tuple[Checkout, Run]:
+    co = warm_checkout(reference, tmp_path)
+    assert co.scons().rc == 0
+    co.edit(rel, old, new)
+    question = co.scons("-q")
+    assert question.rc != 0, f"an edit to src/kda2/{rel} left `scons -q` up to date\n" + question.tail()
+    run = co.scons()
+    assert run.rc == 0, run.tail()
+    return co, run
+
+
+def test_comment_edit_to_render_rerenders_but_compiles_nothing(reference: Reference, tmp_path: Path):
+    co, run = _rerun_after_edit(reference, tmp_path, "codegen/render.py", "from __future__ import annotations",
+                                "from __future__ import annotations\n# a comment-only edit")
+    n = len(co.variant_ids())
+    assert _kinds(run) == ["render"] * (n + 1), run.actions()  # every kernel .cu and library.cpp
+    assert run.tools_run() == [], run.tools_run()
+    assert co.outputs() == reference.outputs
+
+
+def test_symbol_rename_in_render_recompiles_every_kernel(reference: Reference, tmp_path: Path):
+    """The defect of 2026-11-30: a renamed kernel symbol in the render left the old kernels up to date."""
+    co, run = _rerun_after_edit(reference, tmp_path, "codegen/render.py", 'return f"kda2_recurrent_{vid}"',
+                                'return f"kda2_renamed_{vid}"')
+    ids = co.variant_ids()
+    assert run.compiled() == sorted(ids) and run.linked() == sorted((SPEC_A, v) for v in ids), run.tools_run()
+    assert "tir" not in _kinds(run), run.actions()
+    for vid in ids:
+        assert f"kda2_renamed_{vid}".encode() in co.cubin(vid).read_bytes()
+    assert co.outputs() != reference.outputs
+    co.edit("codegen/render.py", 'return f"kda2_renamed_{vid}"', 'return f"kda2_recurrent_{vid}"')
+    back = co.scons()  # reverting restores every file from the cache
+    assert back.rc == 0 and back.tools_run() == [], back.tail()
+    assert co.outputs() == reference.outputs
+
+
+def test_edit_to_ptxas_checks_reruns_only_the_resource_check(reference: Reference, tmp_path: Path):
+    co, run = _rerun_after_edit(reference, tmp_path, "compile/ptxas.py", "def check(",
+                                "# a comment-only edit\ndef check(")
+    assert _kinds(run) == ["resources"] * len(co.variant_ids()), run.actions()
+    assert run.tools_run() == [], run.tools_run()
+    assert co.outputs() == reference.outputs
+
+
+def test_edit_to_manifest_writer_reruns_only_the_manifest(reference: Reference, tmp_path: Path):
+    co, run = _rerun_after_edit(reference, tmp_path, "artifact/manifest.py", 'm["files"] = dict(sorted(rel.items()))',
+                                'm["files"] = dict(sorted(rel.items()))\n    m["edited"] = True')
+    assert _kinds(run) == ["manifest"], run.actions()
+    assert run.tools_run() == []
+    assert json.loads((co.out() / "manifest.json").read_text())["edited"] is True
+
+
+def test_edit_to_planner_helper_reruns_its_users_and_compiles_nothing(reference: Reference, tmp_path: Path):
+    # plan/variant.py names kernels: the TIR stage and the render import it
+    co, run = _rerun_after_edit(reference, tmp_path, "plan/variant.py", "def variant_id(",
+                                "# a comment-only edit\ndef variant_id(")
+    n = len(co.variant_ids())
+    assert _kinds(run) == sorted(["render"] * (n + 1) + ["tir"] * n), run.actions()
+    assert run.tools_run() == [], run.tools_run()
+    assert co.outputs() == reference.outputs
+
+
+def test_reworded_agent_reason_compiles_nothing(reference: Reference, tmp_path: Path):
+    co = warm_checkout(reference, tmp_path)
+    assert co.scons().rc == 0
+    co.edit("plan/agents/recurrent.py", "the per-token chain is latency-bound", "each token step waits on the last")
+    run = co.scons()
+    assert run.rc == 0, run.tail()
+    assert run.tools_run() == [], run.tools_run()
+    assert _kinds(run) == ["manifest", "why"], run.actions()  # one kernel's sidecar, and the manifest
+    why = [json.loads(p.read_text()) for p in co.out().glob("*.why.json")]
+    assert any("each token step waits on the last" in r for w in why for _, r in w["reasons"])
+    assert not any("waits on the last" in p.read_text() for p in co.out().glob("*.cu"))
+
+
 # ---- 5. a corrupted cache entry is detected and rebuilt ------------------------------------------
 
 def test_corrupt_cache_entry_is_detected_and_rebuilt(reference: Reference, tmp_path: Path):
     co = warm_checkout(reference, tmp_path)
     assert co.scons().rc == 0
     vid = co.variant_ids()[0]
-    good = (reference.checkout.out() / vid / "kernel.cubin").read_bytes()
+    good = reference.checkout.cubin(vid).read_bytes()
     entries = [p for p in co.cache.rglob("*") if p.is_file() and not p.name.endswith(".sha256")
                and p.read_bytes()[:4] == b"\x7fELF" and p.read_bytes() == good]
     assert len(entries) == 1, f"expected one cache entry holding {vid}'s cubin, found {entries}"
@@ -452,7 +564,7 @@ def test_corrupt_cache_entry_is_detected_and_rebuilt(reference: Reference, tmp_p
     assert "corrupt" in run.stderr, run.tail()
     assert run.linked() == [(SPEC_A, vid)], run.tools_run()   # rebuilt from the (intact) kernel.o
     assert run.compiled() == [], run.tools_run()
-    assert (co.out() / vid / "kernel.cubin").read_bytes() == good
+    assert co.cubin(vid).read_bytes() == good
     assert co.outputs() == reference.outputs
     assert entry.read_bytes() == good and sidecar.read_text().strip() == sha256_bytes(good), \
         "the rebuilt cubin should be pushed back as a healthy entry"

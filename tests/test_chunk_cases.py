@@ -1,4 +1,4 @@
-"""CPU checks of the chunk GPU suite's pure helpers (tests/gpu/_chunk_cases.py): the case table covers
+"""CPU checks of the chunk GPU suite's pure helpers (kda2/bench/cases.py): the case table covers
 what issue 4 asks for, inputs are what the cases say, the accuracy bar and the results table."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
 
-import _chunk_cases as cc  # noqa: E402
+from kda2.bench import cases as cc  # noqa: E402
 from kda2.reference import recurrent_kda_ref, relative_l2  # noqa: E402
 
 
@@ -163,9 +163,9 @@ def test_results_table_and_append(tmp_path):
 
 def test_block_edge_case_follows_the_kernels_diag_range():
     """The g_block_edge stress case is only a test of the prep kernel's diagonal-range switch while its
-    DIAG_RANGE is the template's."""
+    DIAG_RANGE is the kernels'."""
     import re
     from pathlib import Path
-    tpl = (Path(__file__).resolve().parents[1] / "src" / "kda2" / "templates" / "chunk.cu.j2").read_text()
-    (value,) = re.findall(r"constexpr float DIAG_RANGE = ([0-9.]+)f;", tpl)
+    hdr = Path(__file__).resolve().parents[1] / "src" / "kda2" / "codegen" / "include" / "kda2" / "chunk.cuh"
+    (value,) = re.findall(r"constexpr float DIAG_RANGE = ([0-9.]+)f;", hdr.read_text())
     assert float(value) == cc.DIAG_RANGE

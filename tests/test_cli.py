@@ -1,4 +1,4 @@
-"""The `kda2` command line, run as users run it: `python -m kda2.cli ...` in a subprocess.
+"""The `kda2` command line, run as users run it: `python -m kda2.tools.cli ...` in a subprocess.
 
 `inspect` is tested on a real build: a tiny spec built with SCons (-j2) in a temporary copy of the build
 inputs, with its own cache; then on copies of that build whose cubin is swapped for a bad one, and on
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from kda2.planner import plan_spec
-from kda2.tune import read_lock
-from kda2.rules import load_rules
-from kda2.spec import load_spec
-from kda2.toolchain import gencode
+from kda2.plan.planner import plan_spec
+from kda2.tools.tune import read_lock
+from kda2.spec.rules import load_rules
+from kda2.spec.model import load_spec
+from kda2.compile.toolchain import gencode
 
 REPO = Path(__file__).resolve().parents[1]
 KIMI = REPO / "kernel_specs" / "kimi_linear_recurrent.yaml"
@@ -36,7 +36,7 @@ def env() -> dict[str, str]:
 
 
 def kda2(*args: str, cwd: Path = REPO, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kda2.cli", *map(str, args)], cwd=cwd, env=env(),
+    return subprocess.run([sys.executable, "-m", "kda2.tools.cli", *map(str, args)], cwd=cwd, env=env(),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -79,20 +79,32 @@ def test_no_command_is_a_usage_error() -> None:
 
 # ---- plan --------------------------------------------------------------------------------------
 
-ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(smem|direct) +(strided|blocked|all) "
-                 r"+(butterfly|scatter) +(tune|rank|-) +(.+)$")
+ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+) +(\d+) +(smem|direct) +(strided|blocked|all) "
+                 r"+(butterfly|scatter) +(.+)$")
+
+
+def routes_and_rules(cell: str) -> tuple[list[str], list[str]]:
+    """The last cell of a plan row: "vf<=64(tune) vf<=1024(tune)  rules 0002@v1"."""
+    routes, _, rules = cell.partition("  rules ")
+    return sorted(routes.split()), rules.split()
+
+
+def expected_routes(plan, vid: str) -> list[str]:
+    return sorted(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}({d['routed_by']})"
+                  for d in plan.dispatch if d["variant"] == vid) or ["candidate"]
 
 
 def test_plan_table_has_one_row_per_variant() -> None:
     p = kda2("plan", KIMI, "--rules", RULES)
     assert p.returncode == 0, p.stderr
     spec, rules = load_spec(KIMI), load_rules(RULES)
-    sections = re.split(r"^(?=\S.* / sm_\w+: \d+ variants)", p.stdout, flags=re.M)
+    sections = re.split(r"^(?=\S.* / sm_\w+: \d+ kernels)", p.stdout, flags=re.M)
     sections = [s for s in sections if s.strip()]
     assert len(sections) == len(spec.archs)
     for arch, text in zip(spec.archs, sections):
         plan = plan_spec(spec, arch, rules, read_lock(Path(KIMI).with_name(f"{spec.name}.lock.json")).get(arch))
-        assert text.startswith(f"{spec.name} / {arch}: {len(plan.variants)} variants")
+        assert text.startswith(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
+                               "dispatch rows")
         rows = [ROW.match(line) for line in text.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
         assert all(rows), text
         assert [m[1] for m in rows] == [v.id for v in plan.variants]
@@ -100,10 +112,9 @@ def test_plan_table_has_one_row_per_variant() -> None:
         assert set(routed.values()) == ({"tune"} if arch == "sm_90a" else {"rank"})  # the lock holds sm_90a
         for m, v in zip(rows, plan.variants):
             c = v.config
-            assert (m[2], int(m[3]), int(m[4]), int(m[5]), m[6], m[7], m[8]) == (
-                c["state_layout"], c["bucket"], c["v_per_warp"], c["warps"], c["staging"], c["k_map"], c["reduce"])
-            assert m[9] == routed.get(v.id, "-")
-            assert m[10] == (" ".join(v.rules) or "-")
+            assert (m[2], m[3] == "True", int(m[4]), int(m[5]), m[6], m[7], m[8]) == (
+                c["state_layout"], c["prefetch"], c["v_per_warp"], c["warps"], c["staging"], c["k_map"], c["reduce"])
+            assert routes_and_rules(m[9]) == (expected_routes(plan, v.id), list(v.rules))
 
 
 def test_plan_reasons_and_arch() -> None:
@@ -222,21 +233,27 @@ def tiny_build(tmp_path_factory) -> Path:
     return root / "build"
 
 
+@pytest.mark.compile
 @pytest.mark.parametrize("name", list(TINY))
 def test_inspect_tiny_build_is_clean(tiny_build: Path, name: str) -> None:
     out = tiny_build / name / "sm_90a"
     p = kda2("inspect", out)
     m = json.loads((out / "manifest.json").read_text())
     (v,) = m["variants"]
-    assert f"{name} / sm_90a: 1 variants" in p.stdout
-    assert re.search(rf"^  {v['id']}  sm_90a  regs +\d+  smem +0 B  stack 0 B  spills 0/0 B  v_first T<=1 direct$",
-                     p.stdout, re.M), p.stdout
+    assert f"{name} / sm_90a: 1 kernels for 1 dispatch rows" in p.stdout
+    assert re.search(rf"^  {v['name']}\n    routes: v_first T<=1\n    sm_90a  regs +\d+  smem +0 B  stack 0 B  "
+                     rf"spills 0/0 B  v_first direct blocked v/warp 4 warps 4$", p.stdout, re.M), p.stdout
+    assert v["name"].endswith(v["id"]) and v["name"].startswith(f"kda2_recurrent_sm_90a_k{TINY[name]}v{TINY[name]}_vf")
     assert "local memory: none" in p.stdout
     assert p.returncode == 0, f"kda2 inspect {out} (K = V = {TINY[name]}) failed:\n{p.stdout}\n{p.stderr}"
     assert "all present" in p.stdout and "kda2 inspect: ok" in p.stdout and p.stderr == ""
     # the manifest itself works too, and --variant selects
     p2 = kda2("inspect", out / "manifest.json", "--variant", v["id"])
     assert p2.returncode == 0 and p2.stdout == p.stdout
+    # the agents' reasons come from the kernel's sidecar, not from its source
+    p3 = kda2("inspect", out, "--reasons")
+    assert p3.returncode == 0 and "[layout] states [N,HV,V,K]" in p3.stdout, p3.stdout
+    assert "[layout]" not in (out / v["cubin"]).with_suffix(".cu").read_text()
 
 
 BAD_CU = r"""
@@ -261,8 +278,9 @@ def bad_cubin(tmp_path_factory) -> Path:
     return d / "bad.cubin"
 
 
+@pytest.mark.compile
 def test_inspect_fails_on_local_memory_and_missing_shfl(tiny_build: Path, bad_cubin: Path, tmp_path) -> None:
-    from kda2.cli import sass_opcodes
+    from kda2.compile.sass import sass_opcodes
 
     ops = sass_opcodes(bad_cubin)
     assert any(op.split(".")[0] in ("LDL", "STL") for op in ops), ops  # the fixture really uses local memory
@@ -282,6 +300,7 @@ def test_inspect_fails_on_local_memory_and_missing_shfl(tiny_build: Path, bad_cu
     assert "kda2 inspect: ok" not in p.stdout
 
 
+@pytest.mark.compile
 def test_inspect_fails_on_spills_in_resources(tiny_build: Path, tmp_path) -> None:
     out = tmp_path / "sm_90a"
     shutil.copytree(tiny_build / "tiny128" / "sm_90a", out)
@@ -323,8 +342,7 @@ def test_inspect_not_a_build_dir(tmp_path) -> None:
 # ---- family chunk ------------------------------------------------------------------------------
 
 KIMI_CHUNK = REPO / "kernel_specs" / "kimi_linear_chunk.yaml"
-CHUNK_ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)/(\d+) +"
-                       r"(tune|rank|-) +(.+)$")
+CHUNK_ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)/(\d+) +(.+)$")
 
 
 def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
@@ -334,17 +352,17 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
     assert "block_v" in p.stdout and "stages" in p.stdout and "smem prep/state B" in p.stdout
     for arch in spec.archs:
         plan = plan_spec(spec, arch, rules)
-        section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} variants", 1)[1].split("\n\n")[0]
+        section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
+                                 f"dispatch rows", 1)[1].split("\n\n")[0]
         rows = [CHUNK_ROW.match(line) for line in section.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
         assert rows and all(rows), section
-        routed = {d["variant"]: d["routed_by"] for d in plan.dispatch}
         assert [m[1] for m in rows] == [v.id for v in plan.variants]
         for m, v in zip(rows, plan.variants):
             c = v.config
-            assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), int(m[7])) == (
-                c["state_layout"], c["bucket"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // 8)
-            assert (int(m[8]), int(m[9])) == (103680, {32: 155680, 64: 195616}[c["block_v"]])
-            assert m[10] == routed.get(v.id, "-")
+            assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6])) == (
+                c["state_layout"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // 8)
+            assert (int(m[7]), int(m[8])) == (103680, {32: 155680, 64: 195616}[c["block_v"]])
+            assert routes_and_rules(m[9]) == (expected_routes(plan, v.id), list(v.rules))
     p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_80", "--reasons")
     assert p.returncode == 0, p.stderr
     for agent in ("layout", "chunk", "tile", "stages", "budget", "rule 0002 v1"):
@@ -364,19 +382,19 @@ def chunk_like_build(tiny_build: Path, tmp_path) -> Path:
     (v,) = m["variants"]
     (r,) = v["resources"].values()
     v["resources"] = {f"kda2_chunk_prep_{v['id']}": r, f"kda2_chunk_state_{v['id']}": r}
-    v["config"] = {"family": "chunk", "state_layout": "v_first", "bucket": 65536, "chunk": 64, "block_v": 32,
-                   "stages": 2}
-    (out / v["id"] / "plan.json").write_text(json.dumps({"prep_smem_bytes": 103680, "prep_threads": 256,
+    v["config"] = {"family": "chunk", "state_layout": "v_first", "chunk": 64, "block_v": 32, "stages": 2}
+    (out / v["plan"]).write_text(json.dumps({"prep_smem_bytes": 103680, "prep_threads": 256,
                                                          "state_smem_bytes": 155680, "state_threads": 128}))
     (out / "manifest.json").write_text(json.dumps(m))
     return out
 
 
+@pytest.mark.compile
 def test_inspect_chunk_manifest(chunk_like_build: Path) -> None:
     p = kda2("inspect", chunk_like_build)
     (v,) = json.loads((chunk_like_build / "manifest.json").read_text())["variants"]
-    assert re.search(rf"^  {v['id']}  sm_90a  regs +\d+ .* v_first T<=65536 block_v 32 stages 2  prep: dynamic smem "
-                     rf"103680 B, 256 threads$", p.stdout, re.M), p.stdout
+    assert re.search(r"^    sm_90a  regs +\d+ .* v_first block_v 32 stages 2  prep: dynamic smem "
+                     r"103680 B, 256 threads$", p.stdout, re.M), p.stdout
     assert re.search(r"block_v 32 stages 2  state: dynamic smem 155680 B, 128 threads$", p.stdout, re.M), p.stdout
     # the cubin is a recurrent one: the tensor-core instructions a chunk kernel must have are missing
     assert p.returncode == 1

@@ -1,28 +1,17 @@
-"""scripts/fla_warm.py: the option sets it warms are exactly the chunk GPU tests' cases and the chunk
+"""kda2/bench/fla_warm.py: the option sets it warms are exactly the chunk GPU tests' cases and the chunk
 benchmark's shape x gate pairs (a set it missed would compile during a timed or time-limited run)."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def fla_warm():
-    spec = importlib.util.spec_from_file_location("fla_warm", ROOT / "scripts" / "fla_warm.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from kda2.bench import fla_warm
+
+    return fla_warm
 
 
 def test_tasks_cover_every_case_and_bench_set(fla_warm):
-    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
-    try:
-        from _chunk_cases import CASES
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "gpu"))
+    from kda2.bench.cases import CASES
     from kda2.bench.chunk import GATES, SHAPES
 
     cases = fla_warm.tasks("cases")

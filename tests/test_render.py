@@ -1,4 +1,4 @@
-"""kda2.render: the .cu a variant becomes (TIR plan in it, header that explains it), the library TU.
+"""kda2.codegen.render: the .cu a variant becomes (config struct over kda2/recurrent.cuh, TIR plan in it), the library TU.
 
 Real tools: every rendered kernel is compiled with nvcc to a cubin and ptxas's `-v` report is checked;
 the library TU is compiled with the host C++ compiler. All nvcc compiles of this file run once, in
@@ -18,17 +18,18 @@ from typing import Any
 
 import pytest
 
-from kda2.planner import plan_spec
-from kda2.render import GATE_BITS, kernel_symbol, render_library, render_variant
-from kda2.resources import check, parse_ptxas
-from kda2.rules import load_rules
-from kda2.spec import load_spec
+from kda2.plan.planner import plan_spec
+from kda2.codegen.render import GATE_BITS, INCLUDE_DIR, kernel_symbol, render_library, render_variant
+from kda2.compile.ptxas import check, parse_ptxas
+from kda2.spec.rules import load_rules
+from kda2.spec.model import load_spec
 from kda2.tir import plan_variant
-from kda2.toolchain import find_toolchain
-from kda2.variant import canonical_json, variant_id, variant_name
+from kda2.compile.toolchain import find_toolchain
+from kda2.plan.variant import canonical_json, variant_id, variant_name
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = REPO / "src" / "kda2" / "templates"
+INCLUDE = TEMPLATES / "include"
 BUDGET = 49152
 
 BASE: dict[str, Any] = {
@@ -58,19 +59,11 @@ def with_arch(cfg: dict[str, Any], arch: str) -> dict[str, Any]:
     return {**cfg, "arch": arch}
 
 
-def header(text: str) -> str:
-    """The leading comment block, up to and including its closing `// ====` rule."""
-    lines = text.splitlines()
-    assert lines[0].startswith("// ====")
-    end = next(i for i in range(1, len(lines)) if lines[i].startswith("// ===="))
-    return "\n".join(lines[: end + 1])
-
-
 def compile_cubin(cu: Path, arch: str) -> str:
     """nvcc -cubin with ptxas -v; returns the ptxas report (fails the test on a compile error)."""
     num = arch.removeprefix("sm_")
-    argv = [nvcc(), "-std=c++17", "-O3", f"-I{TEMPLATES}", "-cubin", "-gencode", f"arch=compute_{num},code=sm_{num}",
-            "-Xptxas", "-v", str(cu), "-o", str(cu.with_suffix(".cubin"))]
+    argv = [nvcc(), "-std=c++17", "-O3", f"-I{TEMPLATES}", f"-I{INCLUDE_DIR}", "-cubin",
+            "-gencode", f"arch=compute_{num},code=sm_{num}", "-Xptxas", "-v", str(cu), "-o", str(cu.with_suffix(".cubin"))]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"{' '.join(argv)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     assert cu.with_suffix(".cubin").stat().st_size > 0
@@ -104,7 +97,7 @@ def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
 # ---- the TIR pass changes what is built --------------------------------------------------------
 
 def stride_of(text: str) -> int:
-    (m,) = re.findall(r"^constexpr int SMEM_STRIDE = (\d+);", text, re.M)
+    (m,) = re.findall(r"^  static constexpr int SMEM_STRIDE = (\d+);", text, re.M)
     return int(m)
 
 
@@ -119,23 +112,17 @@ def test_pass_plans_differ_as_expected(built) -> None:
     assert p["smem_stride"] % 4 == 0  # float4 rows stay 16-byte aligned
 
 
-def test_pass_changes_only_smem_stride_and_header(built) -> None:
+def test_pass_changes_only_smem_stride(built) -> None:
     a, b = built["pass"]["text"], built["no_pass"]["text"]
     assert stride_of(a) == built["pass"]["plan"]["smem_stride"]
     assert stride_of(b) == built["no_pass"]["plan"]["smem_stride"] == 32
     la, lb = a.splitlines(), b.splitlines()
     assert len(la) == len(lb)
-    n_header = len(header(a).splitlines())
-    assert header(b).count("\n") == n_header - 1
     changed = [i for i, (x, y) in enumerate(zip(la, lb)) if x != y]
-    body = [i for i in changed if i >= n_header]
-    assert [la[i] for i in body] == [f"constexpr int SMEM_STRIDE = {stride_of(a)};  // chosen by the TIR pass"], \
+    line = "  static constexpr int SMEM_STRIDE = {};  // chosen by the TIR pass"
+    assert [la[i] for i in changed] == [line.format(stride_of(a))], \
         "\n".join(difflib.unified_diff(lb, la, lineterm=""))
-    assert [lb[i] for i in body] == ["constexpr int SMEM_STRIDE = 32;  // chosen by the TIR pass"]
-    head = [la[i] for i in changed if i < n_header]
-    assert head, "the header must show the TIR plan that differs"
-    assert any(f"row stride {stride_of(a)} floats" in line for line in head)
-    assert "row stride 32 floats" in header(b)
+    assert [lb[i] for i in changed] == [line.format(32)]
 
 
 def test_pass_and_no_pass_compile_with_different_smem(built) -> None:
@@ -154,25 +141,58 @@ def test_pass_and_no_pass_compile_with_different_smem(built) -> None:
     assert smem["no_pass"] == 128 * 32 * 4
 
 
-# ---- header, determinism -----------------------------------------------------------------------
+# ---- the rendered .cu: config only, no provenance; determinism ----------------------------------------
 
-def test_header_states_every_config_field_and_reason() -> None:
-    """Reasons and config straight from the planner (sm_80 variants also carry a rule's reason)."""
+def config_values(text: str) -> dict[str, str]:
+    """The Config struct's members as written: {"K": "128", "ALL_K": "false", ...}."""
+    return dict(re.findall(r"^  static constexpr (?:int|bool) (\w+) = (\w+);", text, re.M))
+
+
+def test_cu_is_config_and_entry_without_reasons_spec_or_version() -> None:
+    """Straight from the planner: the .cu names the variant and fixes its config; the agents' reasons,
+    the spec and the kda2 version (the manifest has them) are not in it."""
+    from kda2 import __version__
+
     spec = load_spec(REPO / "kernel_specs" / "kimi_linear_recurrent.yaml")
     spec_plan = plan_spec(spec, "sm_80", load_rules(REPO / "rules"))
     pv = next(v for v in spec_plan.variants if v.config["staging"] == "direct")
+    assert any(agent.startswith("rule 0002") for agent, _ in pv.reasons)
     tplan = {"smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "conflicts_before": {}, "conflicts_after": {},
              "pass": {"name": "kda2.bank_pad"}}
     text = render_variant(pv.config, pv.reasons, tplan, spec.name)
-    head = header(text)
-    assert pv.name in head and variant_name(pv.config) in head
-    assert f"variant {pv.id}" in head and f"spec `{spec.name}`" in head
-    for key, val in pv.config.items():
-        assert re.search(rf"^//\s+{re.escape(key)}\s+= {re.escape(str(val))}$", head, re.M), (key, val, head)
-    assert any(agent.startswith("rule 0002") for agent, _ in pv.reasons)
-    for agent, why in pv.reasons:
-        assert why.strip()
-        assert f"//   [{agent}] {why}" in head.splitlines(), (agent, why)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"// {variant_name(pv.config)}: ") and "kda2/recurrent.cuh" in lines[0]
+    assert len(lines) <= 40
+    assert '#include "kda2/recurrent.cuh"' in lines
+    assert f"namespace kda2_{pv.id} {{" in lines
+    assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config>::run(a);" in text
+    assert re.search(rf'^extern "C" __global__ void __launch_bounds__\(kda2_{pv.id}::Config::WARPS \* 32, 1\) '
+                     rf"{kernel_symbol(pv.id)}\(const KDA2RecurrentArgs a\) \{{$", text, re.M)
+    for _, why in pv.reasons:
+        assert why not in text, why
+    assert spec.name not in text and __version__ not in text and "Generated" not in text
+    c, cfg = config_values(text), pv.config
+    assert c == {
+        "K": str(cfg["k"]), "V": str(cfg["v"]), "WARPS": str(cfg["warps"]), "VPW": str(cfg["v_per_warp"]),
+        "LANE_COLS": str(cfg["lane_cols"]), "ALL_K": str(cfg["k_map"] == "all").lower(),
+        "STRIDED": str(cfg["k_map"] in ("strided", "all")).lower(),
+        "V_FIRST": str(cfg["state_layout"] == "v_first").lower(), "SMEM_STAGING": "false", "SMEM_STRIDE": "1",
+        "HAS_SOFTPLUS": str("softplus" in cfg["gate_modes"]).lower(),
+        "HAS_LOWER_BOUND": str("lower_bound" in cfg["gate_modes"]).lower(),
+        "HAS_L2NORM": str(cfg["qk_l2norm"]).lower(), "HAS_BETA_SIGMOID": str(cfg["beta_sigmoid"]).lower(),
+        "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
+        "PREFETCH": str(cfg["bucket"] > 1).lower(),
+    }, text
+
+
+def test_prefetch_from_bucket_or_knob(built) -> None:
+    plan = built["pass"]["plan"]
+    assert config_values(built["pass"]["text"])["PREFETCH"] == "true"            # bucket 64
+    assert config_values(built["all_k-sm_90a"]["text"])["PREFETCH"] == "false"   # bucket 1
+    # an explicit `prefetch` knob wins over the bucket
+    assert config_values(render_variant({**SMEM_CFG, "prefetch": False}, REASONS, plan, "t"))["PREFETCH"] == "false"
+    assert config_values(render_variant({**SMEM_CFG, "bucket": 1, "prefetch": True}, REASONS, plan, "t"))[
+        "PREFETCH"] == "true"
 
 
 def test_render_is_deterministic(built) -> None:
@@ -184,9 +204,11 @@ def test_render_is_deterministic(built) -> None:
     shuffled_cfg = dict(reversed(list(cfg.items())))
     shuffled_plan = json.loads(json.dumps(dict(reversed(list(plan.items())))))
     assert render_variant(shuffled_cfg, [list(r) for r in REASONS], shuffled_plan, "t") == first
-    # ... but the inputs do
-    assert render_variant(cfg, REASONS[:-1], plan, "t") != first
-    assert render_variant(cfg, REASONS, plan, "u") != first
+    # nor the reasons or the spec (they are not in the .cu) ...
+    assert render_variant(cfg, REASONS[:-1], plan, "u") == first
+    # ... but the config does
+    assert render_variant({**cfg, "v_per_warp": 4}, REASONS, plan, "t") != first
+    assert render_variant({**cfg, "reduce": "butterfly"}, REASONS, plan, "t") != first
 
 
 # ---- library TU --------------------------------------------------------------------------------
@@ -289,7 +311,7 @@ def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path,
 def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     import ctypes
 
-    from kda2.render import chunk_symbols
+    from kda2.codegen.render import chunk_symbols
     from kda2.runtime import abi
 
     so, variants = chunk_library(tmp_path)
@@ -356,10 +378,7 @@ def test_library_refuses_mixed_families() -> None:
 CHUNK_REASONS = [("layout", "states [N,HV,V,K]"), ("chunk", "chunk 64"), ("tile", "block_v=32"),
                  ("stages", "2 stages"), ("budget", "~155680 B smem state")]
 # Every name render_variant passes for a chunk variant (StrictUndefined: a missing one fails the render).
-STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }} {{ spec_name }} {{ kda2_version }} {{ kernel_symbol }}
-{%- for agent, why in reasons %}
-// [{{ agent }}] {{ why }}
-{%- endfor %}
+STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }}
 #include "kda2_abi.h"
 {%- for key in ["lds_kv", "lds_u", "lds_g", "lds_t", "lds_o", "prep_threads", "state_threads",
                 "prep_smem_bytes", "state_smem_bytes"] %}
@@ -392,17 +411,18 @@ def stub_chunk_template(tmp_path, monkeypatch):
 
 
 def test_chunk_render_context(stub_chunk_template, tmp_path) -> None:
-    from kda2.render import chunk_symbols, kernel_symbols
+    from kda2.codegen.render import chunk_symbols, kernel_symbols
 
     plan = plan_variant(CHUNK_CFG, 232448)
     vid = variant_id(CHUNK_CFG)
     text = render_variant(CHUNK_CFG, CHUNK_REASONS, plan, "kimi_linear_chunk")
     prep, state = chunk_symbols(vid)
     assert (prep, state) == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}") == kernel_symbols(CHUNK_CFG)
-    assert text.splitlines()[0] == (f"// {variant_name(CHUNK_CFG)} {vid} kda2_{vid} kimi_linear_chunk "
-                                    f"{__import__('kda2').__version__} {prep}")
-    for agent, why in CHUNK_REASONS:
-        assert f"// [{agent}] {why}" in text
+    # the name without its bucket part: the bucket routes to a variant but is none of its code
+    name = variant_name(CHUNK_CFG, bucket=False)
+    assert name == f"kda2_chunk_sm_90a_k128v128_vf_c64bv32s2_{vid}"
+    assert variant_name(CHUNK_CFG) == name.replace("_vf_", f"_vf_t{CHUNK_CFG['bucket']}_")
+    assert text.splitlines()[0] == f"// {name} {vid} kda2_{vid}"
     expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 132, "LDS_T": 68, "LDS_O": 24, "PREP_THREADS": 256,
               "STATE_THREADS": 128, "PREP_SMEM_BYTES": 103680, "STATE_SMEM_BYTES": 155680}
     for key, value in expect.items():
@@ -418,9 +438,24 @@ def test_chunk_render_context(stub_chunk_template, tmp_path) -> None:
     assert kernel_symbols(SMEM_CFG) == (kernel_symbol(variant_id(SMEM_CFG)),) == (f"kda2_recurrent_{variant_id(SMEM_CFG)}",)
 
 
+@pytest.mark.parametrize("absent", ["reasons", "spec_name", "kda2_version", "kernel_symbol"])
+def test_chunk_render_context_leaves_out_what_the_code_does_not_depend_on(stub_chunk_template, tmp_path,
+                                                                          monkeypatch, absent) -> None:
+    """Reasons, spec and kda2 version live in the manifest; a chunk .cu that named them would differ
+    between builds whose code is the same."""
+    import jinja2
+
+    from kda2 import render
+
+    (tmp_path / "probe.cu.j2").write_text("{{ %s }}" % absent)
+    monkeypatch.setitem(render.FAMILY_TEMPLATES, "chunk", ("probe.cu.j2", "kda2_abi.h"))
+    with pytest.raises(jinja2.UndefinedError, match=absent):
+        render_variant(CHUNK_CFG, CHUNK_REASONS, plan_variant(CHUNK_CFG, 232448), "kimi_linear_chunk")
+
+
 def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
     """The owner's chunk.cu.j2 (stub or real kernels) renders from the plan and defines both entries."""
-    from kda2.render import chunk_symbols
+    from kda2.codegen.render import chunk_symbols
 
     cfg = dict(CHUNK_CFG, block_v=64)
     plan = plan_variant(cfg, 232448)
@@ -428,7 +463,30 @@ def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
     prep, state = chunk_symbols(variant_id(cfg))
     for needle in (prep, state, str(plan["lds_kv"]), str(plan["state_smem_bytes"]), str(plan["prep_smem_bytes"])):
         assert needle in text, needle
+    # only the code's inputs: no reasons, spec, kda2 version or bucket (two variants that differ only by
+    # bucket render the same text but for their id), and no Jinja left over
+    for _, why in CHUNK_REASONS:
+        assert why not in text, why
+    assert "kimi_linear_chunk" not in text and __import__("kda2").__version__ not in text
+    other = dict(cfg, bucket=2048)
+    other_text = render_variant(other, CHUNK_REASONS[:1], plan, "other_spec")
+    assert other_text != text
+    assert other_text.replace(variant_id(other), "ID") == text.replace(variant_id(cfg), "ID")
+    assert "{{" not in text and "{%" not in text
     cu = tmp_path / "chunk.cu"
     cu.write_text(text)
-    res = parse_ptxas(compile_cubin(cu, "sm_90a"))
+    log = compile_cubin(cu, "sm_90a")
+    res = parse_ptxas(log)
     assert prep in res and state in res, res
+    assert "warning" not in log, log  # e.g. #177, a constant declared but never read
+
+
+def test_chunk_headers_compile_on_their_own(tmp_path) -> None:
+    """The kernels' headers are plain CUDA C++, not Jinja: nvcc compiles each as it is."""
+    headers = sorted(INCLUDE_DIR.glob("kda2/*.cuh"))
+    assert {h.name for h in headers} >= {"chunk.cuh", "mma.cuh"}
+    for header_path in headers:
+        argv = [nvcc(), "-std=c++17", "-x", "cu", f"-I{TEMPLATES}", f"-I{INCLUDE_DIR}", "-arch=sm_90a", "-c",
+                str(header_path), "-o", str(tmp_path / f"{header_path.stem}.o")]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, f"{' '.join(argv)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"

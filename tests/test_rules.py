@@ -1,4 +1,4 @@
-"""kda2.rules: matching, actions, digests that ignore formatting, one-line errors, the lock."""
+"""kda2.spec.rules: matching, actions, digests that ignore formatting, one-line errors, the lock."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kda2.rules import (LOCK_NAME, MATCHER_VERSION, Applied, RuleError, apply_rules, check_lock,
+from kda2.spec.rules import (LOCK_NAME, MATCHER_VERSION, Applied, RuleError, apply_rules, check_lock,
                         load_rule, load_rules, rules_digest, unmatched, write_lock)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,7 +175,7 @@ def test_digest_covers_only_matched_rules(tmp_path: Path) -> None:
 def test_matcher_version_is_in_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
     assert MATCHER_VERSION == 1
     before = rules_digest([])
-    monkeypatch.setattr("kda2.rules.MATCHER_VERSION", 2)
+    monkeypatch.setattr("kda2.spec.rules.MATCHER_VERSION", 2)
     assert rules_digest([]) != before
 
 

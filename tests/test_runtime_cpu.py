@@ -1,6 +1,6 @@
 """kda2.runtime without a GPU: import hygiene, ABI layout, manifest verification, input validation.
 
-A fake `lib<spec>.<arch>.so` is compiled from a small C file against the real kda2_abi.h: it answers the
+A fake `lib<spec>.<arch>.so` is compiled from a small C file against the real kda2/abi.h: it answers the
 ABI's queries from a generated table and records the args of each launch instead of running a kernel,
 so the whole path from the torch API to the C struct is checked here; only the kernel itself needs the GPU.
 """
@@ -27,7 +27,7 @@ if str(SRC) not in sys.path:  # the package may not be pip-installed
 from kda2.runtime import abi, loader  # noqa: E402
 from kda2.runtime.errors import ArtifactError, KDA2InputError, KDA2LaunchError  # noqa: E402
 
-HEADER_DIR = SRC / "kda2" / "templates"
+HEADER_DIR = SRC / "kda2" / "codegen" / "include"  # the header is included as "kda2/abi.h"
 CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler to build the fake library")
 
@@ -37,7 +37,7 @@ FIELDS = [name for name, _ in abi.KDA2RecurrentArgs._fields_]
 
 FAKE_C = r"""
 #include <stddef.h>
-#include "kda2_abi.h"
+#include "kda2/abi.h"
 static KDA2RecurrentArgs last;
 static long long last_max_seqlen = -7;
 static void* last_stream = 0;
@@ -128,7 +128,8 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
         cubin.parent.mkdir(exist_ok=True)
         cubin.write_bytes(os.urandom(64))
         files[x["cubin"]] = hashlib.sha256(cubin.read_bytes()).hexdigest()
-    manifest = {"schema": 1, "spec": spec, "arch": arch, "family": family, "abi_version": abi.ABI_VERSION,
+    manifest = {"schema": loader.MANIFEST_SCHEMA, "spec": spec, "arch": arch, "family": family,
+                "abi_version": abi.ABI_VERSION,
                 "toolchain": {"nvcc": "fake", "tvm": "fake", "kda2": "0.1.0"}, "k": k, "v": v,
                 "features": features, "buckets": list(buckets),
                 "library": {"path": lib_name, "sha256": files[lib_name]},

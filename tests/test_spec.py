@@ -1,4 +1,4 @@
-"""kda2.spec: the default spec loads, and every bad spec fails with one line: file, field, allowed."""
+"""kda2.spec.model: the default spec loads, and every bad spec fails with one line: file, field, allowed."""
 from __future__ import annotations
 
 import copy
@@ -9,9 +9,9 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from kda2.spec import (Agents, Budget, ChunkAgents, ChunkSpec, ChunkTile, Features, Spec, SpecError, Staging, Tile,
+from kda2.spec.model import (Agents, Budget, ChunkAgents, ChunkSpec, ChunkTile, Features, Spec, SpecError, Staging, Tile,
                        load_spec, load_specs, validate_spec)
-from kda2.variant import canonical_json
+from kda2.artifact.canonical import canonical_json
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "kernel_specs" / "kimi_linear_recurrent.yaml"

@@ -24,7 +24,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(SRC))
 
 from kda2.tir import TirBudgetError, TirConfigError, plan_variant, write_plan  # noqa: E402
-from kda2.variant import variant_name  # noqa: E402
+from kda2.plan.variant import variant_name  # noqa: E402
 
 pytest.importorskip("tvm")
 

@@ -12,8 +12,8 @@ def _import_kda2():
 
 def generate(env):
     _import_kda2()
-    from kda2.build import graph
-    from kda2.build.cache import VerifiedCacheDir
+    from kda2.compile import graph
+    from kda2.compile.cache import VerifiedCacheDir
 
     env.AddMethod(lambda env, **kw: graph.declare(env, **kw), "KDA2Build")
     env.AddMethod(lambda env, path: env.CacheDir(path, VerifiedCacheDir), "KDA2CacheDir")

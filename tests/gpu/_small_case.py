@@ -3,10 +3,12 @@
 No torch: the process under the sanitizer stays small and every kernel in it is ours. Memory comes
 from the CUDA driver through cuda.bindings, launches go through `Library.launch_raw`. Each case poisons
 its outputs (bf16 NaN) and, when kda2.reference is importable, checks the results too.
-Run: KDA2_LIBRARY=build/<spec>/<arch>/manifest.json python tests/gpu/_small_case.py
+Run: KDA2_LIBRARY=build/<spec>/<arch>/manifest.json python tests/gpu/_small_case.py [--seed N]
+(test_recurrent_gpu.test_compute_sanitizer runs it with the test session's --seed.)
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ from kda2.runtime import abi, load  # noqa: E402
 from kda2.runtime.library import ensure_context  # noqa: E402
 
 TOL = 5e-3
+DEFAULT_SEED = 20261130  # tests/conftest.py DEFAULT_SEED: fixed, so a sanitizer run is reproducible
 BF16_NAN = 0x7FC0
 
 
@@ -144,7 +147,10 @@ def run_case(lib, dev: Device, rng, *, name, N, T, cu_seqlens, H, ratio, gate, v
     print(f"{name}: ok (relative L2 {', '.join(f'{e:.2e}' for e in errs)})")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="small launches of the built library (for compute-sanitizer)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"input seed (default {DEFAULT_SEED})")
+    args = p.parse_args(argv)
     ensure_context(0)
     lib = load(os.environ["KDA2_LIBRARY"]) if os.environ.get("KDA2_LIBRARY") else None
     if lib is None:
@@ -156,7 +162,8 @@ def main() -> int:
     modes = list(f.gate_modes)
     layouts = [lay == "v_first" for lay in f.state_layouts]
     ratio = f.gva_ratios[-1]
-    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    rng = np.random.default_rng(args.seed)
+    print(f"seed {args.seed}")
     dev = Device()
     cases = [
         dict(name="decode-pool", N=3, T=1, cu_seqlens=None, H=2, ratio=ratio, gate=modes[-1],

@@ -3,14 +3,16 @@
 Every case: outputs poisoned with NaN (`out=`, `final_state_out=`), so an element the kernels fail to
 write shows up; no NaN/Inf; inputs left untouched; relative L2 error of o and the final state vs the
 float64 reference (kda2.reference.recurrent_kda_ref, same options) ≤ 5e-3 and ≤ 2 × FLA 0.6's error on
-the same inputs + 1e-4 (the floor and the bar: tests/gpu/_chunk_cases.py). FLA's `fla.ops.kda.chunk_kda`
+the same inputs + 1e-4 (the floor and the bar: kda2/bench/cases.py). FLA's `fla.ops.kda.chunk_kda`
 runs on the very same tensors with the same options; a combination FLA rejects is recorded, and only
-the 5e-3 bar applies to it. The per-case table (ours vs FLA, o and state) is written to
-$KDA2_RESULTS_DIR/chunk-accuracy.json (+ .md) at the end of the module when that variable is set.
+the 5e-3 bar applies to it. `--fla-cases` narrows the cases run on FLA. The per-case table (ours vs FLA,
+o and state) is written to DIR/chunk-accuracy.json (+ .md) at the end of the module with `--results-dir DIR`.
 
-Which library: $KDA2_CHUNK_LIBRARY, else $KDA2_LIBRARY when it names a chunk-family build, else every
-chunk-family spec under build/ (best arch for this GPU). Inputs are fresh random draws each run (seed
-printed on failure; pin it with KDA2_TEST_SEED). Without a GPU every test here skips (conftest.py).
+Which library: --chunk-library, else $KDA2_LIBRARY when it names a chunk-family build, else every
+chunk-family spec under build/ (best arch for this GPU). Inputs are random draws from --seed (default
+fixed; the seed is in the header and in every failure). A case the library lacks is checked against its
+spec file (feature_matrix.require_built). Without a GPU every test here skips (conftest.py). The options
+are registered in tests/conftest.py.
 """
 from __future__ import annotations
 
@@ -22,52 +24,26 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _chunk_cases import (  # noqa: E402
+from feature_matrix import require_built  # noqa: E402
+from kda2.bench.cases import (  # noqa: E402
     CASES, Case, Row, draw, format_table, options, ref_options, to_torch, verdict, write_results,
 )
 
 pytestmark = pytest.mark.gpu
 
-SEED = int(os.environ.get("KDA2_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
-REQUIRE_GPU = os.environ.get("KDA2_REQUIRE_GPU") == "1"
-NOT_BUILT = "not built into spec"  # tests/gpu/conftest.py lets these skips through under KDA2_REQUIRE_GPU
 DEVICE = "cuda"  # one place, so the test bodies can be dry-run on the CPU with stand-in kernels
 INPUTS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state", "cu_seqlens")
 _ROWS: list[Row] = []
 
 
 # ---- which library, which API --------------------------------------------------------------------
+# `chunk_lib` is parametrized in conftest.py (pytest_generate_tests): --chunk-library, else $KDA2_LIBRARY
+# when it names a chunk build, else every chunk-family spec under build/.
 
-def _family_of(path: str) -> str | None:
-    from kda2.runtime import loader
-
-    p = Path(path)
-    if not p.exists() and len(p.parts) == 1:
-        p = loader.build_dir() / p
-    for m in ([p] if p.is_file() else [p / "manifest.json", *sorted(p.glob("*/manifest.json"))]):
-        if m.is_file():
-            return loader._family(m)
-    return None
-
-
-def _chunk_specs() -> list[str]:
-    """Known at collection time, without a GPU: what to test."""
-    if os.environ.get("KDA2_CHUNK_LIBRARY"):
-        return [os.environ["KDA2_CHUNK_LIBRARY"]]
-    os.environ.setdefault("KDA2_BUILD_DIR", str(ROOT / "build"))
-    if os.environ.get("KDA2_LIBRARY") and _family_of(os.environ["KDA2_LIBRARY"]) == "chunk":
-        return [os.environ["KDA2_LIBRARY"]]
-    from kda2.runtime import loader
-
-    specs = {str(p.parent.parent) for p in loader.find_manifests() if loader._family(p) == "chunk"}
-    return sorted(specs) or ["<no chunk build>"]
-
-
-@pytest.fixture(scope="session", params=_chunk_specs(), ids=lambda p: Path(p).name if "/" in p else p)
+@pytest.fixture(scope="session")
 def chunk_lib(request, torch_cuda):
     from kda2.runtime import loader
     from kda2.runtime.errors import ArtifactError
@@ -98,46 +74,36 @@ def chunk_kda(torch_cuda):
 
 
 @pytest.fixture(scope="session")
-def fla_chunk(torch_cuda):
+def fla_chunk(torch_cuda, pytestconfig):
     """(FLA 0.6 chunk_kda or None, status). The Triton path: FLA_FLASH_KDA=0 (FlashKDA is another anchor)."""
     os.environ.setdefault("FLA_FLASH_KDA", "0")
     try:
         from fla.ops.kda import chunk_kda as fla
     except Exception as exc:  # noqa: BLE001 - any import failure means "no FLA here"
         why = f"unavailable: {type(exc).__name__}: {exc}"
-        if REQUIRE_GPU:
-            pytest.fail(f"KDA2_REQUIRE_GPU=1 but FLA is not importable ({why}); the 2x-FLA bar needs it "
+        if pytestconfig.getoption("require_gpu"):
+            pytest.fail(f"--require-gpu but FLA is not importable ({why}); the 2x-FLA bar needs it "
                         "(scripts/gpu_check.sh installs .whl/fla_core-*.whl)")
         return None, why
     return fla, "ok"
 
 
 @pytest.fixture(scope="module")
-def accuracy_rows(torch_cuda):
-    """Collects one Row per accuracy case; writes the table at the end of the module."""
+def accuracy_rows(torch_cuda, pytestconfig, seed):
+    """Collects one Row per accuracy case; writes the table to --results-dir at the end of the module."""
     yield _ROWS
-    out_dir = os.environ.get("KDA2_RESULTS_DIR")
+    out_dir = pytestconfig.getoption("results_dir")
     if not out_dir or not _ROWS:
         return
     from importlib import metadata
 
-    meta = {"seed": SEED, "device": torch_cuda.cuda.get_device_name(0), "torch": torch_cuda.__version__}
+    meta = {"seed": seed, "device": torch_cuda.cuda.get_device_name(0), "torch": torch_cuda.__version__}
     try:
         meta["fla-core"] = metadata.version("fla-core")
     except metadata.PackageNotFoundError:
         meta["fla-core"] = None
     path = write_results(out_dir, list(_ROWS), meta)
     print(f"\nchunk accuracy table -> {path}\n{format_table([vars(r) for r in _ROWS])}")
-
-
-def _skip_unless_built(lib, c: Case) -> None:
-    f = lib.features
-    missing = [what for what, ok in [
-        (f"gate mode {c.gate}", c.gate in f.gate_modes), (f"GVA ratio {c.ratio}", c.ratio in f.gva_ratios),
-        ("qk_l2norm", f.qk_l2norm or not c.l2), ("beta_sigmoid", f.beta_sigmoid or not c.bsig),
-        ("varlen", f.varlen or c.cu is None), (c.layout, c.layout in f.state_layouts)] if not ok]
-    if missing:
-        pytest.skip(f"{NOT_BUILT} {lib.spec}: {', '.join(missing)}")
 
 
 def _default_case(lib, id: str, **kw) -> Case:
@@ -162,14 +128,14 @@ def _nonfinite(t) -> int:
 
 # ---- accuracy vs the fp64 reference and vs FLA ---------------------------------------------------
 
-def _fla_wanted(case_id: str) -> bool:
-    """KDA2_FLA_CASES: "all" (default), "none", or a comma list of case ids to run FLA on.
+def _fla_wanted(case_id: str, want: str) -> bool:
+    """--fla-cases (`want`): "all" (default), "none", or a comma list of case ids to run FLA on.
 
     FLA's Triton kernels compile on first use for every option set (over 100 s each on the H200 host, without
     a carried Triton cache), so a short device session may compare FLA on a representative subset; the
     other cases are then held to the 5e-3 bar only, and the table says so.
     """
-    want = os.environ.get("KDA2_FLA_CASES", "all").strip()
+    want = want.strip()
     if want == "all":
         return True
     if want == "none":
@@ -177,15 +143,27 @@ def _fla_wanted(case_id: str) -> bool:
     return case_id in {w.strip() for w in want.split(",")}
 
 
+@pytest.fixture(scope="session")
+def fla_cases(pytestconfig) -> str:
+    """--fla-cases, checked: an id that names no case is a typo that would silently compare nothing."""
+    want = pytestconfig.getoption("fla_cases").strip()
+    if want not in ("all", "none"):
+        unknown = sorted({w.strip() for w in want.split(",")} - {c.id for c in CASES} - {""})
+        if unknown:
+            pytest.fail(f"--fla-cases names no such case: {', '.join(unknown)} (ids: kda2/bench/cases.py CASES)")
+    return want
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, ref, torch_cuda, accuracy_rows, case: Case):
+def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, fla_cases, ref, torch_cuda, accuracy_rows, seed,
+                           case: Case):
     torch = torch_cuda
     lib = chunk_lib
-    _skip_unless_built(lib, case)
-    seed = SEED + CASES.index(case)
+    require_built(lib, case)
+    base, seed = seed, seed + CASES.index(case)
     x = to_torch(torch, draw(case, seed, lib.k, lib.v), case, DEVICE)
     before = {n: x[n].clone() for n in INPUTS if x[n] is not None}
-    ctx = f"{case.id} [{lib.spec}] seed {seed} (KDA2_TEST_SEED={SEED})"
+    ctx = f"{case.id} [{lib.spec}] seed {seed} (--seed={base})"
 
     out = torch.full_like(x["v"], math.nan)
     fso = torch.full(x["sshape"], math.nan, device=DEVICE) if case.final else None
@@ -212,8 +190,8 @@ def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, ref, torch_cuda, acc
 
     fla, status = fla_chunk
     row.fla_status = status
-    if fla is not None and not _fla_wanted(case.id):
-        fla, row.fla_status = None, "not compared (KDA2_FLA_CASES)"
+    if fla is not None and not _fla_wanted(case.id, fla_cases):
+        fla, row.fla_status = None, "not compared (--fla-cases)"
     if fla is not None:
         try:
             with torch.no_grad():  # FLA 0.6: int64 cu_seqlens, fp32 initial_state (both already so)
@@ -241,13 +219,13 @@ def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, ref, torch_cuda, acc
 
 # ---- API behaviour -------------------------------------------------------------------------------
 
-def test_allocating_call_equals_out_call(chunk_lib, chunk_kda, torch_cuda):
+def test_allocating_call_equals_out_call(chunk_lib, chunk_kda, torch_cuda, seed):
     """Without out= the API allocates o (bf16, v's shape) and the fp32 final state; same bits as with out=;
     output_final_state=False returns None and the same o."""
     torch = torch_cuda
     lib = chunk_lib
     c = _default_case(lib, "alloc", B=2, T=130)
-    x = to_torch(torch, draw(c, SEED + 101, lib.k, lib.v), c, DEVICE)
+    x = to_torch(torch, draw(c, seed + 101, lib.k, lib.v), c, DEVICE)
     o1, h1 = _call(chunk_kda, x, c, output_final_state=True, library=lib)
     assert o1.dtype == torch.bfloat16 and tuple(o1.shape) == tuple(x["v"].shape) and o1.device == x["v"].device
     assert h1.dtype == torch.float32 and tuple(h1.shape) == x["sshape"]
@@ -260,12 +238,12 @@ def test_allocating_call_equals_out_call(chunk_lib, chunk_kda, torch_cuda):
     assert torch.equal(o1, o3), "output_final_state=False changed o"
 
 
-def test_cuda_graph_replay_equals_eager(chunk_lib, chunk_kda, torch_cuda):
+def test_cuda_graph_replay_equals_eager(chunk_lib, chunk_kda, torch_cuda, seed):
     """A dense call captured in a CUDA graph replays to exactly the eager result, repeatedly."""
     torch = torch_cuda
     lib = chunk_lib
     c = _default_case(lib, "graph", B=2, T=200)
-    x = to_torch(torch, draw(c, SEED + 102, lib.k, lib.v), c, DEVICE)
+    x = to_torch(torch, draw(c, seed + 102, lib.k, lib.v), c, DEVICE)
     out, fso = torch.empty_like(x["v"]), torch.empty(x["sshape"], device=DEVICE)
 
     def step():
@@ -291,7 +269,7 @@ def test_cuda_graph_replay_equals_eager(chunk_lib, chunk_kda, torch_cuda):
         assert torch.equal(out, o_eager) and torch.equal(fso, h_eager), "graph replay differs from eager"
 
 
-def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda):
+def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda, seed):
     """Each bad call raises KDA2InputError and leaves its poisoned out / final_state_out untouched."""
     torch = torch_cuda
     from kda2.runtime.errors import KDA2InputError
@@ -299,7 +277,7 @@ def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda):
     lib = chunk_lib
     f = lib.features
     c = _default_case(lib, "bad", B=2, T=70)
-    x = to_torch(torch, draw(c, SEED + 103, lib.k, lib.v), c, DEVICE)
+    x = to_torch(torch, draw(c, seed + 103, lib.k, lib.v), c, DEVICE)
     B, T, H, K, V = 2, 70, c.H, lib.k, lib.v
     opts = options(c)
     good = {n: x[n] for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")}

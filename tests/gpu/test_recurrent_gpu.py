@@ -1,10 +1,12 @@
 """The built recurrent KDA library on a GPU, against the float64 reference (kda2.reference).
 
 Every output and final state is poisoned with NaN before the call, so an element the kernel fails to
-write shows up as NaN. Inputs are fresh random draws each run (seed printed on failure; pin it with
-KDA2_TEST_SEED). A covering set of cases, not the full cartesian product: every gate mode appears
-with both state layouts, every GVA ratio, every T of {1, 2, 63, 64, 500, 1000}, both dtypes of g and
-beta, with and without initial/final state, and three varlen packings.
+write shows up as NaN. Inputs are random draws from --seed (default fixed, so a run is reproducible;
+`--seed random` for fresh ones; the seed is in the header and in every failure). A covering set of
+cases, not the full cartesian product: every gate mode appears with both state layouts, every GVA
+ratio, every T of {1, 2, 63, 64, 500, 1000}, both dtypes of g and beta, with and without
+initial/final state, and three varlen packings. A case the library lacks is checked against its spec
+file (feature_matrix.require_built): skipped if the spec does not build it, a failure if it does.
 """
 from __future__ import annotations
 
@@ -25,8 +27,12 @@ pytestmark = pytest.mark.gpu
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from feature_matrix import require_built  # noqa: E402
+
 TOL = 5e-3
-SEED = int(os.environ.get("KDA2_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
 
 
 @dataclass(frozen=True)
@@ -73,15 +79,19 @@ CASES = [
 ]
 
 
-def _skip_unless_built(lib, c: Case) -> None:
-    f = lib.features
-    missing = [what for what, ok in [
-        (f"gate mode {c.gate}", c.gate in f.gate_modes), (f"GVA ratio {c.ratio}", c.ratio in f.gva_ratios),
-        ("qk_l2norm", f.qk_l2norm or not c.l2), ("beta_sigmoid", f.beta_sigmoid or not c.bsig),
-        ("varlen", f.varlen or c.cu is None), (f"T={c.longest}", c.longest <= lib.max_bucket),
-        ("v_first" if c.v_first else "k_first", ("v_first" if c.v_first else "k_first") in f.state_layouts)] if not ok]
-    if missing:
-        pytest.skip(f"not built into spec {lib.spec}: {', '.join(missing)}")
+def _gate(f) -> str:
+    """The Kimi-Linear gate (softplus) if built, else the first. `f`: library features or feature_matrix.Built."""
+    return "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+
+
+def pool_case(f, v_first: bool, T: int | None, cu: tuple[int, ...] | None) -> Case:
+    """test_pool_in_place's case for a library with features `f` (also feature_matrix's view of a spec)."""
+    return Case("pool", B=4, T=T or 1, cu=cu, gate=_gate(f), v_first=v_first, ratio=f.gva_ratios[-1], H=1)
+
+
+def prepared_case(f) -> Case:
+    """test_prepared_pool_matches_and_checks's case for a library with features `f`."""
+    return Case("prepared", B=3, T=1, cu=None, gate=_gate(f), v_first="v_first" in f.state_layouts, ratio=1, H=2)
 
 
 def make_inputs(torch, lib, c: Case, seed: int) -> dict:
@@ -129,21 +139,23 @@ def run_ref(ref, x: dict, c: Case, **extra):
 
 
 def assert_close(ref, name: str, got, want, ctx: str) -> float:
+    """`ctx` names the case and the seed (--seed), so a failure can be rerun exactly."""
     got = got.float().cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
     bad = int((~np.isfinite(got)).sum())
-    assert bad == 0, f"{ctx}: {name} has {bad} NaN/Inf elements (unwritten or overflowed); seed {SEED}"
+    assert bad == 0, f"{ctx}: {name} has {bad} NaN/Inf elements (unwritten or overflowed)"
     err = ref.relative_l2(got, want)
-    assert err <= TOL, f"{ctx}: {name} relative L2 {err:.3e} > {TOL}; seed {SEED}"
+    assert err <= TOL, f"{ctx}: {name} relative L2 {err:.3e} > {TOL}"
     return err
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_matches_reference(lib, ref, torch_cuda, case: Case):
+def test_matches_reference(lib, ref, torch_cuda, seed, case: Case):
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda
 
-    _skip_unless_built(lib, case)
-    x = make_inputs(torch, lib, case, SEED)
+    require_built(lib, case)
+    x = make_inputs(torch, lib, case, seed)
+    ctx = f"{case.id} [{lib.spec}] --seed={seed}"
     out = torch.full_like(x["v"], math.nan)
     fso = torch.full(x["sshape"], math.nan, device="cuda") if case.final else None
     o, ht = fused_recurrent_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
@@ -153,28 +165,30 @@ def test_matches_reference(lib, ref, torch_cuda, case: Case):
     torch.cuda.synchronize()
     assert o is out and ht is fso
     o_ref, ht_ref = run_ref(ref, x, case)
-    assert_close(ref, "o", o, o_ref, case.id)
+    assert_close(ref, "o", o, o_ref, ctx)
     if case.final:
-        assert_close(ref, "final_state", ht, ht_ref, case.id)
+        assert_close(ref, "final_state", ht, ht_ref, ctx)
 
 
-POOL_CASES = [(False, 1, None), (True, 1, None), (False, 5, None), (True, None, (0, 3, 4, 10))]
+#: id -> (v_first, T, cu_seqlens) of test_pool_in_place (feature_matrix.gpu_cases lists them too)
+POOL_CASES = {"decode-kf": (False, 1, None), "decode-vf": (True, 1, None), "T5-kf": (False, 5, None),
+              "varlen-vf": (True, None, (0, 3, 4, 10))}
 
 
-@pytest.mark.parametrize("v_first,T,cu", POOL_CASES, ids=["decode-kf", "decode-vf", "T5-kf", "varlen-vf"])
-def test_pool_in_place(lib, ref, torch_cuda, v_first, T, cu):
+@pytest.mark.parametrize("v_first,T,cu", list(POOL_CASES.values()), ids=list(POOL_CASES))
+def test_pool_in_place(lib, ref, torch_cuda, seed, v_first, T, cu):
     """Serving form: rows named by ssm_state_indices updated in place, others untouched, -1 skips."""
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda_pool
 
-    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
-    c = Case("pool", B=4, T=T or 1, cu=cu, gate=gate, v_first=v_first, ratio=lib.features.gva_ratios[-1], H=1)
-    _skip_unless_built(lib, c)
-    x = make_inputs(torch, lib, c, SEED + 1)
+    c = pool_case(lib.features, v_first, T, cu)
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 1)
+    ctx = f"pool [{lib.spec}] --seed={seed}"
     N = len(cu) - 1 if cu else c.B
     P = 9
     slots = [6, -1, 0, 3][:N]
-    gen = torch.Generator(device="cuda").manual_seed(SEED + 2)
+    gen = torch.Generator(device="cuda").manual_seed(seed + 2)
     pool = torch.randn((P,) + x["sshape"][1:], generator=gen, device="cuda") * 0.1
     before = pool.clone()
     idx = torch.tensor(slots, dtype=torch.int32, device="cuda")
@@ -184,9 +198,9 @@ def test_pool_in_place(lib, ref, torch_cuda, v_first, T, cu):
                                  **options(c))
     torch.cuda.synchronize()
     o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=np.array(slots))
-    assert_close(ref, "o", o, o_ref, "pool")
+    assert_close(ref, "o", o, o_ref, ctx)
     used = [s for s in slots if s >= 0]
-    assert_close(ref, "pool rows", pool[used], pool_ref[used], "pool")
+    assert_close(ref, "pool rows", pool[used], pool_ref[used], ctx)
     for r in range(P):
         if r not in used:
             assert torch.equal(pool[r], before[r]), f"pool row {r} is not referenced but changed"
@@ -196,17 +210,16 @@ def test_pool_in_place(lib, ref, torch_cuda, v_first, T, cu):
     assert bool((o_skipped == 0).all()), "a skipped sequence (index -1) must output zeros"
 
 
-def test_prepared_pool_matches_and_checks(lib, ref, torch_cuda):
+def test_prepared_pool_matches_and_checks(lib, ref, torch_cuda, seed):
     """prepare_pool validates once; each step equals the reference and a mismatched tensor is refused."""
     torch = torch_cuda
     from kda2.runtime import KDA2InputError, prepare_pool
 
-    v_first = "v_first" in lib.features.state_layouts
-    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
-    c = Case("prepared", B=3, T=1, cu=None, gate=gate, v_first=v_first, ratio=1, H=2)
-    _skip_unless_built(lib, c)
-    x = make_inputs(torch, lib, c, SEED + 5)
-    gen = torch.Generator(device="cuda").manual_seed(SEED + 6)
+    c = prepared_case(lib.features)
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 5)
+    ctx = f"prepared [{lib.spec}] --seed={seed}"
+    gen = torch.Generator(device="cuda").manual_seed(seed + 6)
     pool = torch.randn((5,) + x["sshape"][1:], generator=gen, device="cuda") * 0.1
     idx = torch.tensor([4, 0, 2], dtype=torch.int32, device="cuda")
     step = prepare_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
@@ -217,8 +230,8 @@ def test_prepared_pool_matches_and_checks(lib, ref, torch_cuda):
     torch.cuda.synchronize()
     o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=np.array([4, 0, 2]))
     assert o is out
-    assert_close(ref, "o", o, o_ref, "prepared")
-    assert_close(ref, "pool rows", pool[[4, 0, 2]], pool_ref[[4, 0, 2]], "prepared")
+    assert_close(ref, "o", o, o_ref, ctx)
+    assert_close(ref, "pool rows", pool[[4, 0, 2]], pool_ref[[4, 0, 2]], ctx)
     snapshot = pool.clone()
     with pytest.raises(KDA2InputError, match="q"):  # another batch size needs another prepared call
         step(x["q"][:2], x["k"], x["v"], x["g"], x["beta"], pool, idx, out=out)
@@ -229,20 +242,23 @@ def test_prepared_pool_matches_and_checks(lib, ref, torch_cuda):
 
 
 def _graph_case(lib):
-    f = lib.features
-    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
-    return gate, "v_first" in f.state_layouts
+    """A gate and layout the library builds (these tests adapt to the library; they never skip)."""
+    return _gate(lib.features), "v_first" in lib.features.state_layouts
 
 
-def test_cuda_graph_replay_equals_eager(lib, ref, torch_cuda):
+def _randn(torch, seed: int, *shape):
+    return torch.randn(*shape, generator=torch.Generator(device="cuda").manual_seed(seed), device="cuda")
+
+
+def test_cuda_graph_replay_equals_eager(lib, ref, torch_cuda, seed):
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda, fused_recurrent_kda_pool
 
     gate, v_first = _graph_case(lib)
     # decode, pool form (what a serving engine captures)
     c = Case("graph-decode", B=8, T=1, gate=gate, v_first=v_first)
-    x = make_inputs(torch, lib, c, SEED + 3)
-    pool0 = torch.randn((12,) + x["sshape"][1:], device="cuda") * 0.1
+    x = make_inputs(torch, lib, c, seed + 3)
+    pool0 = _randn(torch, seed + 7, *((12,) + x["sshape"][1:])) * 0.1
     pool = pool0.clone()
     idx = torch.tensor([3, 0, 11, -1, 5, 7, 1, 9], dtype=torch.int32, device="cuda")
     out = torch.empty_like(x["v"])
@@ -274,7 +290,7 @@ def test_cuda_graph_replay_equals_eager(lib, ref, torch_cuda):
     # prefill, varlen, int32 cu_seqlens converted and final state allocated inside the capture
     c2 = Case("graph-varlen", cu=(0, 7, 40, 41), gate=gate, v_first=v_first)
     if lib.features.varlen and c2.longest <= lib.max_bucket:
-        y = make_inputs(torch, lib, c2, SEED + 4)
+        y = make_inputs(torch, lib, c2, seed + 4)
         cu32 = y["cu_seqlens"].int()
 
         def prefill():
@@ -300,17 +316,17 @@ def test_cuda_graph_replay_equals_eager(lib, ref, torch_cuda):
                                     dt_bias=y["dt_bias"], cu_seqlens=y["cu_seqlens"], library=lib, **options(c2))
 
 
-def test_bad_inputs_leave_buffers_untouched(lib, torch_cuda):
+def test_bad_inputs_leave_buffers_untouched(lib, torch_cuda, seed):
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda, fused_recurrent_kda_pool
     from kda2.runtime.errors import KDA2InputError
 
     gate, v_first = _graph_case(lib)
     c = Case("bad", B=2, T=3, gate=gate, v_first=v_first)
-    x = make_inputs(torch, lib, c, SEED + 5)
+    x = make_inputs(torch, lib, c, seed + 5)
     out = torch.full_like(x["v"], math.nan)
     fso = torch.full(x["sshape"], math.nan, device="cuda")
-    pool = torch.randn((4,) + x["sshape"][1:], device="cuda")
+    pool = _randn(torch, seed + 8, *((4,) + x["sshape"][1:]))
     before = pool.clone()
     idx = torch.tensor([0, 2], dtype=torch.int32, device="cuda")
     good = dict(q=x["q"], k=x["k"], v=x["v"], g=x["g"], beta=x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"])
@@ -345,15 +361,15 @@ def test_bad_inputs_leave_buffers_untouched(lib, torch_cuda):
     assert bool(out.isnan().all()) and torch.equal(pool, before)
 
 
-def test_fresh_thread_without_cuda_context(lib, torch_cuda):
+def test_fresh_thread_without_cuda_context(lib, torch_cuda, seed):
     """The library launches in the current driver context; a thread that never touched CUDA has none."""
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda_pool
 
     gate, v_first = _graph_case(lib)
     c = Case("thread", B=2, T=1, gate=gate, v_first=v_first)
-    x = make_inputs(torch, lib, c, SEED + 6)
-    pool0 = torch.randn((2,) + x["sshape"][1:], device="cuda") * 0.1
+    x = make_inputs(torch, lib, c, seed + 6)
+    pool0 = _randn(torch, seed + 9, *((2,) + x["sshape"][1:])) * 0.1
     idx = torch.tensor([1, 0], dtype=torch.int32, device="cuda")
     outs = [torch.empty_like(x["v"]) for _ in range(2)]
     pools = [pool0.clone(), pool0.clone()]
@@ -397,13 +413,14 @@ def _sanitizer() -> str | None:
 
 
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
-def test_compute_sanitizer(lib, torch_cuda, tool):
+def test_compute_sanitizer(lib, torch_cuda, seed, tool):
     exe = _sanitizer()
     if exe is None:
         pytest.skip("compute-sanitizer is not on PATH")
     env = dict(os.environ, KDA2_LIBRARY=str(lib.manifest_path),
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
-    res = subprocess.run([exe, "--tool", tool, "--error-exitcode", "86", sys.executable, str(HERE / "_small_case.py")],
+    res = subprocess.run([exe, "--tool", tool, "--error-exitcode", "86", sys.executable, str(HERE / "_small_case.py"),
+                          "--seed", str(seed)],
                          capture_output=True, text=True, timeout=400, env=env)
     log = res.stdout + res.stderr
     assert "SMALL-CASE-OK" in log, log[-6000:]

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent("""
     import kda2
     from kda2.reference import recurrent_kda_ref, relative_l2
     lib = kda2.load(sys.argv[1])
-    gen = torch.Generator(device="cuda").manual_seed(11)
+    gen = torch.Generator(device="cuda").manual_seed(int(sys.argv[2]))
     N, H, K, V = 4, 2, lib.k, lib.v
     r = lambda *s: torch.randn(*s, generator=gen, device="cuda")
     q, k, v = r(N, 1, H, K).bfloat16(), r(N, 1, H, K).bfloat16(), r(N, 1, H, V).bfloat16()
@@ -50,9 +50,9 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.gpu
-def test_runtime_runs_without_build_stack(lib, torch_cuda):
+def test_runtime_runs_without_build_stack(lib, torch_cuda, seed):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, str(lib.manifest_path)], capture_output=True, text=True,
-                       env=env, timeout=300)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(lib.manifest_path), str(seed)], capture_output=True,
+                       text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ISOLATED" in r.stdout and "loaded_blocked=[]" in r.stdout, r.stdout

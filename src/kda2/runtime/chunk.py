@@ -1,7 +1,7 @@
 """FLA-compatible `chunk_kda`: KDA prefill on a chunk-family library (chunkwise-parallel tensor-core kernels).
 
 Same validation as `fused_recurrent_kda` (kda2.runtime.validate), plus chunk_kda's own arguments. A chunk
-library runs two kernels through a device workspace (kda2_abi.h, kda2_chunk_slot_bytes); the workspace
+library runs two kernels through a device workspace (kda2/abi.h, kda2_chunk_slot_bytes); the workspace
 is cached per (device, stream) and grown on demand, so steady-state calls allocate nothing but their
 outputs. Under CUDA graph capture it is allocated per call from the graph's pool instead (a cached
 buffer could later be replaced while a graph still points at it).

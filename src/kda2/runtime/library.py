@@ -83,7 +83,7 @@ class Library:
             try:
                 fn = getattr(self._dll, name)
             except AttributeError as exc:
-                raise ArtifactError(f"{so_path}: does not export {name}() of kda2_abi.h; "
+                raise ArtifactError(f"{so_path}: does not export {name}() of kda2/abi.h; "
                                     "rebuild it with this kda2 (`scons`)") from exc
             fn.restype, fn.argtypes = restype, argtypes
         # Bound once: the hot path calls self._fwd(addr, max_seqlen, stream) with no lookups.

@@ -14,14 +14,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kda2.manifest import sha256_file  # stdlib-only module: safe for the runtime
+from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA  # stdlib-only module: safe for the runtime
+from kda2.artifact.manifest import sha256_file
 from kda2.runtime import abi
 from kda2.runtime.device import arch_preference, current_capability
 from kda2.runtime.errors import ArtifactError
 from kda2.runtime.library import Library
 
 MANIFEST = "manifest.json"
-MANIFEST_SCHEMA = 1
 ENV_LIBRARY = "KDA2_LIBRARY"
 ENV_BUILD_DIR = "KDA2_BUILD_DIR"
 

@@ -20,7 +20,7 @@ For the ``chunk`` family (``chunk.py``) the PrimFunc models the padded bf16 tens
 prep kernel's q/k/v, the state kernel's u^T: cp.async fills, ldmatrix and mma-fragment reads); the same
 pass picks their row strides ``lds_kv``, ``lds_u`` (fp32 tiles ``lds_g``, ``lds_t`` and the o staging tile
 ``lds_o`` are fixed), and the plan adds both kernels' threads and shared-memory bytes
-(``kda2.chunk_smem``), raising TirBudgetError above the budget.
+(``kda2.plan.smem``), raising TirBudgetError above the budget.
 
 This package imports TVM only inside the functions, so importing it is cheap.
 """

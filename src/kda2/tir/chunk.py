@@ -37,7 +37,7 @@ import functools
 import tvm  # noqa: F401  (TVMScript needs the package imported)
 from tvm.script import tirx as T
 
-from kda2.chunk_smem import CHUNK
+from kda2.plan.smem import CHUNK
 
 #: Name of the PrimFunc (and so of the kernel, were it compiled).
 CHUNK_SYMBOL = "kda2_chunk_stage"

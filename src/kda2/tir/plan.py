@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Mapping
 
-from kda2.atomic import write_text
+from kda2.artifact.atomic import write_text
 from kda2.tir.errors import TirBudgetError, TirConfigError
 
 PLAN_SCHEMA = 1
@@ -68,7 +68,7 @@ def check_config(config: Mapping[str, Any]) -> dict:
 
 
 def _label(config: Mapping[str, Any]) -> str:
-    from kda2.variant import variant_id, variant_name
+    from kda2.plan.variant import variant_id, variant_name
     try:
         return variant_name(config)
     except (KeyError, TypeError):
@@ -88,7 +88,7 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         return _plan_chunk(config, c, smem_budget, enable_pass)
     import tvm
 
-    from kda2.tir import bankpass, staging
+    from kda2.tir import bankpass, recurrent as staging
 
     geo = staging.tile_geometry(c["k"], c["warps"], c["v_per_warp"])
     if c["staging"] == "direct":
@@ -140,11 +140,11 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     """Chunk family: pad the kernels' ldmatrix / fragment tiles with the bank pass, size both kernels' smem.
 
     Plan keys the template reads (ints): lds_kv, lds_u, lds_g, lds_t, lds_o, prep_threads,
-    state_threads, prep_smem_bytes, state_smem_bytes (formulas in kda2.chunk_smem).
+    state_threads, prep_smem_bytes, state_smem_bytes (formulas in kda2.plan.smem).
     """
     import tvm
 
-    from kda2 import chunk_smem
+    from kda2.plan import smem as chunk_smem
     from kda2.tir import bankpass, chunk
 
     func = chunk.chunk_staging_func(c["k"], c["block_v"])

@@ -1,0 +1,37 @@
+"""manifest.json: what a (spec, arch) build produced, with the sha256 of every file.
+
+The runtime trusts nothing it cannot verify against this file; it needs only json and hashlib.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Iterable, Mapping
+
+#: Bumped with every change of the manifest's keys; the runtime refuses any other.
+SCHEMA = 2
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def build_manifest(base: Mapping[str, Any], files: Iterable[str], root: str) -> str:
+    """`base` plus {"files": {relative path: sha256}}, the library's sha256 and each variant's
+    resources (read from the resources.json its entry names)."""
+    rel = {os.path.relpath(f, root): sha256_file(f) for f in files}
+    m = dict(base)
+    m["files"] = dict(sorted(rel.items()))
+    m["library"] = {"path": base["library"], "sha256": rel[base["library"]]}
+    variants = []
+    for v in base["variants"]:
+        with open(os.path.join(root, v["resources"])) as f:
+            resources = json.load(f)
+        variants.append(dict(v, resources=resources, resources_path=v["resources"]))
+    m["variants"] = variants
+    return json.dumps(m, sort_keys=True, indent=1) + "\n"

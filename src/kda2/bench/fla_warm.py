@@ -1,0 +1,89 @@
+"""Fill the Triton cache with FLA 0.6's chunk_kda kernels for every option set the chunk GPU tests and the
+chunk benchmark use, one process per option set, in parallel.
+
+Why: FLA compiles (and autotunes) its Triton kernels on first use, measured at over 100 s per option set on
+the H200 host. Serially that is most of a 30-minute device session; across processes the compiles overlap.
+Run it on the GPU host before the tests and the benchmark, with TRITON_CACHE_DIR pointing at the cache they
+will use (scripts/gpu_check.sh does that; its step `fla-warm`). Timings taken while it runs are meaningless.
+
+    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench]
+
+Exit status: 0 when every option set ran, 1 when any failed (each failure is printed; FLA rejecting an
+option set is also printed and is what the accuracy table records as "rejected").
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+def tasks(only: str | None) -> list[tuple[str, ...]]:
+    from kda2.bench.cases import CASES
+
+    from kda2.bench.chunk import GATES, SHAPES
+
+    out: list[tuple[str, ...]] = []
+    if only in (None, "cases"):
+        out += [("case", c.id) for c in CASES]
+    if only in (None, "bench"):
+        out += [("bench", s.id, g) for s in SHAPES for g in GATES]
+    return out
+
+
+def run_task(task: tuple[str, ...]) -> tuple[tuple[str, ...], str, float]:
+    """One option set through FLA (in a fresh worker process). Returns (task, status, seconds)."""
+    os.environ.setdefault("FLA_FLASH_KDA", "0")
+    t0 = time.perf_counter()
+    try:
+        import torch
+        from fla.ops.kda import chunk_kda as fla
+
+        with torch.no_grad():
+            if task[0] == "case":
+                from kda2.bench.cases import CASES, draw, options, to_torch
+
+                c = next(c for c in CASES if c.id == task[1])
+                x = to_torch(torch, draw(c, 0), c)
+                fla(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["initial_state"],
+                    cu_seqlens=x["cu_seqlens"], cu_seqlens_cpu=x["cu_seqlens_cpu"], A_log=x["A_log"],
+                    dt_bias=x["dt_bias"], output_final_state=c.final, **options(c))
+            else:
+                from kda2.bench.chunk import FLA, SHAPES, make_sets
+
+                s = next(s for s in SHAPES if s.id == task[1])
+                sets, shared = make_sets(torch, s, 1, True, 0)
+                FLA().call(sets, shared, task[2], True)(0)
+            torch.cuda.synchronize()
+        status = "ok"
+    except Exception as exc:  # noqa: BLE001 - reported per option set, the others go on
+        status = f"failed: {type(exc).__name__}: {str(exc)[:300]}"
+        traceback.print_exc()
+    return task, status, time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2),
+                    help="worker processes (default: CPUs - 2)")
+    ap.add_argument("--only", choices=("cases", "bench"), help="warm only the tests' or only the benchmark's sets")
+    args = ap.parse_args(argv)
+    todo = tasks(args.only)
+    print(f"fla_warm: {len(todo)} option sets, {args.jobs} processes, TRITON_CACHE_DIR="
+          f"{os.environ.get('TRITON_CACHE_DIR', '(Triton default)')}", flush=True)
+    t0, failed = time.perf_counter(), 0
+    with cf.ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn")) as pool:
+        for fut in cf.as_completed([pool.submit(run_task, t) for t in todo]):
+            task, status, secs = fut.result()
+            failed += status != "ok"
+            print(f"  {' '.join(task):60s} {secs:7.1f} s  {status}", flush=True)
+    print(f"fla_warm: done in {time.perf_counter() - t0:.0f} s, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

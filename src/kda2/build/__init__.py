@@ -1,1 +1,0 @@
-"""SCons-facing part of kda2 (imported only inside an SCons process)."""

@@ -1,0 +1,847 @@
+// KDA² chunkwise-parallel KDA forward (DESIGN §1, notes §1.4), chunk C = 64, in two kernels:
+//   prep   token-parallel, one CTA per (chunk, value head, sequence):
+//       gate activation + in-chunk cumulative sum Γ (log2 units), q/k l2norm, β,
+//       A = [β_i k_i·(k_j ⊙ 2^(Γi−Γj))]_{j<i} and Aqk = [scale q_i·(k_j ⊙ 2^(Γi−Γj))]_{j≤i},
+//       T = (I + A)^-1, w = T(β k ⊙ 2^Γ), u = T(β v), qg = scale q ⊙ 2^Γ, kg = k ⊙ 2^(Γlast−Γ),
+//       written to a workspace slot per (chunk, head).
+//   state  the serial pass, one CTA per (value slice of BLOCK_V columns, head, sequence):
+//       per chunk, v_new = u − w S, o = qg S + Aqk v_new, S ← Diag(2^Γlast) S + kgᵀ v_new,
+//       with Sᵀ (fp32) held in mma.sync accumulators (each warp of a pair holds half of K) and the next
+//       chunk's tiles in flight (bulk copies on sm_90, cp.async on sm_80).
+// Every exponent is ≤ 0, so the unbounded softplus gate is exact: off-diagonal 16×16 blocks of A use
+// the first row r of the later sub-chunk as anchor, 2^(Γi−Γr)·2^(Γr−Γj) with both factors ≤ 1, on
+// tensor cores (bf16); the four diagonal blocks use the same anchor with the reciprocal 1 / 2^(Γj−Γr) on
+// tensor cores (tf32), except channels whose decay inside the block is too strong for it (CUDA cores, exact).
+//
+// The build renders one small .cu per variant (templates/chunk.cu.j2): a config struct and two
+// extern "C" entries that call Kernels<Cfg>::prep / ::state. The config struct provides (all
+// static constexpr):
+//   int K, V, BT, BLOCK_V, STAGES         head dims, tokens per chunk, value columns per state CTA,
+//                                         state pipeline depth
+//   int LDS_KV, LDS_U, LDS_G, LDS_T, LDS_O   shared-memory row strides (elements) from the TIR stage
+//                                         (kda2.bank_pad): bf16 q/k/v tiles (ldmatrix phases
+//                                         conflict-free), uᵀ, Γ, T, o staging; the state kernel's
+//                                         w/qg/kg/Aqk tiles are unpadded and XOR-swizzled by the prep
+//                                         kernel (whole-tile copies)
+//   int PREP_THREADS, STATE_THREADS, PREP_SMEM_BYTES, STATE_SMEM_BYTES   launch shapes and dynamic
+//                                         shared memory of the plan (kda2.chunk_smem; checked below)
+//   bool HAS_SOFTPLUS, HAS_LOWER_BOUND    gate activations compiled in (precomputed needs no code)
+//   bool V_FIRST                          states [V, K] (else [K, V])
+//   bool BULK                             sm_90 bulk copies on an mbarrier (else cp.async)
+#pragma once
+#include <stdint.h>
+#include <cuda_bf16.h>
+#include "kda2/abi.h"
+#include "kda2/mma.cuh"
+
+namespace kda2::chunk {
+
+constexpr float LOG2E = 1.4426950408889634f;
+
+// w, qg, kg and Aqk are stored in the slot with their 16-byte pieces XOR-swizzled by row (piece ^= row % 8),
+// so that one linear copy of a whole tile into shared memory (one bulk copy on sm_90)
+// lands bank-conflict-free for ldmatrix: the 8 rows of a phase hit 8 different piece slots.
+__host__ __device__ constexpr int swz(int row, int col, int row_len) {
+  return row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
+}
+
+__device__ __forceinline__ float sigmoid_stable(float z) {
+  // Only exponentials of non-positive arguments.
+  const float e = __expf(-fabsf(z));
+  return z >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
+}
+// log2(e)·softplus(y) = log2(e)·max(y, 0) + log2(1 + 2^(−|y|·log2 e)): one ex2 of a non-positive argument.
+__device__ __forceinline__ float softplus_log2(float y) {
+  return fmaf(fmaxf(y, 0.f), LOG2E, lg2(1.f + ex2(-fabsf(y) * LOG2E)));
+}
+// sigmoid(z) with one ex2 of a non-positive argument and an approximate reciprocal.
+__device__ __forceinline__ float sigmoid_fast(float z) {
+  const float e = ex2(-fabsf(z) * LOG2E), r = __fdividef(1.f, 1.f + e);
+  return z >= 0.f ? r : e * r;
+}
+
+struct SeqBounds { int64_t bos, len; };
+__device__ __forceinline__ SeqBounds seq_bounds(const KDA2RecurrentArgs& a, int n) {
+  if (a.cu_seqlens) { const int64_t b = a.cu_seqlens[n]; return {b, a.cu_seqlens[n + 1] - b}; }
+  return {static_cast<int64_t>(n) * a.T, a.T};
+}
+
+// Why the state kernel's warps come in pairs that split K: one warp per 16 value columns issues ~210
+// dependent mma per chunk on one SM sub-partition, and that chain, not memory, set the pace (1.9 µs per
+// chunk). With K split the chain is ~105 mma per warp; the price is one exchange of partial sums (v_new
+// needs all of K) per chunk, behind this barrier of the pair's 64 threads.
+__device__ __forceinline__ void pair_sync(int pair) {
+  asm volatile("bar.sync %0, 64;\n" ::"r"(1 + pair) : "memory");  // barrier 0 is __syncthreads
+}
+
+template <class Cfg>
+struct Kernels {
+  static constexpr int K = Cfg::K, V = Cfg::V, BT = Cfg::BT, BLOCK_V = Cfg::BLOCK_V;
+  static constexpr int STAGES = Cfg::STAGES;
+  static constexpr int LDS_KV = Cfg::LDS_KV, LDS_U = Cfg::LDS_U, LDS_G = Cfg::LDS_G;
+  static constexpr int LDS_T = Cfg::LDS_T, LDS_O = Cfg::LDS_O;
+  static constexpr int PREP_THREADS = Cfg::PREP_THREADS, STATE_THREADS = Cfg::STATE_THREADS;
+  static constexpr int PREP_SMEM_BYTES = Cfg::PREP_SMEM_BYTES, STATE_SMEM_BYTES = Cfg::STATE_SMEM_BYTES;
+  static constexpr bool HAS_SOFTPLUS = Cfg::HAS_SOFTPLUS;
+  static constexpr bool HAS_LOWER_BOUND = Cfg::HAS_LOWER_BOUND;
+  static constexpr bool V_FIRST = Cfg::V_FIRST;
+
+  static constexpr int STATE_WARPS = 2 * (BLOCK_V / 16);   // a pair of warps (one per half of K) per 16 value columns
+  static constexpr int KH = K / 2;
+  // sm_90: the chunk's shared tiles (w, qg, kg, Aqk|2^Γlast) arrive by four bulk copies (the copy engine) on an
+  // mbarrier. Measured on the H200 (P5, block_v 32): state pass 1.94 ms with cp.async, 1.73 ms with bulk copies;
+  // multicasting them to a cluster of the head's CTAs was slower (4.4 ms: the per-chunk cluster barrier).
+  static constexpr bool BULK = Cfg::BULK;
+  static_assert(K == 128 && V == 128, "chunk kernels are written for K = V = 128 (one lane per 4 key channels)");
+  static_assert(BT == 64 && PREP_THREADS == 256, "chunk of 64 tokens; two prep warps per 16-row sub-chunk");
+  static_assert(STATE_THREADS == STATE_WARPS * 32 && BLOCK_V % 16 == 0 && V % BLOCK_V == 0, "state tiling");
+  static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0,
+                "16-byte aligned rows for cp.async / vector access");
+
+  // Workspace slot of one (chunk, value head): w, qg, kg [BT][K] bf16, uᵀ [V][BT] bf16, Aqk [BT][BT] bf16,
+  // 2^Γlast [K] fp32. The layout's one home is kda2/artifact/abi.py (kda2/abi.h): the library and the
+  // runtime size the workspace from the same offsets.
+  static_assert(BT == KDA2_CHUNK, "the workspace layout is defined for the ABI's chunk size");
+  static constexpr int64_t OFF_W = KDA2_CHUNK_OFF_W(K, V), OFF_QG = KDA2_CHUNK_OFF_QG(K, V);
+  static constexpr int64_t OFF_KG = KDA2_CHUNK_OFF_KG(K, V), OFF_U = KDA2_CHUNK_OFF_UT(K, V);
+  static constexpr int64_t OFF_AQ = KDA2_CHUNK_OFF_AQK(K, V), OFF_GL = KDA2_CHUNK_OFF_GLAST(K, V);
+  static constexpr int64_t SLOT_BYTES = KDA2_CHUNK_SLOT_BYTES(K, V);
+  static_assert(SLOT_BYTES % 16 == 0, "slots stay 16-byte aligned");
+
+  // Shared memory of the prep kernel: q, k, v tiles (bf16), Γ (fp32), A then T (fp32), β.
+  static constexpr int P_Q = 0, P_K = P_Q + BT * LDS_KV * 2, P_V = P_K + BT * LDS_KV * 2, P_G = P_V + BT * LDS_KV * 2;
+  static constexpr int P_T = P_G + BT * LDS_G * 4, P_B = P_T + BT * LDS_T * 4, P_END = P_B + BT * 4;
+  static_assert(P_END == PREP_SMEM_BYTES, "prep shared memory layout differs from the plan");
+  static_assert(V * LDS_U * 2 <= BT * LDS_G * 4, "uᵀ staging reuses the Γ tile");
+
+  // Shared memory of the state kernel: STAGES × (w, qg, kg [BT][K], Aqk [BT][BT] (swizzled, as in the slot),
+  // 2^Γlast, uᵀ slice [BLOCK_V][LDS_U]), then per warp an exchange tile and an o staging tile [32][LDS_O],
+  // then one mbarrier slot per stage.
+  static constexpr int S_W = 0, S_QG = S_W + BT * K * 2, S_KG = S_QG + BT * K * 2, S_AQ = S_KG + BT * K * 2;
+  static constexpr int S_GL = S_AQ + BT * BT * 2, S_U = S_GL + K * 4, S_STAGE = S_U + BLOCK_V * LDS_U * 2;
+  static_assert(OFF_QG == OFF_W + BT * K * 2 && OFF_KG == OFF_QG + BT * K * 2 && OFF_GL == OFF_AQ + BT * BT * 2,
+                "w|qg|kg and Aqk|2^Γlast are contiguous in the slot: two linear copies per chunk");
+  // Exchange tile per warp: its partial Sᵀwᵀ (8 float4 per lane) and o of the partner's tokens (4 float4).
+  static constexpr int XCH_F4 = 12;
+  static constexpr int S_X = STAGES * S_STAGE, S_O = S_X + STATE_WARPS * XCH_F4 * 32 * 16;
+  static constexpr int S_MB = S_O + STATE_WARPS * (BT / 2) * LDS_O * 2;   // one mbarrier (8 B, 16 B apart) per stage
+  static constexpr int S_END = S_MB + 16 * STAGES;
+  static_assert(S_END == STATE_SMEM_BYTES, "state shared memory layout differs from the plan");
+  // Shared tiles per chunk: four linear pieces (w, qg, kg, Aqk|2^Γlast); bytes landing in each CTA.
+  static constexpr uint32_t TILE_BYTES = 3 * BT * K * 2 + BT * BT * 2 + K * 4;
+
+  // Workspace slot of chunk c of sequence n: ids bos/64 + n + c are distinct across sequences (the
+  // library sizes the workspace for total/64 + N + 1 ids), so partial chunks never overlap.
+  static __device__ __forceinline__ uint8_t* slot_ptr(const KDA2RecurrentArgs& a, int64_t bos, int n, int64_t c, int hv) {
+    return static_cast<uint8_t*>(a.workspace) + ((bos / BT + n + c) * a.HV + hv) * SLOT_BYTES;
+  }
+
+  // The bodies of the two kernels; the entries pass their parameter on. prep takes the arguments by
+  // value: NVVM optimizes a callee before inlining it, and through a reference the arguments might alias
+  // the prep's shared-memory stores, so NVVM shaped its branches differently than in a kernel body; a
+  // private copy is as unaliased as the kernel parameter. state takes a reference: a copy cost it one
+  // register (161 -> 162 on sm_90a, 166 -> 167 on sm_80).
+  // Prep: one CTA (8 warps) per (chunk, value head, sequence); launch with PREP_THREADS threads,
+  // PREP_SMEM_BYTES of dynamic shared memory, grid (chunks, HV, N).
+  static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a);
+  // State pass: one CTA per (value slice, value head, sequence); STATE_THREADS threads,
+  // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N).
+  static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
+};
+
+// =============================================================================================
+// Prep: one CTA (8 warps) per (chunk, value head, sequence). Warp w works on sub-chunk I = w % 4, half w / 4.
+// =============================================================================================
+// 8 warps and two CTAs per SM (the entry's launch bounds): the prep is latency-bound (shared-memory and
+// SFU round trips), so it wants warps in flight more than registers.
+template <class Cfg>
+__device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + P_Q);
+  __nv_bfloat16* sK = reinterpret_cast<__nv_bfloat16*>(smem + P_K);
+  __nv_bfloat16* sV = reinterpret_cast<__nv_bfloat16*>(smem + P_V);
+  float* sG = reinterpret_cast<float*>(smem + P_G);
+  float* sT = reinterpret_cast<float*>(smem + P_T);
+  float* sB = reinterpret_cast<float*>(smem + P_B);
+
+  const int c = blockIdx.x, hv = blockIdx.y, n = blockIdx.z;
+  const SeqBounds sb = seq_bounds(a, n);
+  if (static_cast<int64_t>(c) * BT >= sb.len) return;
+  const int rows = static_cast<int>(sb.len - static_cast<int64_t>(c) * BT < BT ? sb.len - static_cast<int64_t>(c) * BT : BT);
+  const int64_t t0 = sb.bos + static_cast<int64_t>(c) * BT;
+  const int HV = a.HV, h = hv / (HV / a.H);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  uint8_t* slot = slot_ptr(a, sb.bos, n, c, hv);
+  const float scale = a.scale;
+
+  // ---- 1. one round trip to memory: q, k, v and the raw gate land in shared memory (cp.async), β in a
+  //         register; rows past the sequence are zero-filled. Then l2norm (q, k rounded to bf16 like FLA).
+  const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0;
+  float bi = 0.f;
+  {
+    const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(a.q);
+    const __nv_bfloat16* k = static_cast<const __nv_bfloat16*>(a.k);
+    const __nv_bfloat16* v = static_cast<const __nv_bfloat16*>(a.v);
+    const int seg = tid & 15;
+#pragma unroll
+    for (int m = 0; m < BT * K / 8 / PREP_THREADS; ++m) {   // 16-B pieces of the bf16 tiles
+      const int r = (tid >> 4) + (PREP_THREADS / 16) * m;
+      const uint32_t dq = smem_u32(sQ + r * LDS_KV + seg * 8), dk = smem_u32(sK + r * LDS_KV + seg * 8);
+      const uint32_t dv = smem_u32(sV + r * LDS_KV + seg * 8);
+      if (r < rows) {
+        const int64_t tok = t0 + r;
+        cp_async16(dq, q + (tok * a.H + h) * K + seg * 8);
+        cp_async16(dk, k + (tok * a.H + h) * K + seg * 8);
+        cp_async16(dv, v + (tok * HV + hv) * V + seg * 8);
+      } else {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(sQ + r * LDS_KV + seg * 8) = z;
+        *reinterpret_cast<uint4*>(sK + r * LDS_KV + seg * 8) = z;
+        *reinterpret_cast<uint4*>(sV + r * LDS_KV + seg * 8) = z;
+      }
+    }
+    // raw gate rows (fp32: 32 pieces, bf16: 16 pieces) at the Γ tile's row pitch; zero past the end
+    const int gpieces = g_bf16 ? K / 8 : K / 4, gbytes = g_bf16 ? 2 : 4;
+    const uint8_t* gsrc = static_cast<const uint8_t*>(a.g);
+    for (int p = tid; p < BT * gpieces; p += PREP_THREADS) {
+      const int r = p / gpieces, sgm = p - r * gpieces;
+      uint8_t* dst = reinterpret_cast<uint8_t*>(sG) + r * LDS_G * 4 + sgm * 16;
+      if (r < rows) cp_async16(smem_u32(dst), gsrc + (((t0 + r) * HV + hv) * K) * gbytes + sgm * 16);
+      else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    }
+    cp_async_commit();
+    if (tid < rows) {
+      const int64_t off = (t0 + tid) * HV + hv;
+      bi = (a.flags & KDA2_BETA_BF16) ? __bfloat162float(static_cast<const __nv_bfloat16*>(a.beta)[off])
+                                      : static_cast<const float*>(a.beta)[off];
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+  // ---- 2. l2norm of q, k in place; gate activation and Γ = in-chunk cumulative sum (log2 units); β ----
+  {
+    if (a.flags & KDA2_QK_L2NORM) {
+      const int seg = tid & 15;
+#pragma unroll 1
+      for (int m = 0; m < BT * K / 8 / PREP_THREADS; ++m) {
+        const int r = (tid >> 4) + (PREP_THREADS / 16) * m;
+#pragma unroll
+        for (int which = 0; which < 2; ++which) {
+          __nv_bfloat16* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
+          uint4 x4 = *reinterpret_cast<const uint4*>(row);
+          uint32_t* xw = reinterpret_cast<uint32_t*>(&x4);
+          float ss = 0.f;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { const float2 f = unpack_bf16(xw[e]); ss += f.x * f.x + f.y * f.y; }
+#pragma unroll
+          for (int o = 8; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // a half-warp holds a row
+          const float rn = rsqrtf(ss + 1e-6f);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { const float2 f = unpack_bf16(xw[e]); xw[e] = pack_bf16(f.x * rn, f.y * rn); }
+          *reinterpret_cast<uint4*>(row) = x4;
+        }
+      }
+    }
+    // Thread (d, half) activates and scans rows 32·half .. 32·half+31 of key channel d in registers; the
+    // lower half's total reaches the upper half through shared memory (the T tile is free until step 3).
+    // Measured on the H200 (P1, ncu): per-element mode tests, the bf16/fp32 select and a second
+    // read-modify-write pass over the upper half made this step 21 % of the prep kernel's stall samples;
+    // without them the prep kernel is 5–8 % faster (P1, P3, P5).
+    const int d = tid & (K - 1), half = tid / K;
+    static_assert(PREP_THREADS == 2 * K, "two threads per key channel");
+    const int mode = a.gate_mode;
+    float x[32];
+    if (g_bf16) {
+#pragma unroll
+      for (int e = 0; e < 32; ++e)
+        x[e] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(sG + (32 * half + e) * LDS_G)[d]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 32; ++e) x[e] = sG[(32 * half + e) * LDS_G + d];
+    }
+    float a_scale = 1.f, bias = 0.f;
+    if (mode != KDA2_GATE_PRECOMPUTED) {
+      if (a.flags & KDA2_HAS_A_LOG) a_scale = __expf(a.A_log[hv]);
+      if (a.flags & KDA2_HAS_DT_BIAS) bias = a.dt_bias[hv * K + d];
+    }
+    // the gate in log2 units
+    if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) {
+#pragma unroll
+      for (int e = 0; e < 32; ++e) x[e] = -a_scale * softplus_log2(x[e] + bias);
+    } else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) {
+      const float lb2 = a.lower_bound * LOG2E;
+#pragma unroll
+      for (int e = 0; e < 32; ++e) x[e] = lb2 * sigmoid_fast(a_scale * (x[e] + bias));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 32; ++e) x[e] *= LOG2E;
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      acc += 32 * half + e < rows ? x[e] : 0.f;
+      x[e] = acc;
+    }
+    float* sTot = sT;
+    if (half == 0) sTot[d] = acc;
+    if (tid < BT) {
+      if (tid < rows && (a.flags & KDA2_BETA_SIGMOID)) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
+      sB[tid] = bi;
+    }
+    __syncthreads();   // every raw gate value is read; the lower totals are visible
+    const float base = half ? sTot[d] : 0.f;
+#pragma unroll
+    for (int e = 0; e < 32; ++e) sG[(32 * half + e) * LDS_G + d] = x[e] + base;
+  }
+  __syncthreads();
+
+  __nv_bfloat16* gAq = reinterpret_cast<__nv_bfloat16*>(slot + OFF_AQ);
+  const int g8 = lane >> 2, t4 = lane & 3;
+  // ---- 3. A and Aqk in 16×16 blocks on tensor cores; warp (I, part) owns rows 16I..16I+15 --------------
+  // Left factors x_i ⊙ 2^(Γi−Γr), anchor r = 16I (i ≥ r: ≤ 1). Off-diagonal columns j < r: right factors
+  // k_j ⊙ 2^(Γr−Γj) (≤ 1), column tiles part·I .. part·I + I − 1 of the 2I left of the diagonal. Diagonal
+  // block: column tile `part` (j = r + 8·part + g8, one of the warp's own rows): right factor k_j / 2^(Γj−Γr),
+  // a reciprocal of an exponential of a non-positive argument, finite while the block's decay in that
+  // channel, Γr − Γr+15, is ≤ DIAG_RANGE; channels beyond that are left out of the mma and added exactly on
+  // CUDA cores. Measured on the H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
+  // instructions and most of its shared-memory bank conflicts; prep 0.98 → 0.80 ms on tensor cores. The
+  // diagonal runs in tf32, not bf16: in bf16 the output error grew 7–13 % on eight fp64-checked cases
+  // (4.71e-3 → 5.02e-3 on a strong-decay one, over the 5e-3 bar); in tf32 it is within 2 % of the
+  // CUDA-core figure.
+  {
+    // log2 units. At 2^96, k_j / 2^(Γj−Γr) stays finite for |k_j| < 2^31, and x_i 2^(Γi−Γr) stays normal for
+    // |x_i| > 2^-30 (a smaller element adds < 2^-30 |k_j| and is flushed). Measured on the H200 with the
+    // lower-bound gate (up to 7.2 per token in log2, ≈ 54 per block on average): at 2^64 so many channels
+    // took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
+    constexpr float DIAG_RANGE = 96.f;
+    const int I = warp & 3, part = warp >> 2, r = 16 * I, nt0 = part * I;
+    float accK[3][4], accQ[3][4], dK[4], dQ[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      dK[e] = dQ[e] = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 3; ++nt) accK[nt][e] = accQ[nt][e] = 0.f;
+    }
+#pragma unroll 1
+    for (int ks = 0; ks < K / 16; ++ks) {
+      const int d0 = 16 * ks + 2 * t4;
+      const float2 gr0 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0);
+      const float2 gr1 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0 + 8);
+      const float2 ge0 = *reinterpret_cast<const float2*>(sG + (r + 15) * LDS_G + d0);
+      const float2 ge1 = *reinterpret_cast<const float2*>(sG + (r + 15) * LDS_G + d0 + 8);
+      uint32_t aK[4], aQ[4];
+#pragma unroll
+      for (int hc = 0; hc < 2; ++hc) {    // cols d0, d0+8
+        const int d = d0 + 8 * hc;
+        const float2 gr = hc ? gr1 : gr0, ge = hc ? ge1 : ge0;
+        float2 kx[2], qx[2], eD, kD;
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {      // rows g8, g8+8
+          const int i = r + g8 + 8 * hr;
+          const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d);
+          const float e0 = ex2(gi.x - gr.x), e1 = ex2(gi.y - gr.y);
+          const float2 kk = unpack_bf16(*reinterpret_cast<const uint32_t*>(sK + i * LDS_KV + d));
+          const float2 qq = unpack_bf16(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
+          kx[hr] = make_float2(kk.x * e0, kk.y * e1);
+          qx[hr] = make_float2(qq.x * e0, qq.y * e1);
+          aK[hr + 2 * hc] = pack_bf16(kx[hr].x, kx[hr].y);
+          aQ[hr + 2 * hc] = pack_bf16(qx[hr].x, qx[hr].y);
+          if (hr == 0 || part == 1) { eD = make_float2(e0, e1); kD = kk; }
+        }
+        // diagonal tile in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1
+        const uint32_t bD0 = to_tf32(gr.x - ge.x <= DIAG_RANGE ? __fdividef(kD.x, eD.x) : 0.f);
+        const uint32_t bD1 = to_tf32(gr.y - ge.y <= DIAG_RANGE ? __fdividef(kD.y, eD.y) : 0.f);
+        const uint32_t tK[4] = {to_tf32(kx[0].x), to_tf32(kx[1].x), to_tf32(kx[0].y), to_tf32(kx[1].y)};
+        const uint32_t tQ[4] = {to_tf32(qx[0].x), to_tf32(qx[1].x), to_tf32(qx[0].y), to_tf32(qx[1].y)};
+        mma_tf32(dK, tK, bD0, bD1);
+        mma_tf32(dQ, tQ, bD0, bD1);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 3; ++nt) {
+        if (nt < I) {
+          const int j = 8 * (nt0 + nt) + g8;
+          uint32_t b[2];
+#pragma unroll
+          for (int hc = 0; hc < 2; ++hc) {
+            const int d = d0 + 8 * hc;
+            const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
+            const float2 gr = hc ? gr1 : gr0;
+            const float2 kk = unpack_bf16(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
+            b[hc] = pack_bf16(kk.x * ex2(gr.x - gj.x), kk.y * ex2(gr.y - gj.y));
+          }
+          mma(accK[nt], aK, b[0], b[1]);
+          mma(accQ[nt], aQ, b[0], b[1]);
+        }
+      }
+    }
+    const int i0 = r + g8, i1 = r + g8 + 8, jd = r + 8 * part + 2 * t4;
+    // channels with more than DIAG_RANGE of decay inside the block: exact pairwise sums (2^(Γi−Γj), j ≤ i)
+#pragma unroll 1
+    for (int e = 0; e < K / 32; ++e) {
+      const int dl = 32 * e + lane;
+      uint32_t bad = __ballot_sync(0xffffffffu, sG[r * LDS_G + dl] - sG[(r + 15) * LDS_G + dl] > DIAG_RANGE);
+      while (bad) {
+        const int d = 32 * e + __ffs(bad) - 1;
+        bad &= bad - 1;
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int i = x < 2 ? i0 : i1, j = jd + (x & 1);
+          if (j <= i) {
+            const float kj = __bfloat162float(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
+            dK[x] = fmaf(__bfloat162float(sK[i * LDS_KV + d]), kj, dK[x]);
+            dQ[x] = fmaf(__bfloat162float(sQ[i * LDS_KV + d]), kj, dQ[x]);
+          }
+        }
+      }
+    }
+    const float b_lo = sB[i0], b_hi = sB[i1];
+#pragma unroll
+    for (int nt = 0; nt < 3; ++nt) {
+      if (nt < I) {
+        const int j = 8 * (nt0 + nt) + 2 * t4;
+        sT[i0 * LDS_T + j] = b_lo * accK[nt][0];
+        sT[i0 * LDS_T + j + 1] = b_lo * accK[nt][1];
+        sT[i1 * LDS_T + j] = b_hi * accK[nt][2];
+        sT[i1 * LDS_T + j + 1] = b_hi * accK[nt][3];
+        *reinterpret_cast<uint32_t*>(gAq + swz(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
+        *reinterpret_cast<uint32_t*>(gAq + swz(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+      }
+    }
+    // diagonal tile: A strictly below the diagonal (the inverse reads nothing else), Aqk on and below it,
+    // zeros above (selects, not products: the discarded j > i sums may be large)
+    sT[i0 * LDS_T + jd] = b_lo * dK[0];
+    sT[i0 * LDS_T + jd + 1] = b_lo * dK[1];
+    sT[i1 * LDS_T + jd] = b_hi * dK[2];
+    sT[i1 * LDS_T + jd + 1] = b_hi * dK[3];
+    *reinterpret_cast<uint32_t*>(gAq + swz(i0, jd, BT)) =
+        pack_bf16(jd <= i0 ? scale * dQ[0] : 0.f, jd + 1 <= i0 ? scale * dQ[1] : 0.f);
+    *reinterpret_cast<uint32_t*>(gAq + swz(i1, jd, BT)) =
+        pack_bf16(jd <= i1 ? scale * dQ[2] : 0.f, jd + 1 <= i1 ? scale * dQ[3] : 0.f);
+  }
+  // zeros right of the diagonal blocks of Aqk
+  for (int p = tid; p < 16 * 6 * 2; p += PREP_THREADS) {  // (row, 16-B chunk) right of the diagonal block
+    const int rr = p / 12, ch = p - rr * 12;     // rr: row within a sub-chunk; 12 chunk-slots over I
+    int I = 0, cc = ch;
+    while (cc >= 2 * (3 - I)) { cc -= 2 * (3 - I); ++I; }
+    *reinterpret_cast<uint4*>(gAq + swz(16 * I + rr, 16 * (I + 1) + 8 * cc, BT)) = make_uint4(0, 0, 0, 0);
+  }
+  __syncthreads();
+
+  // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over q) and β v, in place --
+  {
+    __nv_bfloat16* gQg = reinterpret_cast<__nv_bfloat16*>(slot + OFF_QG);
+    __nv_bfloat16* gKg = reinterpret_cast<__nv_bfloat16*>(slot + OFF_KG);
+#pragma unroll 2
+    for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {  // 8 channels (16 B of bf16) per item
+      const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
+      const float bi = sB[i];
+      uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LDS_KV + d);
+      uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LDS_KV + d);
+      uint4 vv = *reinterpret_cast<const uint4*>(sV + i * LDS_KV + d);
+      uint32_t* qw = reinterpret_cast<uint32_t*>(&qv);
+      uint32_t* kw = reinterpret_cast<uint32_t*>(&kv);
+      uint32_t* vw = reinterpret_cast<uint32_t*>(&vv);
+      uint4 qg, kg, kb;
+      uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
+      uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
+      uint32_t* kbw = reinterpret_cast<uint32_t*>(&kb);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d + 2 * e);
+        const float2 gl = *reinterpret_cast<const float2*>(sG + (BT - 1) * LDS_G + d + 2 * e);
+        const float2 qf = unpack_bf16(qw[e]), kf = unpack_bf16(kw[e]), vf = unpack_bf16(vw[e]);
+        const float e0 = ex2(gi.x), e1 = ex2(gi.y);
+        qgw[e] = pack_bf16(scale * qf.x * e0, scale * qf.y * e1);
+        kbw[e] = pack_bf16(bi * kf.x * e0, bi * kf.y * e1);
+        kgw[e] = pack_bf16(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
+        vw[e] = pack_bf16(bi * vf.x, bi * vf.y);
+      }
+      *reinterpret_cast<uint4*>(gQg + swz(i, d, K)) = qg;
+      *reinterpret_cast<uint4*>(gKg + swz(i, d, K)) = kg;
+      *reinterpret_cast<uint4*>(sQ + i * LDS_KV + d) = kb;   // q is no longer needed: β k 2^Γ
+      *reinterpret_cast<uint4*>(sV + i * LDS_KV + d) = vv;   // β v
+    }
+    if (tid < K / 4) {
+      float4 gl = *reinterpret_cast<const float4*>(sG + (BT - 1) * LDS_G + 4 * tid);
+      gl = make_float4(ex2(gl.x), ex2(gl.y), ex2(gl.z), ex2(gl.w));
+      *reinterpret_cast<float4*>(reinterpret_cast<float*>(slot + OFF_GL) + 4 * tid) = gl;
+    }
+  }
+  __syncthreads();
+
+  // ---- 5. T = (I + A)^-1, blockwise in fp32 (k is no longer needed: T lives over it) ------------------
+  // Diagonal blocks by forward substitution, then T_IJ = −T_II Σ_{M=J}^{I−1} A_IM T_MJ by block distance.
+  float* sTi = reinterpret_cast<float*>(sK);
+  static_assert(BT * LDS_T * 4 <= BT * LDS_KV * 2, "T fits over the k tile");
+  float* sY = sG;  // Γ is no longer needed: per-warp 16×16 scratch
+  if (tid < 64) {
+    const int I = tid >> 4, col = tid & 15, r0 = 16 * I;
+    float Tc[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float s0 = (i == col) ? 1.f : 0.f;
+#pragma unroll
+      for (int j = 0; j < i; ++j) s0 = fmaf(-sT[(r0 + i) * LDS_T + r0 + j], Tc[j], s0);
+      Tc[i] = s0;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) sTi[(r0 + i) * LDS_T + r0 + col] = Tc[i];
+  }
+  __syncthreads();
+  {
+    const int I = warp, rr = lane >> 1, c0 = (lane & 1) * 8;  // lane: row rr, columns c0..c0+7
+    float* Y = sY + warp * 16 * 17;
+#pragma unroll 1
+    for (int dist = 1; dist < 4; ++dist) {
+      const int J = I - dist;
+      if (warp < 4 && J >= 0) {
+        float y[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) y[e] = 0.f;
+#pragma unroll 4
+        for (int m = 16 * J; m < 16 * I; ++m) {
+          const float aim = sT[(16 * I + rr) * LDS_T + m];
+          const float4 t0v = *reinterpret_cast<const float4*>(sTi + m * LDS_T + 16 * J + c0);
+          const float4 t1v = *reinterpret_cast<const float4*>(sTi + m * LDS_T + 16 * J + c0 + 4);
+          y[0] = fmaf(aim, t0v.x, y[0]); y[1] = fmaf(aim, t0v.y, y[1]);
+          y[2] = fmaf(aim, t0v.z, y[2]); y[3] = fmaf(aim, t0v.w, y[3]);
+          y[4] = fmaf(aim, t1v.x, y[4]); y[5] = fmaf(aim, t1v.y, y[5]);
+          y[6] = fmaf(aim, t1v.z, y[6]); y[7] = fmaf(aim, t1v.w, y[7]);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) Y[rr * 17 + c0 + e] = y[e];
+        __syncwarp();
+#pragma unroll
+        for (int e = 0; e < 8; ++e) y[e] = 0.f;
+#pragma unroll 4
+        for (int s2 = 0; s2 < 16; ++s2) {
+          const float tis = sTi[(16 * I + rr) * LDS_T + 16 * I + s2];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) y[e] = fmaf(-tis, Y[s2 * 17 + c0 + e], y[e]);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sTi[(16 * I + rr) * LDS_T + 16 * J + c0 + e] = y[e];
+      }
+      __syncthreads();  // level dist done everywhere before level dist + 1 reads it
+    }
+  }
+
+  // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores; warp (I, half) computes rows 16I..16I+15, ----
+  //         columns 64·half .. 64·half + 63
+  {
+    const int I = warp & 3, r0 = 16 * I, np0 = 4 * (warp >> 2);
+    // ldmatrix.trans lane address for a [k = token][n = channel] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),(k0+8,n0+8)
+    const int lr = lane & 7, lm = lane >> 3;
+    const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
+    __nv_bfloat16* sSt = reinterpret_cast<__nv_bfloat16*>(sG);  // staging (Γ and the scratch are dead)
+#pragma unroll 1
+    for (int which = 0; which < 2; ++which) {
+      const __nv_bfloat16* src = which == 0 ? sQ : sV;
+      float acc[8][4];
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
+#pragma unroll 1
+      for (int ks = 0; ks <= I; ++ks) {  // T is lower triangular
+        uint32_t aT[4];
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr)
+#pragma unroll
+          for (int hc = 0; hc < 2; ++hc) {
+            const float2 tv = *reinterpret_cast<const float2*>(sTi + (r0 + g8 + 8 * hr) * LDS_T + 16 * ks + 2 * t4 + 8 * hc);
+            aT[hr + 2 * hc] = pack_bf16(tv.x, tv.y);
+          }
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          ldsm_x4_t(b, smem_u32(src + (16 * ks + krow) * LDS_KV + 16 * (np0 + np) + ncol));
+          mma(acc[2 * np], aT, b[0], b[1]);
+          mma(acc[2 * np + 1], aT, b[2], b[3]);
+        }
+      }
+      // stage as bf16: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const int col = 16 * np0 + 8 * nt + 2 * t4, i0 = r0 + g8, i1 = i0 + 8;
+        if (which == 0) {
+          *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = pack_bf16(acc[nt][0], acc[nt][1]);
+          *reinterpret_cast<uint32_t*>(sSt + i1 * LDS_KV + col) = pack_bf16(acc[nt][2], acc[nt][3]);
+        } else {
+          sSt[col * LDS_U + i0] = __float2bfloat16_rn(acc[nt][0]);
+          sSt[(col + 1) * LDS_U + i0] = __float2bfloat16_rn(acc[nt][1]);
+          sSt[col * LDS_U + i1] = __float2bfloat16_rn(acc[nt][2]);
+          sSt[(col + 1) * LDS_U + i1] = __float2bfloat16_rn(acc[nt][3]);
+        }
+      }
+      __syncthreads();
+      if (which == 0) {
+        __nv_bfloat16* gW = reinterpret_cast<__nv_bfloat16*>(slot + OFF_W);
+        for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
+          const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
+          *reinterpret_cast<uint4*>(gW + swz(i, d, K)) = *reinterpret_cast<const uint4*>(sSt + i * LDS_KV + d);
+        }
+      } else {
+        uint4* gU = reinterpret_cast<uint4*>(slot + OFF_U);
+        for (int p = tid; p < V * BT / 8; p += PREP_THREADS) {
+          const int vv = p / (BT / 8), i = (p - vv * (BT / 8)) * 8;
+          gU[p] = *reinterpret_cast<const uint4*>(sSt + vv * LDS_U + i);
+        }
+      }
+      __syncthreads();  // staging is reused by the next pass
+    }
+  }
+}
+
+// =============================================================================================
+// State pass: one CTA per (value slice, value head, sequence). Warps come in pairs: pair p owns value
+// columns v0 + 16p .. v0 + 16p + 15, and warp h of the pair holds key channels 64h .. 64h + 63 of that
+// slice of Sᵀ ([16 v][64 k] fp32) in mma accumulators (see pair_sync for why pairs split K).
+// =============================================================================================
+template <class Cfg>
+__device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int hv = blockIdx.y, n = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int pair = warp >> 1, kh = warp & 1;
+  const int vc = blockIdx.x * BLOCK_V;          // first value column of the CTA
+  const int vw = vc + 16 * pair;                // first value column of this pair
+  const int kb = KH * kh;                       // first key channel of this warp
+  const int om = 4 * kh;                        // this warp finishes o for tokens 8·om .. 8·om + 31
+  const SeqBounds sb = seq_bounds(a, n);
+  const int64_t nch = (sb.len + BT - 1) / BT;
+  const int HV = a.HV;
+  const int64_t srow = (static_cast<int64_t>(n) * HV + hv) * K * V;
+
+  // Sᵀ fragment: S[nt][0..1] = Sᵀ[vw+g8][kb+8nt+2t4 .. +1], S[nt][2..3] = Sᵀ[vw+g8+8][same]
+  float S[KH / 8][4];
+  if (a.h0) {
+    const float* h0 = a.h0 + srow;
+#pragma unroll
+    for (int nt = 0; nt < KH / 8; ++nt) {
+      const int d = kb + 8 * nt + 2 * t4;
+      if (V_FIRST) {
+        const float2 lo = *reinterpret_cast<const float2*>(h0 + (vw + g8) * K + d);
+        const float2 hi = *reinterpret_cast<const float2*>(h0 + (vw + g8 + 8) * K + d);
+        S[nt][0] = lo.x; S[nt][1] = lo.y; S[nt][2] = hi.x; S[nt][3] = hi.y;
+      } else {
+        S[nt][0] = h0[d * V + vw + g8];
+        S[nt][1] = h0[(d + 1) * V + vw + g8];
+        S[nt][2] = h0[d * V + vw + g8 + 8];
+        S[nt][3] = h0[(d + 1) * V + vw + g8 + 8];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < KH / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) S[nt][e] = 0.f;
+  }
+
+  // Loop trip counts are compile-time and strides multiples of 16 pieces, so every cp.async below is
+  // one instruction with an immediate offset from a per-thread base.
+  static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0 && STATE_THREADS % 16 == 0, "load tiling");
+  auto load_chunk = [&](int64_t cc, int stage) {
+    const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
+    const uint32_t st = smem_u32(smem + stage * S_STAGE);
+    if constexpr (BULK) {  // one thread sends the four pieces as bulk copies
+      const uint32_t bar = smem_u32(smem + S_MB + 16 * stage);
+      if (tid == 0) {
+        mbar_expect_tx(bar, TILE_BYTES);
+#pragma unroll
+        for (int p = 0; p < 3; ++p) bulk_copy(st + S_W + p * BT * K * 2, slot + OFF_W + p * BT * K * 2, BT * K * 2, bar);
+        bulk_copy(st + S_AQ, slot + OFF_AQ, BT * BT * 2 + K * 4, bar);
+      }
+    } else {  // sm_80: the same bytes by cp.async, 16-byte pieces at the same offsets
+      constexpr int P1 = 3 * BT * K / 8, P2 = (BT * BT * 2 + K * 4) / 16;
+      static_assert(P1 % STATE_THREADS == 0, "w|qg|kg pieces per thread");
+#pragma unroll
+      for (int m = 0; m < P1 / STATE_THREADS; ++m)
+        cp_async16(st + S_W + (tid + m * STATE_THREADS) * 16, slot + OFF_W + (tid + m * STATE_THREADS) * 16);
+      for (int p = tid; p < P2; p += STATE_THREADS) cp_async16(st + S_AQ + p * 16, slot + OFF_AQ + p * 16);
+    }
+    {  // this CTA's rows of uᵀ [V][BT] (its own, not shared)
+      const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;
+      const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
+      const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
+#pragma unroll
+      for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
+        cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
+    }
+  };
+
+  // Partial sums to the partner: fragment-ordered float4 per lane (conflict-free both ways).
+  float4* xMine = reinterpret_cast<float4*>(smem + S_X) + warp * XCH_F4 * 32;
+  const float4* xPeer = reinterpret_cast<const float4*>(smem + S_X) + (warp ^ 1) * XCH_F4 * 32;
+  __nv_bfloat16* sO = reinterpret_cast<__nv_bfloat16*>(smem + S_O) + warp * (BT / 2) * LDS_O;
+  __nv_bfloat16* o = static_cast<__nv_bfloat16*>(a.o);
+  const int lr = lane & 7, lm = lane >> 3;
+  // ldmatrix (non-trans) lane address for a [n][k] tile: matrices (n0,k0),(n0,k0+8),(n0+8,k0),(n0+8,k0+8)
+  const int nrow = lr + 8 * (lm >> 1), kcol = 8 * (lm & 1);
+  // ldmatrix.trans lane address for a [k][n] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),(k0+8,n0+8)
+  const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
+
+  // STAGES-deep pipeline: chunk cc + STAGES − 1 is requested while chunk cc computes. One cp.async
+  // commit group per chunk slot (empty past the end) keeps the wait_group count uniform; on sm_90 each
+  // stage's mbarrier also says when its bulk copies have landed (phase parity = use count of the stage).
+  if constexpr (BULK) {
+    if (tid == 0) {
+#pragma unroll
+      for (int s0 = 0; s0 < STAGES; ++s0) mbar_init(smem_u32(smem + S_MB + 16 * s0), 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the copy engine
+    }
+    __syncthreads();  // the barriers are initialised before anyone waits on them
+  }
+#pragma unroll
+  for (int s0 = 0; s0 < STAGES - 1; ++s0) {
+    if (s0 < nch) load_chunk(s0, s0);
+    cp_async_commit();
+  }
+  for (int64_t cc = 0; cc < nch; ++cc) {
+    const int stage = static_cast<int>(cc % STAGES);
+    if (cc + STAGES - 1 < nch) load_chunk(cc + STAGES - 1, static_cast<int>((cc + STAGES - 1) % STAGES));
+    cp_async_commit();
+    cp_async_wait<STAGES - 1>();
+    if constexpr (BULK) mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((cc / STAGES) & 1));
+    __syncthreads();
+    const uint8_t* st = smem + stage * S_STAGE;
+    const __nv_bfloat16* sW = reinterpret_cast<const __nv_bfloat16*>(st + S_W);
+    const __nv_bfloat16* sQg = reinterpret_cast<const __nv_bfloat16*>(st + S_QG);
+    const __nv_bfloat16* sKg = reinterpret_cast<const __nv_bfloat16*>(st + S_KG);
+    const __nv_bfloat16* sAq = reinterpret_cast<const __nv_bfloat16*>(st + S_AQ);
+    const __nv_bfloat16* sU = reinterpret_cast<const __nv_bfloat16*>(st + S_U);
+    const float* sGl = reinterpret_cast<const float*>(st + S_GL);
+
+    // this warp's half of Sᵀ as bf16 A operands (k-steps over its 64 key channels)
+    uint32_t Sb[KH / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < KH / 16; ++ks) {
+      Sb[ks][0] = pack_bf16(S[2 * ks][0], S[2 * ks][1]);
+      Sb[ks][1] = pack_bf16(S[2 * ks][2], S[2 * ks][3]);
+      Sb[ks][2] = pack_bf16(S[2 * ks + 1][0], S[2 * ks + 1][1]);
+      Sb[ks][3] = pack_bf16(S[2 * ks + 1][2], S[2 * ks + 1][3]);
+    }
+    // partial Sᵀwᵀ and Sᵀqgᵀ over this warp's key channels  [16 v][64 tokens] each
+    float P[8][4], O[8][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) P[nt][e] = O[nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < KH / 16; ++ks)
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t b[4], c[4];
+        ldsm_x4(b, smem_u32(sW + swz(16 * np + nrow, kb + 16 * ks + kcol, K)));
+        ldsm_x4(c, smem_u32(sQg + swz(16 * np + nrow, kb + 16 * ks + kcol, K)));
+        mma(P[2 * np], Sb[ks], b[0], b[1]);
+        mma(P[2 * np + 1], Sb[ks], b[2], b[3]);
+        mma(O[2 * np], Sb[ks], c[0], c[1]);
+        mma(O[2 * np + 1], Sb[ks], c[2], c[3]);
+      }
+    // exchange: all of P (both warps need v_new), and o of the partner's token half
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) xMine[nt * 32 + lane] = make_float4(P[nt][0], P[nt][1], P[nt][2], P[nt][3]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // (selects, not a run-time index: O stays in registers)
+      const float4 lo = make_float4(O[j][0], O[j][1], O[j][2], O[j][3]);
+      const float4 hi = make_float4(O[4 + j][0], O[4 + j][1], O[4 + j][2], O[4 + j][3]);
+      xMine[(8 + j) * 32 + lane] = kh ? lo : hi;
+    }
+    pair_sync(pair);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {  // mine + peer in the same order on both warps: identical v_new
+      const float4 x = xPeer[nt * 32 + lane];
+      P[nt][0] += x.x; P[nt][1] += x.y; P[nt][2] += x.z; P[nt][3] += x.w;
+    }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      if ((nt >> 2) != kh) continue;
+      const float4 x = xPeer[(8 + (nt & 3)) * 32 + lane];
+      O[nt][0] += x.x; O[nt][1] += x.y; O[nt][2] += x.z; O[nt][3] += x.w;
+    }
+    // v_newᵀ = uᵀ − Sᵀ wᵀ as bf16 A operands (k-steps over tokens)
+    uint32_t Vb[4][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int tok = 8 * nt + 2 * t4;
+      const float2 u_lo = unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8) * LDS_U + tok));
+      const float2 u_hi = unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8 + 8) * LDS_U + tok));
+      const uint32_t lo = pack_bf16(u_lo.x - P[nt][0], u_lo.y - P[nt][1]);
+      const uint32_t hi = pack_bf16(u_hi.x - P[nt][2], u_hi.y - P[nt][3]);
+      Vb[nt >> 1][(nt & 1) * 2 + 0] = lo;
+      Vb[nt >> 1][(nt & 1) * 2 + 1] = hi;
+    }
+    // oᵀ (this warp's 32 tokens) += v_newᵀ Aqkᵀ; Aqk is lower triangular: rows 16np.. see columns ≤ 16np+15
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      if ((np >> 1) != kh) continue;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks <= np) {
+          uint32_t b[4];
+          ldsm_x4(b, smem_u32(sAq + swz(16 * np + nrow, 16 * ks + kcol, BT)));
+          mma(O[2 * np], Vb[ks], b[0], b[1]);
+          mma(O[2 * np + 1], Vb[ks], b[2], b[3]);
+        }
+      }
+    }
+    // Sᵀ ← Sᵀ Diag(2^Γlast) + v_newᵀ kg over this warp's key channels
+#pragma unroll
+    for (int nt = 0; nt < KH / 8; ++nt) {
+      const float2 gl = *reinterpret_cast<const float2*>(sGl + kb + 8 * nt + 2 * t4);
+      S[nt][0] *= gl.x; S[nt][1] *= gl.y; S[nt][2] *= gl.x; S[nt][3] *= gl.y;
+    }
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int np = 0; np < KH / 16; ++np) {
+        uint32_t b[4];
+        ldsm_x4_t(b, smem_u32(sKg + swz(16 * ks + krow, kb + 16 * np + ncol, K)));
+        mma(S[2 * np], Vb[ks], b[0], b[1]);
+        mma(S[2 * np + 1], Vb[ks], b[2], b[3]);
+      }
+    // o: stage the warp's [32 tokens][16 v] through shared memory, store 16-B pieces of valid rows
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      if ((nt >> 2) != kh) continue;
+      const int tok = 8 * (nt & 3) + 2 * t4;
+      sO[tok * LDS_O + g8] = __float2bfloat16_rn(O[nt][0]);
+      sO[(tok + 1) * LDS_O + g8] = __float2bfloat16_rn(O[nt][1]);
+      sO[tok * LDS_O + g8 + 8] = __float2bfloat16_rn(O[nt][2]);
+      sO[(tok + 1) * LDS_O + g8 + 8] = __float2bfloat16_rn(O[nt][3]);
+    }
+    __syncwarp();
+    const int64_t t0 = sb.bos + cc * BT + 8 * om;
+    const int rows = static_cast<int>(sb.len - cc * BT - 8 * om < BT / 2 ? sb.len - cc * BT - 8 * om : BT / 2);
+#pragma unroll
+    for (int p = lane; p < BT; p += 32) {
+      const int tok = p >> 1, half = p & 1;
+      if (tok < rows)
+        *reinterpret_cast<uint4*>(o + ((t0 + tok) * HV + hv) * V + vw + 8 * half) =
+            *reinterpret_cast<const uint4*>(sO + tok * LDS_O + 8 * half);
+    }
+    __syncthreads();  // the stage just read is refilled next iteration; the exchange and o tiles are reused
+  }
+
+  if (a.ht) {
+    float* ht = a.ht + srow;
+#pragma unroll
+    for (int nt = 0; nt < KH / 8; ++nt) {
+      const int d = kb + 8 * nt + 2 * t4;
+      if (V_FIRST) {
+        *reinterpret_cast<float2*>(ht + (vw + g8) * K + d) = make_float2(S[nt][0], S[nt][1]);
+        *reinterpret_cast<float2*>(ht + (vw + g8 + 8) * K + d) = make_float2(S[nt][2], S[nt][3]);
+      } else {
+        ht[d * V + vw + g8] = S[nt][0];
+        ht[(d + 1) * V + vw + g8] = S[nt][1];
+        ht[d * V + vw + g8 + 8] = S[nt][2];
+        ht[(d + 1) * V + vw + g8 + 8] = S[nt][3];
+      }
+    }
+  }
+}
+
+}  // namespace kda2::chunk

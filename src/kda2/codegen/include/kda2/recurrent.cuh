@@ -1,0 +1,633 @@
+// Fused recurrent KDA forward (DESIGN §1): per (sequence, value head, V tile), token by token,
+//   S <- diag(exp g_t) S;  S <- S + (beta_t k_t) (v_t - k_t^T S);  o_t = (scale q_t)^T S.
+//
+// Design notes: a warp owns VPW value columns of one (sequence, head) and all K key rows; lane l
+// holds KPL = K/32 rows, so every reduction over K is a warp shuffle and the token loop needs no
+// __syncthreads. k^T S and q^T S are reduced together on the decayed state, and the read-out uses
+//   q^T S_new = q^T S_dec + (q.k) v'
+// so one reduction round per token serves both. Next token's inputs are loaded before the
+// current token's reduction so their latency hides behind the shuffles.
+//
+// Each variant's generated kernel.cu defines a config struct and an extern "C" entry that calls
+// Kernel<Config>::run; the planner decides the config, this file holds no per-variant choice.
+// Config members (all static constexpr):
+//   int  K, V              head dims (K % 32 == 0)
+//   int  WARPS, VPW        warps per CTA, value columns per warp
+//   int  LANE_COLS         k_map=all: adjacent value columns per lane (one vector)
+//   bool ALL_K, STRIDED    k_map: all (a lane owns columns, a share of K) / strided / blocked key rows
+//   bool V_FIRST           states [V, K] (else [K, V])
+//   bool SMEM_STAGING      state in/out through a shared-memory tile of row stride SMEM_STRIDE floats
+//   int  SMEM_STRIDE       from the TIR bank-conflict pass (1 when not staged)
+//   bool HAS_SOFTPLUS, HAS_LOWER_BOUND, HAS_L2NORM, HAS_BETA_SIGMOID, HAS_VARLEN   features compiled in
+//   bool SCATTER           reduce-scatter over the warp, else xor all-reduce
+//   bool PREFETCH          load the next token's inputs during the current token
+#pragma once
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "kda2/abi.h"
+
+namespace kda2 {
+namespace recurrent {
+
+// ---- helpers that do not depend on the config ----------------------------------------------------
+
+// c ? a : b as one selp. Written in C, NVVM turns "c ? red[i] : red[i + h]" into a load through a
+// selected address, which sends the whole red[] array to local memory (seen: 76-byte stack frame).
+__device__ __forceinline__ float select_f32(bool c, float a, float b) {
+  float r;
+  asm("{ .reg .pred p; setp.ne.b32 p, %3, 0; selp.f32 %0, %1, %2, p; }" : "=f"(r) : "f"(a), "f"(b), "r"((int)c));
+  return r;
+}
+
+// Vector memory helpers. Global state traffic goes through __ldcs/__stcs: the state is read once and
+// written once per call (streaming, evict-first), and the intrinsics pin the 16-byte vector width that
+// plain reinterpret_cast stores lost in NVVM here (seen as scalar STG.E in SASS).
+template <int N, bool GLOBAL_STREAM>
+__device__ __forceinline__ void load_f32(const float* __restrict__ p, float (&out)[N]) {
+  constexpr int CH = N % 4 == 0 ? 4 : (N % 2 == 0 ? 2 : 1);
+#pragma unroll
+  for (int c = 0; c < N; c += CH) {
+    if constexpr (CH == 4) {
+      const float4 x = GLOBAL_STREAM ? __ldcs(reinterpret_cast<const float4*>(p + c)) : *reinterpret_cast<const float4*>(p + c);
+      out[c] = x.x; out[c + 1] = x.y; out[c + 2] = x.z; out[c + 3] = x.w;
+    } else if constexpr (CH == 2) {
+      const float2 x = GLOBAL_STREAM ? __ldcs(reinterpret_cast<const float2*>(p + c)) : *reinterpret_cast<const float2*>(p + c);
+      out[c] = x.x; out[c + 1] = x.y;
+    } else {
+      out[c] = GLOBAL_STREAM ? __ldcs(p + c) : p[c];
+    }
+  }
+}
+
+template <int N, bool GLOBAL_STREAM>
+__device__ __forceinline__ void store_f32(float* __restrict__ p, const float (&in)[N]) {
+  constexpr int CH = N % 4 == 0 ? 4 : (N % 2 == 0 ? 2 : 1);
+#pragma unroll
+  for (int c = 0; c < N; c += CH) {
+    if constexpr (CH == 4) {
+      const float4 x = make_float4(in[c], in[c + 1], in[c + 2], in[c + 3]);
+      if constexpr (GLOBAL_STREAM) __stcs(reinterpret_cast<float4*>(p + c), x); else *reinterpret_cast<float4*>(p + c) = x;
+    } else if constexpr (CH == 2) {
+      const float2 x = make_float2(in[c], in[c + 1]);
+      if constexpr (GLOBAL_STREAM) __stcs(reinterpret_cast<float2*>(p + c), x); else *reinterpret_cast<float2*>(p + c) = x;
+    } else {
+      if constexpr (GLOBAL_STREAM) __stcs(p + c, in[c]); else p[c] = in[c];
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// N bf16 starting at p (2N-byte aligned) widened to fp32, in one or a few vector loads.
+template <int N>
+__device__ __forceinline__ void load_bf16(const __nv_bfloat16* __restrict__ p, float (&out)[N]) {
+  if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int c = 0; c < N; c += 8) {
+      const uint4 w = *reinterpret_cast<const uint4*>(p + c);
+      out[c] = bf16_lo(w.x); out[c + 1] = bf16_hi(w.x); out[c + 2] = bf16_lo(w.y); out[c + 3] = bf16_hi(w.y);
+      out[c + 4] = bf16_lo(w.z); out[c + 5] = bf16_hi(w.z); out[c + 6] = bf16_lo(w.w); out[c + 7] = bf16_hi(w.w);
+    }
+  } else if constexpr (N == 4) {
+    const uint2 w = *reinterpret_cast<const uint2*>(p);
+    out[0] = bf16_lo(w.x); out[1] = bf16_hi(w.x); out[2] = bf16_lo(w.y); out[3] = bf16_hi(w.y);
+  } else if constexpr (N == 2) {
+    const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+    out[0] = bf16_lo(w); out[1] = bf16_hi(w);
+  } else {
+#pragma unroll
+    for (int c = 0; c < N; ++c) out[c] = __bfloat162float(p[c]);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void store_bf16(__nv_bfloat16* __restrict__ p, const float (&in)[N]) {
+  if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int c = 0; c < N; c += 8)
+      __stcs(reinterpret_cast<uint4*>(p + c), make_uint4(pack_bf16x2(in[c], in[c + 1]), pack_bf16x2(in[c + 2], in[c + 3]),
+                                                         pack_bf16x2(in[c + 4], in[c + 5]), pack_bf16x2(in[c + 6], in[c + 7])));
+  } else if constexpr (N == 4) {
+    __stcs(reinterpret_cast<uint2*>(p), make_uint2(pack_bf16x2(in[0], in[1]), pack_bf16x2(in[2], in[3])));
+  } else if constexpr (N == 2) {
+    __stcs(reinterpret_cast<unsigned int*>(p), pack_bf16x2(in[0], in[1]));
+  } else {
+#pragma unroll
+    for (int c = 0; c < N; ++c) p[c] = __float2bfloat16_rn(in[c]);
+  }
+}
+
+__device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(__expf(x)); }
+__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + __expf(-x)); }
+
+// ---- the kernel, on a config struct --------------------------------------------------------------
+
+template <class Cfg>
+struct Kernel {
+  static constexpr int K = Cfg::K;
+  static constexpr int V = Cfg::V;
+  static constexpr int WARPS = Cfg::WARPS;
+  static constexpr bool PREFETCH = Cfg::PREFETCH;    // decode-only variants skip the next-token pipeline
+  static constexpr int VPW = Cfg::VPW;               // value columns per warp
+  static constexpr int BV = WARPS * VPW;             // value columns per CTA
+  static constexpr int KPL = K / 32;                 // key rows per lane
+  static constexpr bool ALL_K = Cfg::ALL_K;          // a lane owns value columns, a share of the K rows
+  static constexpr bool STRIDED = Cfg::STRIDED;
+  static constexpr bool V_FIRST = Cfg::V_FIRST;
+  static constexpr bool SMEM_STAGING = Cfg::SMEM_STAGING;
+  static constexpr int SMEM_STRIDE = Cfg::SMEM_STRIDE;
+  static constexpr bool HAS_SOFTPLUS = Cfg::HAS_SOFTPLUS;
+  static constexpr bool HAS_LOWER_BOUND = Cfg::HAS_LOWER_BOUND;
+  static constexpr bool HAS_L2NORM = Cfg::HAS_L2NORM;
+  static constexpr bool HAS_BETA_SIGMOID = Cfg::HAS_BETA_SIGMOID;
+  static constexpr bool HAS_VARLEN = Cfg::HAS_VARLEN;
+  static constexpr bool SCATTER = Cfg::SCATTER;      // reduce-scatter, else xor all-reduce
+  static constexpr int LOG2_M = VPW == 2 ? 2 : VPW == 4 ? 3 : VPW == 8 ? 4 : VPW == 16 ? 5 : 0;  // M = 2*VPW values to scatter
+  static constexpr int SCATTER_SHIFT = 5 - LOG2_M;   // lane >> SHIFT = index of the sum a lane ends with
+  static constexpr int NRED = 2 * VPW + 3;           // k^T S, q^T S per column, then |q|^2, |k|^2, q.k
+  static constexpr int FILL_TOTAL = K * (BV / 4);    // float4s in one CTA's state tile
+  static constexpr int FILL_ITERS = (FILL_TOTAL + WARPS * 32 - 1) / (WARPS * 32);
+  // k_map = all (see run_all_k)
+  static constexpr int CW = Cfg::LANE_COLS;          // adjacent value columns per lane (one vector)
+  static constexpr int CGROUPS = ALL_K ? VPW / CW : 32;  // lanes across the warp's columns
+  static constexpr int KSPLIT = 32 / CGROUPS;        // lanes sharing those columns, each a share of K
+  static constexpr int RPL = K / KSPLIT;             // key rows per lane
+  static constexpr int STAGE_ROW = RPL + 4;          // +4 floats per lane group: groups read different banks
+
+  static_assert(K % 32 == 0, "K must be a multiple of 32");
+  static_assert(!ALL_K || (VPW % CW == 0 && 32 % (VPW / CW) == 0 && !V_FIRST && !SMEM_STAGING),
+                "k_map=all: lane column groups must tile the warp; k_first, direct staging only");
+  static_assert(V % BV == 0, "V must be a multiple of the CTA's value tile");
+  static_assert(!SMEM_STAGING || (BV % 4 == 0 && !V_FIRST), "smem staging is built for k_first tiles of whole float4s");
+
+  static __device__ __forceinline__ int key_row(int lane, int i) { return STRIDED ? lane + 32 * i : lane * KPL + i; }
+
+  // Scatter reduction: lane l ends with sum number (l >> SCATTER_SHIFT) of the 2*VPW; sums 0..VPW-1 are
+  // k^T S of columns 0..VPW-1 (lanes 0-15), sums VPW.. are q^T S (lanes 16-31, same column order).
+  static __device__ __forceinline__ int scatter_col(int lane) { return (lane >> SCATTER_SHIFT) & (VPW - 1); }
+
+  // The KPL key-row elements of this lane from a [.., K] row: one vector when rows are blocked.
+  static __device__ __forceinline__ void load_rows_bf16(const __nv_bfloat16* __restrict__ row, int lane, float (&out)[KPL]) {
+    if constexpr (STRIDED) {
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) out[i] = __bfloat162float(row[lane + 32 * i]);
+    } else {
+      load_bf16<KPL>(row + lane * KPL, out);
+    }
+  }
+
+  static __device__ __forceinline__ void load_rows_gate(const void* __restrict__ g, long base, bool bf16, int lane, float (&out)[KPL]) {
+    if (bf16) {
+      load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(g) + base, lane, out);
+    } else if constexpr (STRIDED) {
+      const float* p = reinterpret_cast<const float*>(g) + base;
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) out[i] = p[lane + 32 * i];
+    } else {
+      load_f32<KPL, false>(reinterpret_cast<const float*>(g) + base + lane * KPL, out);
+    }
+  }
+
+  // Round STEP of the reduce-scatter: lanes whose bit (16 >> STEP) is set keep the upper half of what they
+  // carry and send the lower half to their partner. Recursion (not a loop) so every index is a constant.
+  template <int STEP>
+  static __device__ __forceinline__ void scatter_rounds(float (&red)[NRED], int lane) {
+    if constexpr (STEP < LOG2_M) {
+      constexpr int OFF = 16 >> STEP, HALF = VPW >> STEP;  // HALF = 2*VPW / 2^(STEP+1)
+      const bool upper = (lane & OFF) != 0;
+#pragma unroll
+      for (int i = 0; i < HALF; ++i) {
+        const float send = select_f32(upper, red[i], red[i + HALF]);
+        const float keep = select_f32(upper, red[i + HALF], red[i]);
+        red[i] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+      }
+      scatter_rounds<STEP + 1>(red, lane);
+    }
+  }
+
+  // Per-lane inputs of one token. With the scatter reduction a lane needs only the one value column whose
+  // k^T S it ends up holding, so v is a single element there (a partly written array here would be
+  // copied through local memory by `cur = nxt`).
+  struct TokenIn {
+    float q[KPL], k[KPL], g[KPL], v[SCATTER ? 1 : VPW], beta;
+  };
+
+  // NV == 1: this lane's scatter column only; otherwise the warp's VPW columns (a template on NV, so
+  // the branch not taken is never instantiated).
+  template <int NV>
+  static __device__ __forceinline__ void load_v(const __nv_bfloat16* __restrict__ row, int lane, float (&v)[NV]) {
+    if constexpr (NV == 1) v[0] = __bfloat162float(row[scatter_col(lane)]);
+    else load_bf16<NV>(row, v);
+  }
+
+  static __device__ __forceinline__ void load_token(const KDA2RecurrentArgs& a, long tok, int h, int hv, int v0, int lane, TokenIn& in) {
+    const long qk_base = (tok * a.H + h) * (long)K;
+    load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.q) + qk_base, lane, in.q);
+    load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.k) + qk_base, lane, in.k);
+    load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, (a.flags & KDA2_G_BF16) != 0, lane, in.g);
+    load_v(reinterpret_cast<const __nv_bfloat16*>(a.v) + (tok * a.HV + hv) * (long)V + v0, lane, in.v);
+    const long bi = tok * a.HV + hv;
+    in.beta = (a.flags & KDA2_BETA_BF16) ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(a.beta)[bi])
+                                         : reinterpret_cast<const float*>(a.beta)[bi];
+  }
+
+  // ---- k_map = all: lanes own value columns, each over a contiguous share of the K rows ----------------
+  // KSPLIT = 32 / VPW lanes share a column, each holding RPL = K / KSPLIT rows. For K-first states every
+  // state access is a row segment of VPW columns per lane group (coalesced), a CTA reads whole rows, and
+  // no shared-memory transpose is needed; sums over K are in-lane plus log2(KSPLIT) shuffles. q, k and
+  // the decay of the current token reach every lane through a per-warp shared-memory row.
+  static __device__ __forceinline__ void run_all_k(const KDA2RecurrentArgs& a) {
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int part = lane / CGROUPS;       // which share of the K rows
+    const int hv = blockIdx.y;
+    const int n = blockIdx.z;
+    const int col = blockIdx.x * BV + warp * VPW + (lane % CGROUPS) * CW;  // first of this lane's CW columns
+    const int h = hv / (a.HV / a.H);
+    long bos, len;
+    if (HAS_VARLEN && a.cu_seqlens != nullptr) {
+      bos = a.cu_seqlens[n];
+      len = a.cu_seqlens[n + 1] - bos;
+    } else {
+      bos = (long)n * a.T;
+      len = a.T;
+    }
+    const int srow = a.state_indices != nullptr ? a.state_indices[n] : n;
+    __nv_bfloat16* o = reinterpret_cast<__nv_bfloat16*>(a.o);
+    if (srow < 0) {  // padding slot: zero outputs, no state touched
+      float z[CW];
+#pragma unroll
+      for (int c = 0; c < CW; ++c) z[c] = 0.f;
+      if (part == 0)
+        for (long t = 0; t < len; ++t) store_bf16<CW>(o + ((bos + t) * a.HV + hv) * (long)V + col, z);
+      return;
+    }
+    const long state_off = ((long)srow * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
+    float S[RPL][CW];
+    if (a.h0 != nullptr) {
+#pragma unroll
+      for (int r = 0; r < RPL; ++r) load_f32<CW, true>(a.h0 + state_off + (long)r * V, S[r]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < RPL; ++r)
+#pragma unroll
+        for (int c = 0; c < CW; ++c) S[r][c] = 0.f;
+    }
+    __shared__ __align__(16) float stage[WARPS][3][KSPLIT * STAGE_ROW];  // q*rq, k*rk, decay of the token
+    const int mode = a.gate_mode;
+    float gate_mul = 1.f, dtb[KPL];
+#pragma unroll
+    for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
+    if (mode != KDA2_GATE_PRECOMPUTED) {
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? a.A_log[hv] : 0.f;
+      gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
+      if (a.flags & KDA2_HAS_DT_BIAS) {
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) dtb[i] = a.dt_bias[hv * K + lane + 32 * i];
+      }
+    }
+    const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
+    const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
+    const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
+    const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0, b_bf16 = (a.flags & KDA2_BETA_BF16) != 0;
+    const float* my_q = &stage[warp][0][part * STAGE_ROW];
+    const float* my_k = &stage[warp][1][part * STAGE_ROW];
+    const float* my_d = &stage[warp][2][part * STAGE_ROW];
+    for (long t = 0; t < len; ++t) {
+      const long tok = bos + t;
+      float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
+      load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
+      load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
+      load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, g_bf16, lane, g);
+      float v_in[CW];
+      load_bf16<CW>(reinterpret_cast<const __nv_bfloat16*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
+      const long bi = tok * a.HV + hv;
+      const float b_in = b_bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(a.beta)[bi])
+                                : reinterpret_cast<const float*>(a.beta)[bi];
+      float sq = 0.f, sk = 0.f, sqk = 0.f;
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+        sq = fmaf(q[i], q[i], sq);
+        sk = fmaf(k[i], k[i], sk);
+        sqk = fmaf(q[i], k[i], sqk);
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) {
+        if (l2) {
+          sq += __shfl_xor_sync(0xffffffffu, sq, off);
+          sk += __shfl_xor_sync(0xffffffffu, sk, off);
+        }
+        sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
+      }
+      const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
+      const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+      const float qk = sqk * rq * rk;
+      __syncwarp();  // the previous token's readers are done with this warp's stage
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+        float gi = g[i];
+        if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gate_mul * softplus(gi + dtb[i]);
+        else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gate_mul * (gi + dtb[i]));
+        const int r = lane + 32 * i, at = (r / RPL) * STAGE_ROW + r % RPL;
+        stage[warp][0][at] = q[i] * rq;
+        stage[warp][1][at] = k[i] * rk;
+        stage[warp][2][at] = __expf(gi);  // gi <= 0 on every gate path
+      }
+      __syncwarp();
+      float acc_k[CW], acc_q[CW];
+#pragma unroll
+      for (int c = 0; c < CW; ++c) acc_k[c] = acc_q[c] = 0.f;
+#pragma unroll
+      for (int r = 0; r < RPL; r += 4) {  // 16-byte reads, one address per lane group (broadcast)
+        const float4 qq = *reinterpret_cast<const float4*>(my_q + r);
+        const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
+        const float4 dd = *reinterpret_cast<const float4*>(my_d + r);
+        const float qv[4] = {qq.x, qq.y, qq.z, qq.w}, kv[4] = {kk.x, kk.y, kk.z, kk.w}, dv[4] = {dd.x, dd.y, dd.z, dd.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+          for (int c = 0; c < CW; ++c) {
+            S[r + e][c] *= dv[e];
+            acc_k[c] = fmaf(kv[e], S[r + e][c], acc_k[c]);
+            acc_q[c] = fmaf(qv[e], S[r + e][c], acc_q[c]);
+          }
+      }
+#pragma unroll
+      for (int off = CGROUPS; off < 32; off <<= 1)  // combine the KSPLIT shares of each column
+#pragma unroll
+        for (int c = 0; c < CW; ++c) {
+          acc_k[c] += __shfl_xor_sync(0xffffffffu, acc_k[c], off);
+          acc_q[c] += __shfl_xor_sync(0xffffffffu, acc_q[c], off);
+        }
+      const float beta = bsig ? bmul * sigmoid(b_in) : b_in;
+      float vn[CW], out[CW];
+#pragma unroll
+      for (int c = 0; c < CW; ++c) {
+        vn[c] = beta * (v_in[c] - acc_k[c]);
+        out[c] = a.scale * (acc_q[c] + qk * vn[c]);
+      }
+      if (part == 0) store_bf16<CW>(o + (tok * a.HV + hv) * (long)V + col, out);
+#pragma unroll
+      for (int r = 0; r < RPL; r += 4) {
+        const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
+        const float kv[4] = {kk.x, kk.y, kk.z, kk.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+          for (int c = 0; c < CW; ++c) S[r + e][c] = fmaf(kv[e], vn[c], S[r + e][c]);
+      }
+    }
+    if (a.ht == nullptr) return;
+#pragma unroll
+    for (int r = 0; r < RPL; ++r) store_f32<CW, true>(a.ht + state_off + (long)r * V, S[r]);
+  }
+
+  // One CTA of the grid (V / BV, HV, N), WARPS * 32 threads. Called from the variant's extern "C"
+  // entry and force-inlined there, so the entry is the whole kernel (no device-function call).
+  static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
+    if constexpr (ALL_K) {
+      run_all_k(a);
+      return;
+    }
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int hv = blockIdx.y;
+    const int n = blockIdx.z;
+    const int v_cta = blockIdx.x * BV;
+    const int v0 = v_cta + warp * VPW;
+    const int h = hv / (a.HV / a.H);
+
+    long bos, len;
+    if (HAS_VARLEN && a.cu_seqlens != nullptr) {
+      bos = a.cu_seqlens[n];
+      len = a.cu_seqlens[n + 1] - bos;
+    } else {
+      bos = (long)n * a.T;
+      len = a.T;
+    }
+    const int srow = a.state_indices != nullptr ? a.state_indices[n] : n;
+
+    if (srow < 0) {  // padding slot (serving convention): outputs are zero, no state is touched
+      float z[VPW];
+#pragma unroll
+      for (int j = 0; j < VPW; ++j) z[j] = 0.f;
+      if (lane == 0)
+        for (long t = 0; t < len; ++t)
+          store_bf16<VPW>(reinterpret_cast<__nv_bfloat16*>(a.o) + ((bos + t) * a.HV + hv) * (long)V + v0, z);
+      return;
+    }
+
+    const long state_off = ((long)srow * a.HV + hv) * (long)K * V;
+    float S[KPL][VPW];
+    // One tile serves both directions: each warp writes back exactly the region it read.
+    __shared__ __align__(16) float tile[SMEM_STAGING ? K * SMEM_STRIDE : 4];
+
+    // ---- state in ----------------------------------------------------------------------------
+    if constexpr (SMEM_STAGING) {
+      if (a.h0 != nullptr) {
+        // Coalesced: consecutive threads take consecutive float4 of a tile row (BV floats wide). All
+        // loads are issued before the first shared store so FILL_ITERS requests are in flight at once.
+        float4 buf[FILL_ITERS];
+#pragma unroll
+        for (int it = 0; it < FILL_ITERS; ++it) {
+          const int f = it * WARPS * 32 + threadIdx.x;
+          if (f < FILL_TOTAL)
+            buf[it] = __ldcs(reinterpret_cast<const float4*>(a.h0 + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4));
+        }
+#pragma unroll
+        for (int it = 0; it < FILL_ITERS; ++it) {
+          const int f = it * WARPS * 32 + threadIdx.x;
+          if (f < FILL_TOTAL) *reinterpret_cast<float4*>(&tile[(f / (BV / 4)) * SMEM_STRIDE + (f % (BV / 4)) * 4]) = buf[it];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) load_f32<VPW, false>(&tile[key_row(lane, i) * SMEM_STRIDE + warp * VPW], S[i]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < KPL; ++i)
+#pragma unroll
+          for (int j = 0; j < VPW; ++j) S[i][j] = 0.f;
+      }
+    } else {
+      if (a.h0 != nullptr) {
+        if constexpr (V_FIRST) {
+          if constexpr (STRIDED) {
+#pragma unroll
+            for (int j = 0; j < VPW; ++j)
+#pragma unroll
+              for (int i = 0; i < KPL; ++i) S[i][j] = a.h0[state_off + (long)(v0 + j) * K + key_row(lane, i)];
+          } else {
+#pragma unroll
+            for (int j = 0; j < VPW; ++j) {
+              float col[KPL];
+              load_f32<KPL, true>(a.h0 + state_off + (long)(v0 + j) * K + lane * KPL, col);
+#pragma unroll
+              for (int i = 0; i < KPL; ++i) S[i][j] = col[i];
+            }
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) load_f32<VPW, true>(a.h0 + state_off + (long)key_row(lane, i) * V + v0, S[i]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < KPL; ++i)
+#pragma unroll
+          for (int j = 0; j < VPW; ++j) S[i][j] = 0.f;
+      }
+    }
+
+    // ---- per-head gate constants ---------------------------------------------------------------
+    const int mode = a.gate_mode;
+    float gate_mul = 1.f;  // softplus: -exp(A_log); lower_bound: exp(A_log)
+    float dtb[KPL];
+#pragma unroll
+    for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
+    if (mode != KDA2_GATE_PRECOMPUTED) {
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? a.A_log[hv] : 0.f;
+      gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
+      if (a.flags & KDA2_HAS_DT_BIAS) {
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) dtb[i] = a.dt_bias[hv * K + key_row(lane, i)];
+      }
+    }
+    const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
+    const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
+    const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
+
+    // ---- token loop ----------------------------------------------------------------------------
+    TokenIn cur, nxt;
+    if (len > 0) load_token(a, bos, h, hv, v0, lane, cur);
+    for (long t = 0; t < len; ++t) {
+      if (PREFETCH && t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
+
+      float decay[KPL];
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+        float g = cur.g[i];
+        if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) g = gate_mul * softplus(g + dtb[i]);
+        else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) g = a.lower_bound * sigmoid(gate_mul * (g + dtb[i]));
+        decay[i] = __expf(g);  // g <= 0 on every gate path: the argument is never positive
+      }
+
+      float red[NRED];
+#pragma unroll
+      for (int r = 0; r < NRED; ++r) red[r] = 0.f;
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+#pragma unroll
+        for (int j = 0; j < VPW; ++j) {
+          S[i][j] *= decay[i];
+          red[j] = fmaf(cur.k[i], S[i][j], red[j]);
+          red[VPW + j] = fmaf(cur.q[i], S[i][j], red[VPW + j]);
+        }
+        red[2 * VPW] = fmaf(cur.q[i], cur.q[i], red[2 * VPW]);
+        red[2 * VPW + 1] = fmaf(cur.k[i], cur.k[i], red[2 * VPW + 1]);
+        red[2 * VPW + 2] = fmaf(cur.q[i], cur.k[i], red[2 * VPW + 2]);
+      }
+      float rq, rk, qk;
+      const float beta = bsig ? bmul * sigmoid(cur.beta) : cur.beta;
+      const long o_row = ((bos + t) * a.HV + hv) * (long)V + v0;
+      if constexpr (!SCATTER) {
+        // xor all-reduce: 5 rounds of NRED shuffles; every lane ends with every sum.
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+          for (int r = 0; r < NRED; ++r) red[r] += __shfl_xor_sync(0xffffffffu, red[r], off);
+        rq = l2 ? rsqrtf(red[2 * VPW] + 1e-6f) : 1.f;
+        rk = l2 ? rsqrtf(red[2 * VPW + 1] + 1e-6f) : 1.f;
+        qk = red[2 * VPW + 2] * rq * rk;
+        float vnew[VPW], out[VPW];
+#pragma unroll
+        for (int j = 0; j < VPW; ++j) {
+          vnew[j] = beta * (cur.v[j] - red[j] * rk);
+          out[j] = a.scale * (red[VPW + j] * rq + qk * vnew[j]);
+        }
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) {
+          const float kn = cur.k[i] * rk;
+#pragma unroll
+          for (int j = 0; j < VPW; ++j) S[i][j] = fmaf(kn, vnew[j], S[i][j]);
+        }
+        if (lane == 0) store_bf16<VPW>(reinterpret_cast<__nv_bfloat16*>(a.o) + o_row, out);
+      } else {
+        // Reduce-scatter: each round halves the values a lane carries (2*VPW - 1 shuffles in all, plus
+        // 5 - LOG2_M to finish the last one), instead of 5 * 2*VPW for the all-reduce.
+        scatter_rounds<0>(red, lane);
+        float sum = red[0];
+#pragma unroll
+        for (int off = 16 >> LOG2_M; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        float sq = red[2 * VPW], sk = red[2 * VPW + 1], sqk = red[2 * VPW + 2];
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+          if (l2) {
+            sq += __shfl_xor_sync(0xffffffffu, sq, off);
+            sk += __shfl_xor_sync(0xffffffffu, sk, off);
+          }
+          sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
+        }
+        rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
+        rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+        qk = sqk * rq * rk;
+        // Lanes 0-15 hold k^T S of their column: v' there. Lanes 16-31 hold q^T S of the same column
+        // as lane ^ 16, so one exchange gives them v' for the read-out.
+        const float vn = beta * (cur.v[0] - sum * rk);
+        const float vn_pair = __shfl_xor_sync(0xffffffffu, vn, 16);
+        float vnew[VPW];
+#pragma unroll
+        for (int j = 0; j < VPW; ++j) vnew[j] = __shfl_sync(0xffffffffu, vn, j << SCATTER_SHIFT);
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) {
+          const float kn = cur.k[i] * rk;
+#pragma unroll
+          for (int j = 0; j < VPW; ++j) S[i][j] = fmaf(kn, vnew[j], S[i][j]);
+        }
+        if (lane >= 16 && (lane & ((1 << SCATTER_SHIFT) - 1)) == 0)
+          reinterpret_cast<__nv_bfloat16*>(a.o)[o_row + scatter_col(lane)] =
+              __float2bfloat16_rn(a.scale * (sum * rq + qk * vn_pair));
+      }
+      if (PREFETCH) cur = nxt;
+      else if (t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, cur);  // correct beyond the bucket too
+    }
+
+    // ---- state out -----------------------------------------------------------------------------
+    if (a.ht == nullptr) return;
+    if constexpr (SMEM_STAGING) {
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) store_f32<VPW, false>(&tile[key_row(lane, i) * SMEM_STRIDE + warp * VPW], S[i]);
+      __syncthreads();
+#pragma unroll
+      for (int it = 0; it < FILL_ITERS; ++it) {
+        const int f = it * WARPS * 32 + threadIdx.x;
+        if (f < FILL_TOTAL)
+          __stcs(reinterpret_cast<float4*>(a.ht + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4),
+                 *reinterpret_cast<const float4*>(&tile[(f / (BV / 4)) * SMEM_STRIDE + (f % (BV / 4)) * 4]));
+      }
+    } else if constexpr (V_FIRST) {
+#pragma unroll
+      for (int j = 0; j < VPW; ++j) {
+        if constexpr (STRIDED) {
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) a.ht[state_off + (long)(v0 + j) * K + key_row(lane, i)] = S[i][j];
+        } else {
+          float col[KPL];
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) col[i] = S[i][j];
+          store_f32<KPL, true>(a.ht + state_off + (long)(v0 + j) * K + lane * KPL, col);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) store_f32<VPW, true>(a.ht + state_off + (long)key_row(lane, i) * V + v0, S[i]);
+    }
+  }
+};
+
+}  // namespace recurrent
+}  // namespace kda2

@@ -1,0 +1,83 @@
+"""Render stage: variant config + TIR plan -> a short .cu that instantiates a kernel header, and the
+per-(spec, arch) host translation unit (docs/DESIGN.md §2.4).
+
+The kernels are C++ templates on a config struct in `include/kda2/*.cuh`; a rendered .cu holds only
+the config, one instantiation and the extern "C" entries, so it changes exactly when the code would.
+Text in, text out: nothing here knows of nvcc or SCons, and nothing reads the agents' reasons.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from kda2.artifact.abi import GATE_MODES
+from kda2.plan.variant import variant_id, variant_name
+
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+#: What kernels and the library include (`#include "kda2/..."`): the only -I of every compile.
+INCLUDE_DIR = Path(__file__).parent / "include"
+FAMILY_TEMPLATES = {"recurrent": ("recurrent.cu.j2",), "chunk": ("chunk.cu.j2",)}
+LIBRARY_TEMPLATES = ("library.cpp.j2",)
+
+
+@lru_cache(maxsize=1)
+def _env():
+    import jinja2  # build-time only: the runtime never imports this module
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              autoescape=False)
+
+
+def kernel_symbol(vid: str) -> str:
+    """The extern "C" entry of a recurrent variant's cubin."""
+    return f"kda2_recurrent_{vid}"
+
+
+def chunk_symbols(vid: str) -> tuple[str, str]:
+    """The two extern "C" entries of a chunk variant's cubin: (prep kernel, state kernel)."""
+    return f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}"
+
+
+def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
+    """Every kernel entry of a variant, in launch order."""
+    vid = variant_id(config) if vid is None else vid
+    return chunk_symbols(vid) if config["family"] == "chunk" else (kernel_symbol(vid),)
+
+
+def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
+    """The .cu of one kernel variant: config struct + instantiation + extern "C" entries."""
+    vid = variant_id(config)
+    tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
+    symbols = kernel_symbols(config, vid)
+    extra = {"prep_symbol": symbols[0], "state_symbol": symbols[1]} if config["family"] == "chunk" else {}
+    return tmpl.render(config=dict(config), plan=dict(plan), vid=vid, name=variant_name(config),
+                       ns=f"kda2_{vid}", kernel_symbol=symbols[0], **extra)
+
+
+#: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
+CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes")
+
+
+def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, Any]],
+                   dispatch: Sequence[Mapping[str, Any]], library_json: str) -> str:
+    """The per-(spec, arch) host translation unit: C ABI, dispatch table, embedded cubins.
+
+    `variants` are {"id", "config", "cubin_path"} in library index order (cubin_path as the compiler
+    will see it from the build's working directory), chunk variants also "plan" (at least
+    CHUNK_LAUNCH_KEYS of their TIR plan); `dispatch` rows are {"state_layout", "bucket", "index"}
+    sorted by (layout, bucket). `library_json` is a C string literal. All variants share one family
+    and one (K, V).
+    """
+    families = {v["config"]["family"] for v in variants}
+    dims = {(v["config"]["k"], v["config"]["v"]) for v in variants}
+    if len(families) != 1 or len(dims) != 1:
+        raise ValueError(f"a library holds one family and one (K, V); got families {sorted(families)}, "
+                         f"(K, V) {sorted(dims)}")
+    (family,), ((k, v_dim),) = families, dims
+    rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
+                 gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"])) for v in variants]
+    tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
+    return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
+                       dispatch=list(dispatch), library_json=library_json)

@@ -1,0 +1,147 @@
+"""Declares the build graph as SCons nodes (docs/DESIGN.md §4):
+
+    plan ─▶ TIR (plan.json) ─▶ render (.cu) ─▶ nvcc -dc (.o) ─▶ nvlink -dlto (.cubin, ptxas.log) ─▶ resources
+                                                   per spec and arch: library.cpp ─▶ .o ─▶ .so ─▶ manifest.json
+
+A node's signature is exactly what its output depends on: its input files' content, a Value with the
+inputs that are data (the kernel config for TIR/render, arch and flags for the tools), the toolchain
+identity where a tool runs, and the code digest of its action (`kda2.compile.signature`): the source
+of every kda2 module the action can import, and the versions of third-party packages it uses. Rule
+and agent prose is in no signature: it goes to a `<kernel>.why.json` sidecar. The content decider
+stops a rebuild at the first output that comes out unchanged.
+
+Absolute paths never enter a signature, so checkouts share cache entries; every action writes
+through a temporary name and `os.replace`, so a killed build leaves no finished-looking partial file.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import SCons.Scanner.C
+from SCons.Action import Action  # not env.Action: that substitutes $TARGET before there is one
+
+from kda2.artifact.abi import ABI_VERSION
+from kda2.artifact.canonical import canonical_json
+from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA
+from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR
+from kda2.compile import actions, signature
+from kda2.compile.toolchain import Toolchain, find_toolchain
+from kda2.plan.cache import load_plans
+from kda2.plan.hardware import SMEM_PER_BLOCK_OPTIN
+
+#: Headers are found by SCons' C scanner from each .cu's #include lines, so a kernel is rebuilt when
+#: a header it includes changes, and only then.
+_C_SCANNER = SCons.Scanner.C.CScanner()
+
+
+def _progress(kind: str):
+    def show(target, source, env):
+        return f"kda2 {kind:<9} {target[0]}"
+    return show
+
+
+class _Nodes:
+    """The per-build constants every node declaration needs."""
+
+    def __init__(self, env, tc: Toolchain, verbose: bool):
+        self.env = env
+        self.tc_ident = tc.ident()
+        self.tc_value = env.Value(canonical_json(self.tc_ident))
+        self.code = {fn: env.Value(signature.action_digest(fn)) for fn in (
+            actions.tir_action, actions.render_action, actions.why_action, actions.nvcc_action,
+            actions.nvlink_action, actions.resources_action, actions.library_render_action,
+            actions.cxx_action, actions.link_action, actions.manifest_action)}
+        self.verbose = verbose
+
+    def command(self, kind: str, fn, targets, sources, **kw):
+        """A node running `fn`, its code digest appended as the last source."""
+        return self.env.Command(targets, [*sources, self.code[fn]], Action(fn, _progress(kind)), **kw)
+
+
+def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
+    env, spec = n.env, plan.spec
+    base = out / pv.name
+    smem_budget = min(spec.budget.max_smem_bytes, SMEM_PER_BLOCK_OPTIN[plan.arch])
+    tir = n.command("tir", actions.tir_action,
+                    [f"{base}.plan.json", f"{base}.tir_before.tir", f"{base}.tir_after.tir"],
+                    [env.Value(canonical_json({"config": pv.config, "smem_budget": smem_budget}))])
+    templates = [env.File(str(TEMPLATE_DIR / t)) for t in FAMILY_TEMPLATES[pv.config["family"]]]
+    cu = n.command("render", actions.render_action, f"{base}.cu",
+                   [tir[0], env.Value(canonical_json({"config": pv.config})), *templates])
+    why = n.command("why", actions.why_action, f"{base}.why.json",
+                    [env.Value(canonical_json({"kernel": pv.name, "reasons": [list(r) for r in pv.reasons],
+                                               "rules": list(pv.rules), "flags": list(pv.flags)}))])
+    tool = env.Value(canonical_json({"arch": pv.config["arch"], "flags": list(pv.flags)}))
+    obj = n.command("nvcc -dc", actions.nvcc_action, f"{base}.o", [cu[0], tool, n.tc_value],
+                    source_scanner=_C_SCANNER, CPPPATH=[str(INCLUDE_DIR)])
+    cubin = n.command("nvlink", actions.nvlink_action, [f"{base}.cubin", f"{base}.ptxas.log"],
+                      [obj[0], tool, n.tc_value])
+    limits = env.Value(canonical_json({"allow_spills": spec.budget.allow_spills, "kernel": pv.name,
+                                       "max_registers": spec.budget.max_registers}))
+    res = n.command("resources", actions.resources_action, f"{base}.resources.json", [cubin[1], limits])
+    return {"plan": tir[0], "tir": list(tir[1:]), "cu": cu[0], "why": why[0], "cubin": cubin[0],
+            "log": cubin[1], "resources": res[0]}
+
+
+def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
+    env, spec, arch = n.env, plan.spec, plan.arch
+    lib_name = f"lib{spec.name}.{arch}.so"
+    chunk = spec.family == "chunk"
+    variants = [{"id": pv.id, "name": pv.name, "config": pv.config, "cubin_path": str(nodes[pv.id]["cubin"]),
+                 **({"plan_path": str(nodes[pv.id]["plan"])} if chunk else {})} for pv in plan.variants]
+    dispatch = [dict(d) for d in plan.dispatch]
+    library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
+                    "variants": [pv.id for pv in plan.variants], "dispatch": dispatch}
+    desc = env.Value(canonical_json({"spec": spec.name, "arch": arch, "variants": variants, "dispatch": dispatch,
+                                     "library_json": canonical_json(library_json)}))
+    templates = [env.File(str(TEMPLATE_DIR / t)) for t in LIBRARY_TEMPLATES]
+    plans = [nodes[pv.id]["plan"] for pv in plan.variants] if chunk else []
+    cpp = n.command("render", actions.library_render_action, str(out / "library.cpp"), [desc, *templates, *plans])
+    lib_obj = n.command("c++", actions.cxx_action, str(out / "library.o"), [cpp[0], n.tc_value],
+                        source_scanner=_C_SCANNER, CPPPATH=[str(INCLUDE_DIR)])
+    env.Depends(lib_obj, [v["cubin"] for v in nodes.values()])  # embedded with .incbin
+    so = n.command("link", actions.link_action, str(out / lib_name), [lib_obj[0], n.tc_value])
+
+    def rel(node) -> str:
+        return os.path.relpath(str(node), str(out))
+
+    base = {"schema": MANIFEST_SCHEMA, "spec": spec.name, "arch": arch, "family": spec.family,
+            "abi_version": ABI_VERSION, "toolchain": n.tc_ident,
+            "k": spec.head_dims.k, "v": spec.head_dims.v, "features": spec.features,
+            "buckets": list(spec.seq_len_buckets), "spec_digest": spec.digest, "library": lib_name,
+            "dispatch": dispatch,
+            "variants": [{"id": pv.id, "index": i, "name": pv.name, "config": pv.config, "rules": list(pv.rules),
+                          "flags": list(pv.flags), "cubin": rel(nodes[pv.id]["cubin"]),
+                          "resources": rel(nodes[pv.id]["resources"]), "plan": rel(nodes[pv.id]["plan"]),
+                          "why": rel(nodes[pv.id]["why"])}
+                         for i, pv in enumerate(plan.variants)]}
+    files = [so[0]]
+    for pv in plan.variants:
+        v = nodes[pv.id]
+        files += [v["cubin"], v["resources"], v["plan"], v["cu"], v["log"], v["why"], *v["tir"]]
+    man = n.command("manifest", actions.manifest_action, str(out / "manifest.json"),
+                    [env.Value(canonical_json(base)), *files])
+    return so[0], man[0]
+
+
+def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", build_dir: str = "build",
+            only: list[str] | None = None, verbose: bool = False) -> list:
+    """Declare every node for the specs in `specs_dir`; returns the manifests (the default targets)."""
+    plans, warnings = load_plans(specs_dir, rules_dir, build_dir, only)
+    for w in warnings:
+        print(f"kda2: warning: {w}", file=sys.stderr)
+    tc = find_toolchain()
+    # Locations, resolved once per build; outside the signatures (they differ between machines).
+    env["KDA2_CTX"] = {"toolchain": tc, "verbose": verbose, "include_dirs": [INCLUDE_DIR],
+                       "host_include_dirs": [INCLUDE_DIR, tc.include_dir()],
+                       "nvvm_dir": tc.nvvm_dir(Path(env.Dir("#build").abspath) / ".toolchain")}
+    n = _Nodes(env, tc, verbose)
+    manifests = []
+    for plan in plans:
+        out = Path(build_dir) / plan.spec.name / plan.arch
+        nodes = {pv.id: _variant_nodes(n, plan, pv, out) for pv in plan.variants}
+        _, man = _library_nodes(n, plan, nodes, out)
+        manifests.append(man)
+    return manifests

@@ -1,0 +1,99 @@
+"""The planner's output for a build, cached by the digest of everything it reads.
+
+Planning needs pydantic (specs, rules), which is a third of a no-op `scons -q`. The plan is a pure
+function of the spec files, the rule files, the tune locks and the package's code, so it is
+stored as JSON under build/ keyed by the sha256 of exactly those bytes; a hit rebuilds the same plan
+without importing pydantic. Any edit to one of them is a miss and plans afresh (and reports spec or
+rule errors as usual).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import kda2
+from kda2.artifact.atomic import write_text
+
+CACHE_SCHEMA = 1
+
+
+def _inputs_digest(specs_dir: str, rules_dir: str, only: list[str] | None) -> str:
+    h = hashlib.sha256(f"schema {CACHE_SCHEMA} kda2 {kda2.__version__} only {sorted(only or [])}\0".encode())
+    # All of the package's Python, not a hand-kept list of planning modules: a list goes stale when
+    # planning starts to use another module, and re-planning after an unrelated edit costs ~0.5 s once.
+    files = sorted(Path(kda2.__file__).parent.rglob("*.py"))
+    for d in (Path(specs_dir), Path(rules_dir)):
+        files += sorted(p for p in d.iterdir() if p.is_file()) if d.is_dir() else []
+    for p in files:
+        h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _ns(d: Any) -> Any:
+    if isinstance(d, dict):
+        return SimpleNamespace(**{k: _ns(v) for k, v in d.items()})
+    return d
+
+
+def _to_json(plans, warnings) -> dict:
+    out = []
+    for p in plans:
+        s = p.spec
+        out.append({"spec": {"name": s.name, "family": s.family, "source": str(s.source),
+                             "budget": s.budget.model_dump(), "head_dims": s.head_dims.model_dump(),
+                             "features": s.canonical()["features"], "seq_len_buckets": list(s.seq_len_buckets),
+                             "digest": s.digest()},
+                    "arch": p.arch, "dispatch": [dict(d) for d in p.dispatch],
+                    "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
+                                  "flags": v.flags, "rules_digest": v.rules_digest, "rules": v.rules}
+                                 for v in p.variants]})
+    return {"plans": out, "warnings": list(warnings)}
+
+
+def _from_json(data: dict) -> tuple[list[SimpleNamespace], list[str]]:
+    plans = []
+    for p in data["plans"]:
+        spec = p["spec"]
+        variants = [SimpleNamespace(id=v["id"], name=v["name"], config=v["config"],
+                                    reasons=tuple(tuple(r) for r in v["reasons"]), flags=tuple(v["flags"]),
+                                    rules_digest=v["rules_digest"], rules=tuple(v["rules"])) for v in p["variants"]]
+        plans.append(SimpleNamespace(
+            spec=SimpleNamespace(name=spec["name"], family=spec["family"], source=spec["source"],
+                                 budget=_ns(spec["budget"]), head_dims=_ns(spec["head_dims"]),
+                                 features=spec["features"], seq_len_buckets=spec["seq_len_buckets"],
+                                 digest=spec["digest"]),
+            arch=p["arch"], dispatch=tuple(p["dispatch"]), variants=tuple(variants)))
+    return plans, data["warnings"]
+
+
+def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] | None = None):
+    """(plans, warnings) for the build; plans expose .spec/.arch/.variants/.dispatch as plain data."""
+    key = _inputs_digest(specs_dir, rules_dir, only)
+    cache = Path(build_dir) / ".kda2" / "plan-cache.json"
+    try:
+        data = json.loads(cache.read_text())
+        if data.get("key") == key:
+            return _from_json(data)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no cache or an unreadable one: plan afresh and rewrite it
+    from kda2.plan.planner import plan_all
+    from kda2.spec.rules import load_rules
+    from kda2.spec.model import load_specs
+    from kda2.tools.tune import lock_path_for, read_lock
+
+    specs = load_specs(specs_dir)
+    if only:
+        unknown = sorted(set(only) - {s.name for s in specs})
+        if unknown:
+            raise ValueError(f"SPECS names unknown spec(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(s.name for s in specs)}")
+        specs = [s for s in specs if s.name in only]
+    rules = load_rules(rules_dir)
+    locks = {s.name: read_lock(lock_path_for(s.name, specs_dir)) for s in specs}
+    plans, warnings = plan_all(specs, rules, locks)
+    data = dict(_to_json(plans, warnings), key=key)
+    write_text(cache, json.dumps(data, sort_keys=True))
+    return _from_json(data)

@@ -1,0 +1,125 @@
+"""Plan stage: Spec x arch -> the variants to build and the dispatch table that routes to them.
+
+Agents propose and prune candidates per (state layout, seq_len bucket); rules then forbid, set or add
+flags; the first surviving candidate of each (layout, bucket) is the one the dispatch table calls,
+the others are built too, as tuning candidates reachable by index.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kda2.plan.agents import FAMILY_AGENTS, Candidate
+from kda2.spec.rules import Rule, apply_rules, unmatched
+from kda2.spec.model import Spec
+from kda2.plan.variant import variant_id, variant_name
+from kda2.spec.knobs import MATCH_ONLY_FIELDS
+
+
+class PlanError(ValueError):
+    """The spec and rules leave some (layout, bucket) without any variant."""
+
+
+@dataclass(frozen=True)
+class PlannedVariant:
+    config: dict[str, Any]
+    reasons: tuple[tuple[str, str], ...]
+    flags: tuple[str, ...]        # extra nvcc flags from rules (signed by the compile nodes only)
+    rules_digest: str             # digest of exactly the rules that matched (provenance, not a build input)
+    rules: tuple[str, ...]        # "NNNN@vV" of those rules, for people
+
+    @property
+    def id(self) -> str:
+        return variant_id(self.config)
+
+    @property
+    def name(self) -> str:
+        return variant_name(self.config)
+
+
+@dataclass(frozen=True)
+class SpecPlan:
+    spec: Spec
+    arch: str
+    variants: tuple[PlannedVariant, ...]     # library index order
+    dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "index", "variant", "routed_by", "candidates"}
+    considered: tuple[dict[str, Any], ...]   # every config the agents proposed (for rule warnings)
+    warnings: tuple[str, ...] = ()
+
+
+def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
+    """What every kernel of the spec compiles in; the agents add their knobs. No bucket (see variant.py)."""
+    f = spec.features
+    return {"family": spec.family, "arch": arch, "k": spec.head_dims.k, "v": spec.head_dims.v,
+            "gate_modes": sorted(f.gate_modes), "qk_l2norm": f.qk_l2norm,
+            "beta_sigmoid": f.beta_sigmoid, "varlen": f.varlen}
+
+
+def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None) -> SpecPlan:
+    """`tuned`: {"<layout>:<bucket>": variant id} from the spec's tune lock for this arch, if any."""
+    agents = FAMILY_AGENTS[spec.family]
+    picked: list[tuple[str, int, PlannedVariant]] = []
+    considered: list[dict[str, Any]] = []
+    for bucket in spec.seq_len_buckets:
+        cands = [Candidate(_base_config(spec, arch))]
+        for agent in agents:
+            cands = agent(spec, arch, bucket, cands)
+        # rules see the bucket (they may scope by it); the kernel's config never holds it
+        considered.extend({**c.config, "bucket": bucket} for c in cands)
+        for c in cands:
+            applied = apply_rules(rules, {**c.config, "bucket": bucket})
+            if applied.config is None:
+                continue
+            why = tuple((f"rule {r.id:04d} v{r.version}", f"{r.action}: {' '.join(r.reason.split())}")
+                        for r in applied.matched)
+            config = {k: v for k, v in applied.config.items() if k not in MATCH_ONLY_FIELDS}
+            pv = PlannedVariant(config=config, reasons=c.reasons + why, flags=applied.flags, rules_digest=applied.digest,
+                                rules=tuple(f"{r.id:04d}@v{r.version}" for r in applied.matched))
+            picked.append((pv.config["state_layout"], bucket, pv))
+
+    variants: list[PlannedVariant] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
+    dispatch: list[dict[str, Any]] = []
+    for layout in ("k_first", "v_first"):
+        if layout not in spec.features.state_layouts:
+            continue
+        for bucket in spec.seq_len_buckets:
+            group = [pv for lay, b, pv in picked if lay == layout and b == bucket]
+            if not group:
+                raise PlanError(f"{spec.source}: no variant survives for state_layout={layout}, bucket {bucket} "
+                                f"on {arch} (agents' budget or rules forbid every candidate); widen "
+                                f"agents/budget in the spec or relax the forbidding rule")
+            for pv in group:
+                if pv.id not in seen:
+                    seen.add(pv.id)
+                    variants.append(pv)
+            first, routed_by = group[0], "rank"
+            winner = (tuned or {}).get(f"{layout}:{bucket}")
+            if winner is not None:
+                match = [pv for pv in group if pv.id == winner]
+                if match:
+                    first, routed_by = match[0], "tune"
+                else:
+                    warnings.append(f"{spec.name}.lock.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
+                                    f"is no longer a candidate; routing to the agents' first choice "
+                                    f"(re-run `kda2 tune`)")
+            dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id, "routed_by": routed_by,
+                             "index": next(i for i, v in enumerate(variants) if v.id == first.id),
+                             "candidates": [pv.id for pv in group]})
+    return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
+                    considered=tuple(considered), warnings=tuple(warnings))
+
+
+def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
+             locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> tuple[list[SpecPlan], list[str]]:
+    """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tune locks.
+
+    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.tools.tune.read_lock).
+    """
+    locks = locks or {}
+    plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch)) for s in specs for arch in s.archs]
+    configs = [c for p in plans for c in p.considered]
+    warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"
+                for r in unmatched(rules, configs)]
+    return plans, warnings + [w for p in plans for w in p.warnings]

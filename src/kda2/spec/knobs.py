@@ -1,0 +1,56 @@
+"""Knob tables: every field a kernel config of each family may hold, with the values it may take.
+
+Specs name agents' choices from these, rules match and set fields from these, and the planner's
+configs hold exactly these (docs/DESIGN.md §3, "kernel identity"). A field here that does not change
+the generated code does not belong here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kda2.plan.hardware import ARCHS
+
+#: Knobs a `recurrent` variant has, with the values each may take. Rules may match on exactly these
+#: fields (plus `arch`, `family`, `bucket`); anything else is an error naming this table.
+RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
+    "family": ("recurrent",),
+    "arch": ARCHS,
+    "k": (32, 64, 128, 256),
+    "v": (32, 64, 128, 256),
+    "bucket": int,                       # rules may match on it (it picks the dispatch row, never the code)
+    "state_layout": ("k_first", "v_first"),
+    "prefetch": (False, True),           # software-pipeline the next token's inputs (off for decode-only kernels)
+    "v_per_warp": (2, 4, 8, 16, 32),     # value columns one warp owns (32: one per lane, k_map all)
+    "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
+    "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers
+    "k_map": ("strided", "blocked", "all"),  # key rows of a lane: l + 32*i, l*K/32 + i, or all K
+    "lane_cols": (1, 2, 4),              # adjacent value columns per lane (k_map all; 1 otherwise)
+    "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums: xor all-reduce or reduce-scatter
+    "gate_modes": tuple,                 # compiled-in gate activations (sorted)
+    "qk_l2norm": (False, True),
+    "beta_sigmoid": (False, True),
+    "varlen": (False, True),
+}
+
+#: Knobs a `chunk` (chunkwise-parallel tensor-core prefill) variant has. Two kernels per variant: a
+#: parallel prep pass over all chunks, then the serial state pass per (sequence, head, V-slice).
+CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
+    "family": ("chunk",),
+    "arch": ARCHS,
+    "k": (64, 128),
+    "v": (64, 128),
+    "bucket": int,                       # rules may match on it (it picks the dispatch row, never the code)
+    "state_layout": ("k_first", "v_first"),
+    "chunk": (64,),                      # tokens per chunk
+    "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
+    "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
+    "gate_modes": tuple,                 # compiled-in gate activations (sorted)
+    "qk_l2norm": (False, True),
+    "beta_sigmoid": (False, True),
+    "varlen": (False, True),
+}
+
+FAMILY_FIELDS = {"recurrent": RECURRENT_FIELDS, "chunk": CHUNK_FIELDS}
+
+#: Fields rules may match on that are not part of a config (they place a kernel, they are not its code).
+MATCH_ONLY_FIELDS = ("bucket",)

@@ -1,0 +1,252 @@
+"""`kda2` command line: build, plan, inspect, rules, tune, bench.
+
+Errors the user can fix (bad spec, bad rule, missing tool, corrupt artifact) print one line
+`kda2: error: ...` and exit 2; nothing here prints a traceback for them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+def _fail(msg: str) -> int:
+    print(f"kda2: error: {msg}", file=sys.stderr)
+    return 2
+
+
+# ---- build -----------------------------------------------------------------------------------
+
+def cmd_build(args: argparse.Namespace) -> int:
+    top = Path(args.directory).resolve()
+    if not (top / "SConstruct").is_file():
+        return _fail(f"{top}: no SConstruct here; run from a kda2 checkout or pass -C DIR")
+    argv = [sys.executable, "-m", "SCons", "-C", str(top), f"-j{args.jobs}"]
+    if args.specs:
+        argv.append(f"SPECS={','.join(args.specs)}")
+    if args.verbose:
+        argv.append("VERBOSE=1")
+    argv += args.scons_args
+    start = time.monotonic()
+    counts: dict[str, int] = {}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        m = re.match(r"kda2 (\S+(?: -dc)?)\s+(.*)", line)
+        if m:
+            counts[m[1]] = counts.get(m[1], 0) + 1
+            n = sum(counts.values())
+            print(f"[{n:4d} {time.monotonic() - start:7.1f}s] {m[1]:<9} {m[2]}", flush=True)
+        elif line.startswith("Retrieved"):
+            counts["cached"] = counts.get("cached", 0) + 1
+            print(f"[cache {time.monotonic() - start:7.1f}s] {line}", flush=True)
+        elif not line.startswith("scons: ") or "error" in line.lower() or "***" in line:
+            print(line, flush=True)
+    rc = proc.wait()
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
+    print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
+    return rc
+
+
+# ---- plan ------------------------------------------------------------------------------------
+
+def _chunk_smem(c: dict) -> str:
+    """prep/state shared-memory bytes of a chunk config, at the strides the TIR pass picks for it."""
+    from kda2.plan.smem import expected_strides, prep_smem_bytes, state_smem_bytes
+
+    s = expected_strides(c["k"])
+    return f"{prep_smem_bytes(s)}/{state_smem_bytes(s, k=c['k'], block_v=c['block_v'], stages=c['stages'])}"
+
+
+#: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
+_PLAN_COLUMNS = {
+    "recurrent": [("prefetch", "<8", lambda c: c["prefetch"]),
+                  ("v/warp", ">6", lambda c: c["v_per_warp"]), ("warps", ">5", lambda c: c["warps"]),
+                  ("staging", "<7", lambda c: c["staging"]), ("k_map", "<8", lambda c: c["k_map"]),
+                  ("reduce", "<9", lambda c: c["reduce"])],
+    "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
+              ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", lambda c: c["block_v"] // 8),
+              ("smem prep/state B", "<17", _chunk_smem)],
+}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from kda2.plan.planner import PlanError, plan_spec
+    from kda2.spec.rules import RuleError, load_rules
+    from kda2.spec.model import SpecError, load_spec
+    from kda2.tools.tune import read_lock
+
+    try:
+        spec = load_spec(args.spec)
+        rules = load_rules(args.rules)
+        archs = [args.arch] if args.arch else list(spec.archs)
+        if args.arch and args.arch not in spec.archs:
+            return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
+        lock = read_lock(Path(args.spec).with_name(f"{spec.name}.lock.json"))  # what the build routes by
+        plans = [plan_spec(spec, a, rules, lock.get(a)) for a in archs]
+        for p in plans:
+            for w in p.warnings:
+                print(f"kda2: warning: {w}", file=sys.stderr)
+    except (SpecError, RuleError, PlanError, ValueError) as e:
+        return _fail(str(e))
+    if args.json:
+        print(json.dumps([{"arch": p.arch, "dispatch": list(p.dispatch),
+                           "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
+                                         "rules": v.rules, "flags": v.flags} for v in p.variants]}
+                          for p in plans], indent=1))
+        return 0
+    columns = _PLAN_COLUMNS[spec.family]
+    for p in plans:
+        routed: dict[str, list[str]] = {}
+        for d in p.dispatch:
+            routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
+                                                       f"<={d['bucket']}({d['routed_by']})")
+        print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
+              f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
+        print(f"  {'id':<12} {'layout':<8} "
+              + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket, routed by)  rules")
+        for v in p.variants:
+            c = v.config
+            print(f"  {v.id:<12} {c['state_layout']:<8} "
+                  + " ".join(f"{cell(c)!s:{width}}" for _, width, cell in columns)
+                  + f" {' '.join(routed.get(v.id, ['candidate']))}" + (f"  rules {' '.join(v.rules)}" if v.rules else ""))
+            if args.reasons:
+                for agent, why in v.reasons:
+                    print(f"      [{agent}] {why}")
+        print()
+    return 0
+
+
+# ---- inspect ---------------------------------------------------------------------------------
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from kda2.tools.inspect import inspect_manifest
+
+    return inspect_manifest(args.artifact, variant=args.variant, reasons=args.reasons)
+
+
+# ---- rules -----------------------------------------------------------------------------------
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from kda2.spec.rules import RuleError, check_lock, load_rules, write_lock
+
+    try:
+        if args.action == "lock":
+            print(f"kda2 rules: wrote {write_lock(args.rules)}")
+            return 0
+        rules = load_rules(args.rules)
+        problems = check_lock(args.rules)
+    except RuleError as e:
+        return _fail(str(e))
+    if problems:
+        for p in problems:
+            print(f"kda2: error: {p}", file=sys.stderr)
+        return 1
+    print(f"kda2 rules: {len(rules)} rules, lock up to date")
+    return 0
+
+
+# ---- tune ------------------------------------------------------------------------------------
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from kda2.runtime.errors import ArtifactError
+    from kda2.tools.tune import tune, tunable
+
+    try:
+        for artifact in args.artifacts:
+            tunable(artifact)  # every artifact checked before any GPU time is spent
+        for artifact in args.artifacts:
+            print(f"kda2 tune: {artifact}")
+            tune(artifact, lock=args.lock, quick=args.quick)
+    except (ArtifactError, ValueError) as e:
+        return _fail(str(e))
+    print("kda2 tune: rebuild (scons) to route the dispatch tables to the winners")
+    return 0
+
+
+# ---- bench -----------------------------------------------------------------------------------
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from kda2.bench import main as bench_main
+
+    return bench_main(args.bench_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kda2", description="KDA²: declarative build of Kimi Delta Attention "
+                                "CUDA kernels (YAML spec -> scons -> tuned, cached artifacts).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="build the specs (wraps scons; one progress line per node)",
+                       description="Run scons over kernel_specs/ with a progress line per built node. "
+                       "Extra arguments after -- go to scons (e.g. -- -q to check up-to-dateness).")
+    b.add_argument("specs", nargs="*", help="spec names to build (default: all in kernel_specs/)")
+    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: CPUs)")
+    b.add_argument("-C", "--directory", default=".", help="checkout holding SConstruct (default: .)")
+    b.add_argument("-v", "--verbose", action="store_true", help="print full nvcc/nvlink command lines")
+    b.add_argument("scons_args", nargs=argparse.REMAINDER, help="arguments passed to scons after --")
+    b.set_defaults(func=cmd_build)
+
+    pl = sub.add_parser("plan", help="show the candidate variants of a spec and why",
+                        description="Run the planner agents and rules over SPEC and print the candidate "
+                        "table (one row per variant; --reasons adds each agent's and rule's reason).")
+    pl.add_argument("spec", help="path to a spec YAML (e.g. kernel_specs/kimi_linear_recurrent.yaml)")
+    pl.add_argument("--arch", help="only this arch (default: every arch in the spec)")
+    pl.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    pl.add_argument("--reasons", action="store_true", help="print every decision's reason")
+    pl.add_argument("--json", action="store_true", help="machine-readable output")
+    pl.set_defaults(func=cmd_plan)
+
+    i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",
+                       description="For each variant of a manifest: registers, shared memory, spills (from "
+                       "ptxas), and a SASS check that the expected instructions are present and no local "
+                       "memory (LDL/STL) is used. Exit 1 when a check fails.")
+    i.add_argument("artifact", help="build/<spec>/<arch> directory or its manifest.json")
+    i.add_argument("--variant", help="only this variant id")
+    i.add_argument("--reasons", action="store_true", help="print the agents' and rules' reasons (the .why.json sidecars)")
+    i.set_defaults(func=cmd_inspect)
+
+    r = sub.add_parser("rules", help="check or update rules/rules.lock.json",
+                       description="check: fail when a rule's body changed without a version bump (or the "
+                       "lock is stale). lock: record the current versions and digests after a bump.")
+    r.add_argument("action", choices=["check", "lock"])
+    r.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    r.set_defaults(func=cmd_rules)
+
+    t = sub.add_parser("tune", help="time every candidate on this GPU and lock the winners",
+                       description="On a GPU host: check each built candidate against the fp64 reference, "
+                       "time it per (state layout, seq_len bucket), and write the fastest correct one to "
+                       "kernel_specs/<spec>.lock.json; the next build routes its dispatch table there.")
+    t.add_argument("artifacts", nargs="+", help="build/<spec>/<arch> directories or their manifest.json")
+    t.add_argument("--lock", help="lock file to write (default: kernel_specs/<spec>.lock.json)")
+    t.add_argument("--quick", action="store_true", help="fewer timing repetitions")
+    t.set_defaults(func=cmd_tune)
+
+    be = sub.add_parser("bench", help="benchmark against FLA on the GPU (see `kda2 bench -- --help`)",
+                        description="Runs kda2.bench (needs a GPU, torch, built artifacts; FLA for the "
+                        "baseline). Arguments after -- are passed through.")
+    be.add_argument("bench_args", nargs=argparse.REMAINDER)
+    be.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kda2 plan ... | head` ends quietly
+    args = build_parser().parse_args(argv)
+    for attr in ("scons_args", "bench_args"):
+        if getattr(args, attr, None) and getattr(args, attr)[0] == "--":
+            setattr(args, attr, getattr(args, attr)[1:])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

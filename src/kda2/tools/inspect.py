@@ -1,0 +1,93 @@
+"""`kda2 inspect`: what a built library holds — per kernel registers, shared memory and spills (ptxas),
+the SASS check (kda2.compile.sass), the buckets that route to it, and on request the agents' and
+rules' reasons from its `.why.json` sidecar.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kda2.compile import sass
+
+
+def _fail(msg: str) -> int:
+    print(f"kda2: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _routes(m: dict, vid: str) -> str:
+    rows = [f"{d['state_layout']} T<={d['bucket']}" for d in m["dispatch"] if d["variant"] == vid]
+    return ", ".join(rows) if rows else "tuning candidate only"
+
+
+def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
+    """The config words of an inspect line (and, for chunk, the kernel's dynamic shared memory)."""
+    c = v["config"]
+    if family != "chunk":
+        return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}"
+    text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}"
+    try:
+        plan = json.loads((root / v["plan"]).read_text())
+        which = "prep" if "_prep_" in kernel else "state"
+        text += f"  {which}: dynamic smem {plan[f'{which}_smem_bytes']} B, {plan[f'{which}_threads']} threads"
+    except (OSError, ValueError, KeyError):
+        pass
+    return text
+
+
+def inspect_variant(root: Path, v: dict, family: str, arch: str) -> tuple[list[str], list[str]]:
+    """(report lines, problems) for one variant of a manifest."""
+    lines, problems = [f"  {v['name']}"], []
+    for kernel, r in sorted(v["resources"].items()):
+        lines.append(f"    {r['arch']}  regs {r['registers']:>3}  smem {r['smem']:>6} B  "
+                     f"stack {r['stack']} B  spills {r['spill_stores']}/{r['spill_loads']} B  "
+                     f"{_describe(root, v, family, kernel)}")
+        if r["spill_stores"] or r["spill_loads"] or r["stack"]:
+            problems.append(f"{v['id']}: {kernel} spills or uses a stack frame")
+    ops = sass.sass_opcodes(root / v["cubin"])
+    expected, missing, local = sass.check(ops, family, arch, v["config"])
+    lines.append(f"    SASS: {sum(ops.values())} instructions; expected {' '.join(expected)}: "
+                 f"{'all present' if not missing else 'MISSING ' + ' '.join(missing)}; local memory: "
+                 f"{'none' if not local else ' '.join(local)}")
+    if missing:
+        problems.append(f"{v['id']}: expected SASS instructions missing: {' '.join(missing)}")
+    if local:
+        problems.append(f"{v['id']}: local-memory instructions {' '.join(local)}")
+    return lines, problems
+
+
+def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = False) -> int:
+    path = Path(artifact)
+    manifest = path / "manifest.json" if path.is_dir() else path
+    if not manifest.is_file() or manifest.suffix != ".json":
+        return _fail(f"{artifact}: not a manifest.json or a build/<spec>/<arch> directory")
+    root = manifest.parent
+    all_problems: list[str] = []
+    try:
+        m = json.loads(manifest.read_text())
+        variants = m["variants"]
+        if variant and variant not in {v["id"] for v in variants}:
+            return _fail(f"{manifest}: no variant {variant}; it has {', '.join(v['id'] for v in variants)}")
+        print(f"{m['spec']} / {m['arch']}: {len(variants)} kernels for {len(m['dispatch'])} dispatch rows, "
+              f"library {m['library']['path']}, toolchain {m['toolchain']['nvcc']}")
+        for v in variants:
+            if variant and v["id"] != variant:
+                continue
+            lines, problems = inspect_variant(root, v, m["family"], m["arch"])
+            lines.insert(1, f"    routes: {_routes(m, v['id'])}")
+            if reasons:
+                why = json.loads((root / v["why"]).read_text())
+                lines += [f"      [{who}] {text}" for who, text in why["reasons"]]
+            print("\n".join(lines))
+            all_problems += problems
+    except (FileNotFoundError, RuntimeError) as e:
+        return _fail(str(e))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as e:
+        return _fail(f"{manifest}: unreadable manifest ({type(e).__name__}: {e}); rebuild it with `kda2 build`")
+    if all_problems:
+        for p in all_problems:
+            print(f"kda2 inspect: FAIL {p}", file=sys.stderr)
+        return 1
+    print("kda2 inspect: ok (no spills, expected instructions present)")
+    return 0

@@ -18,34 +18,36 @@ from typing import Any
 
 import pytest
 
-from kda2.plan.planner import plan_spec
-from kda2.codegen.render import GATE_BITS, INCLUDE_DIR, kernel_symbol, render_library, render_variant
+from kda2.artifact.abi import GATE_MODES
+from kda2.artifact.canonical import canonical_json
+from kda2.codegen.render import INCLUDE_DIR, kernel_symbol, render_library, render_variant
 from kda2.compile.ptxas import check, parse_ptxas
-from kda2.spec.rules import load_rules
-from kda2.spec.model import load_spec
-from kda2.tir import plan_variant
 from kda2.compile.toolchain import find_toolchain
-from kda2.plan.variant import canonical_json, variant_id, variant_name
+from kda2.plan.hardware import SMEM_PER_BLOCK_OPTIN
+from kda2.plan.planner import plan_spec
+from kda2.plan.variant import variant_id, variant_name
+from kda2.spec.model import load_spec
+from kda2.spec.rules import load_rules
+from kda2.tir import plan_variant
 
 REPO = Path(__file__).resolve().parents[1]
-TEMPLATES = REPO / "src" / "kda2" / "templates"
-INCLUDE = TEMPLATES / "include"
 BUDGET = 49152
+#: the spec-level run-time features a chunk library checks calls against (recurrent configs fix their own)
+ALL_FEATURES = {"qk_l2norm": True, "beta_sigmoid": True, "varlen": True}
 
+# Kernel configs as the planner makes them: no bucket (a bucket is a dispatch row, not code); the
+# recurrent pipeline knob `prefetch` is what a bucket > 1 used to switch on.
 BASE: dict[str, Any] = {
-    "family": "recurrent", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 64,
+    "family": "recurrent", "arch": "sm_90a", "k": 128, "v": 128, "prefetch": True,
     "gate_modes": ["lower_bound", "precomputed", "softplus"], "qk_l2norm": True, "beta_sigmoid": True,
     "varlen": True,
 }
 SMEM_CFG = {**BASE, "state_layout": "k_first", "v_per_warp": 8, "warps": 4, "staging": "smem",
             "k_map": "strided", "reduce": "scatter", "lane_cols": 1}
-ALL_K_CFG = {**BASE, "bucket": 1, "state_layout": "k_first", "v_per_warp": 16, "warps": 4, "staging": "direct",
-             "k_map": "all", "reduce": "butterfly", "lane_cols": 2}
+ALL_K_CFG = {**BASE, "prefetch": False, "state_layout": "k_first", "v_per_warp": 16, "warps": 4,
+             "staging": "direct", "k_map": "all", "reduce": "butterfly", "lane_cols": 2}
 V_FIRST_CFG = {**BASE, "state_layout": "v_first", "v_per_warp": 8, "warps": 4, "staging": "direct",
                "k_map": "blocked", "reduce": "scatter", "lane_cols": 1}
-REASONS = [("layout", "states [N,HV,K,V]"), ("staging", "through shared memory"),
-           ("tile", "T<=64: v_per_warp=8 -> 32 state registers/lane"), ("reduce", "reduce-scatter"),
-           ("budget", "~117 registers (budget 255)"), ("rule 0002 v1", "flags: warn on spills")]
 OTHER_CASES = [(name, arch) for name in ("all_k", "v_first") for arch in ("sm_90a", "sm_80")]
 
 
@@ -62,7 +64,7 @@ def with_arch(cfg: dict[str, Any], arch: str) -> dict[str, Any]:
 def compile_cubin(cu: Path, arch: str) -> str:
     """nvcc -cubin with ptxas -v; returns the ptxas report (fails the test on a compile error)."""
     num = arch.removeprefix("sm_")
-    argv = [nvcc(), "-std=c++17", "-O3", f"-I{TEMPLATES}", f"-I{INCLUDE_DIR}", "-cubin",
+    argv = [nvcc(), "-std=c++17", "-O3", f"-I{INCLUDE_DIR}", "-cubin",
             "-gencode", f"arch=compute_{num},code=sm_{num}", "-Xptxas", "-v", str(cu), "-o", str(cu.with_suffix(".cubin"))]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"{' '.join(argv)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
@@ -83,7 +85,7 @@ def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
         cases[f"{name}-{arch}"] = (cfg, plan_variant(cfg, BUDGET))
     out: dict[str, dict[str, Any]] = {}
     for key, (cfg, plan) in cases.items():
-        text = render_variant(cfg, REASONS, plan, "t")
+        text = render_variant(cfg, plan)
         (d / f"{key}.cu").write_text(text)
         out[key] = {"config": cfg, "plan": plan, "text": text, "cu": d / f"{key}.cu"}
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
@@ -101,6 +103,7 @@ def stride_of(text: str) -> int:
     return int(m)
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_pass_plans_differ_as_expected(built) -> None:
     p, n = built["pass"]["plan"], built["no_pass"]["plan"]
     k, bv = SMEM_CFG["k"], SMEM_CFG["warps"] * SMEM_CFG["v_per_warp"]
@@ -112,6 +115,7 @@ def test_pass_plans_differ_as_expected(built) -> None:
     assert p["smem_stride"] % 4 == 0  # float4 rows stay 16-byte aligned
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_pass_changes_only_smem_stride(built) -> None:
     a, b = built["pass"]["text"], built["no_pass"]["text"]
     assert stride_of(a) == built["pass"]["plan"]["smem_stride"]
@@ -125,6 +129,7 @@ def test_pass_changes_only_smem_stride(built) -> None:
     assert [lb[i] for i in changed] == [line.format(32)]
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_pass_and_no_pass_compile_with_different_smem(built) -> None:
     k = SMEM_CFG["k"]
     smem = {}
@@ -148,9 +153,14 @@ def config_values(text: str) -> dict[str, str]:
     return dict(re.findall(r"^  static constexpr (?:int|bool) (\w+) = (\w+);", text, re.M))
 
 
-def test_cu_is_config_and_entry_without_reasons_spec_or_version() -> None:
+def without_identity(text: str, config: dict[str, Any]) -> str:
+    """The .cu with its variant's id and name blanked: what is left is the code the config selects."""
+    return text.replace(variant_name(config), "NAME").replace(variant_id(config), "ID")
+
+
+def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None:
     """Straight from the planner: the .cu names the variant and fixes its config; the agents' reasons,
-    the spec and the kda2 version (the manifest has them) are not in it."""
+    the spec, the kda2 version (the manifest and why.json have them) and the bucket are not in it."""
     from kda2 import __version__
 
     spec = load_spec(REPO / "kernel_specs" / "kimi_linear_recurrent.yaml")
@@ -159,7 +169,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_or_version() -> None:
     assert any(agent.startswith("rule 0002") for agent, _ in pv.reasons)
     tplan = {"smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "conflicts_before": {}, "conflicts_after": {},
              "pass": {"name": "kda2.bank_pad"}}
-    text = render_variant(pv.config, pv.reasons, tplan, spec.name)
+    text = render_variant(pv.config, tplan)
     lines = text.splitlines()
     assert lines[0].startswith(f"// {variant_name(pv.config)}: ") and "kda2/recurrent.cuh" in lines[0]
     assert len(lines) <= 40
@@ -171,6 +181,8 @@ def test_cu_is_config_and_entry_without_reasons_spec_or_version() -> None:
     for _, why in pv.reasons:
         assert why not in text, why
     assert spec.name not in text and __version__ not in text and "Generated" not in text
+    # no bucket: neither the word nor the old `_t<bucket>` part of the name
+    assert not re.search(r"bucket|_t\d+_", text, re.I), text
     c, cfg = config_values(text), pv.config
     assert c == {
         "K": str(cfg["k"]), "V": str(cfg["v"]), "WARPS": str(cfg["warps"]), "VPW": str(cfg["v_per_warp"]),
@@ -181,56 +193,110 @@ def test_cu_is_config_and_entry_without_reasons_spec_or_version() -> None:
         "HAS_LOWER_BOUND": str("lower_bound" in cfg["gate_modes"]).lower(),
         "HAS_L2NORM": str(cfg["qk_l2norm"]).lower(), "HAS_BETA_SIGMOID": str(cfg["beta_sigmoid"]).lower(),
         "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
-        "PREFETCH": str(cfg["bucket"] > 1).lower(),
+        "PREFETCH": str(cfg["prefetch"]).lower(),
     }, text
 
 
-def test_prefetch_from_bucket_or_knob(built) -> None:
+@pytest.mark.compile  # real nvcc / g++
+def test_prefetch_knob_changes_exactly_the_prefetch_line(built) -> None:
+    """`prefetch` (what a bucket > 1 used to switch on) is a config knob: flipping it changes the
+    PREFETCH constant and nothing else but the variant's id and name; a config without it does not render."""
+    import jinja2
+
     plan = built["pass"]["plan"]
-    assert config_values(built["pass"]["text"])["PREFETCH"] == "true"            # bucket 64
-    assert config_values(built["all_k-sm_90a"]["text"])["PREFETCH"] == "false"   # bucket 1
-    # an explicit `prefetch` knob wins over the bucket
-    assert config_values(render_variant({**SMEM_CFG, "prefetch": False}, REASONS, plan, "t"))["PREFETCH"] == "false"
-    assert config_values(render_variant({**SMEM_CFG, "bucket": 1, "prefetch": True}, REASONS, plan, "t"))[
-        "PREFETCH"] == "true"
+    assert config_values(built["pass"]["text"])["PREFETCH"] == "true"            # SMEM_CFG: prefetch
+    assert config_values(built["all_k-sm_90a"]["text"])["PREFETCH"] == "false"   # ALL_K_CFG: decode-only
+    on, off = SMEM_CFG, {**SMEM_CFG, "prefetch": False}
+    assert variant_id(on) != variant_id(off)
+    la = without_identity(render_variant(on, plan), on).splitlines()
+    lb = without_identity(render_variant(off, plan), off).splitlines()
+    assert len(la) == len(lb)
+    changed = [(x, y) for x, y in zip(la, lb) if x != y]
+    assert len(changed) == 1, "\n".join(difflib.unified_diff(la, lb, lineterm=""))
+    ((x, y),) = changed
+    assert re.fullmatch(r"  static constexpr bool PREFETCH = true;.*", x), x
+    assert y == x.replace("= true;", "= false;")
+    # no default (the bucket used to supply one): a recurrent config must say
+    with pytest.raises(jinja2.UndefinedError, match="prefetch"):
+        render_variant({k: v for k, v in SMEM_CFG.items() if k != "prefetch"}, plan)
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_render_is_deterministic(built) -> None:
     cfg, plan = SMEM_CFG, built["pass"]["plan"]
-    first = render_variant(cfg, REASONS, plan, "t")
+    first = render_variant(cfg, plan)
     assert first == built["pass"]["text"]
-    assert render_variant(cfg, REASONS, plan, "t") == first
+    assert render_variant(cfg, plan) == first
     # key order of the config and the plan must not matter
     shuffled_cfg = dict(reversed(list(cfg.items())))
     shuffled_plan = json.loads(json.dumps(dict(reversed(list(plan.items())))))
-    assert render_variant(shuffled_cfg, [list(r) for r in REASONS], shuffled_plan, "t") == first
-    # nor the reasons or the spec (they are not in the .cu) ...
-    assert render_variant(cfg, REASONS[:-1], plan, "u") == first
-    # ... but the config does
-    assert render_variant({**cfg, "v_per_warp": 4}, REASONS, plan, "t") != first
-    assert render_variant({**cfg, "reduce": "butterfly"}, REASONS, plan, "t") != first
+    assert render_variant(shuffled_cfg, shuffled_plan) == first
+    # ... but the config does, beyond the id
+    for change in ({"v_per_warp": 4}, {"reduce": "butterfly"}):
+        other = {**cfg, **change}
+        assert without_identity(render_variant(other, plan), other) != without_identity(first, cfg), change
+
+
+def planned_variants() -> list[tuple[str, str, Any, dict[str, Any]]]:
+    """(spec, arch, planned variant, TIR plan) of every kernel the repository's specs build."""
+    rules = load_rules(REPO / "rules")
+    out = []
+    for path in sorted((REPO / "kernel_specs").glob("*.yaml")):
+        spec = load_spec(path)
+        for arch in spec.archs:
+            budget = min(spec.budget.max_smem_bytes, SMEM_PER_BLOCK_OPTIN[arch])
+            for pv in plan_spec(spec, arch, rules).variants:
+                out.append((spec.name, arch, pv, plan_variant(pv.config, budget)))
+    return out
+
+
+def test_planned_kernels_with_different_ids_render_different_code() -> None:
+    """Kernel identity at the source (docs/DESIGN.md §2.2): with its id and name blanked, every kernel the
+    specs plan for an arch renders a .cu of its own (the arch reaches the code through -gencode). Two that
+    did not would be one kernel built twice (a config field that changes no code); buckets served by the
+    same code share one variant and render it once."""
+    from kda2 import __version__
+
+    seen: dict[tuple[str, str], str] = {}
+    families = set()
+    for spec_name, arch, pv, tplan in planned_variants():
+        text = render_variant(pv.config, tplan)
+        assert spec_name not in text and __version__ not in text and not re.search(r"bucket", text, re.I)
+        for _, why in pv.reasons:
+            assert why not in text, (pv.name, why)
+        body = without_identity(text, pv.config)
+        where = f"{spec_name}/{arch}/{pv.name}"
+        assert seen.setdefault((arch, body), where) == where, \
+            f"{where} renders the same code as {seen[arch, body]}"
+        families.add(pv.config["family"])
+    assert families == {"recurrent", "chunk"}
 
 
 # ---- library TU --------------------------------------------------------------------------------
 
+@pytest.mark.compile  # real nvcc / g++
 def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_path) -> None:
+    import ctypes
+
+    from kda2.runtime import abi
+
     cubin = tmp_path / "dummy.cubin"
     cubin.write_bytes(b"\x7fELF not really a cubin\x00" * 4)
-    cfgs = [SMEM_CFG, built["all_k-sm_90a"]["config"], built["v_first-sm_90a"]["config"]]
+    # one gate mode short of all in two of them: the library's gate masks must use the ABI's codes
+    cfgs = [SMEM_CFG, {**built["all_k-sm_90a"]["config"], "gate_modes": ["softplus"]},
+            {**built["v_first-sm_90a"]["config"], "gate_modes": ["lower_bound", "precomputed"]}]
     variants = [{"id": variant_id(c), "config": c, "cubin_path": str(cubin)} for c in cfgs]
     dispatch = [{"state_layout": "k_first", "bucket": 1, "index": 1},
                 {"state_layout": "k_first", "bucket": 64, "index": 0},
                 {"state_layout": "v_first", "bucket": 64, "index": 2}]
-    lib_json = {"abi_version": 1, "spec": "t", "arch": "sm_90a", "variants": [v["id"] for v in variants],
-                "dispatch": dispatch}
-    text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)))
-    assert text == render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)))
+    lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
+                "variants": [v["id"] for v in variants], "dispatch": dispatch}
+    text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
+    assert text == render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
     for v in variants:
         assert f'"{kernel_symbol(v["id"])}"' in text
         assert f'kda2_cubin_{v["id"]}' in text
         assert f'.incbin \\"{cubin}\\"' in text
-        mask = sum(1 << GATE_BITS[m] for m in v["config"]["gate_modes"])
-        assert mask == 7
     rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+) \},  // ([0-9a-f]{12})$", text, re.M)
     assert rows == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), str(d["index"]),
                      variants[d["index"]]["id"]) for d in dispatch]
@@ -239,22 +305,39 @@ def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_p
     tc = find_toolchain()
     src = tmp_path / "library.cpp"
     src.write_text(text)
-    obj = tmp_path / "library.o"
-    argv = [tc.cxx, "-std=c++17", "-O2", "-fPIC", f"-I{TEMPLATES}", f"-I{tc.include_dir()}", "-c", str(src),
-            "-o", str(obj)]
+    so = tmp_path / "libt.so"
+    argv = [tc.cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{INCLUDE_DIR}", f"-I{tc.include_dir()}",
+            str(src), "-o", str(so), "-ldl"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, f"{' '.join(argv)}:\n{out.stderr[-3000:]}"
     nm = shutil.which("nm")
     assert nm, "binutils nm is needed (it comes with g++)"
-    syms = subprocess.run([nm, str(obj)], capture_output=True, text=True, check=True).stdout
+    syms = subprocess.run([nm, str(so)], capture_output=True, text=True, check=True).stdout
     for v in variants:
         assert re.search(rf"\bkda2_cubin_{v['id']}\b", syms)
     for entry in ("kda2_select", "kda2_launch", "kda2_recurrent_fwd", "kda2_library_json", "kda2_num_variants"):
         assert re.search(rf" T {entry}$", syms, re.M), entry
 
+    # the launcher's feature check reads the rendered gate masks with the header's KDA2_GATE_* codes:
+    # each variant takes exactly its config's gate modes (N = 0: every check runs, nothing launches)
+    lib = ctypes.CDLL(str(so))
+    for name, (restype, argtypes) in abi.FUNCTIONS.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    assert lib.kda2_abi_version() == abi.ABI_VERSION
+    assert lib.kda2_num_variants() == len(variants)
+    a = abi.KDA2RecurrentArgs(N=0, T=1, H=1, HV=1)
+    for index, v in enumerate(variants):
+        a.state_v_first = int(v["config"]["state_layout"] == "v_first")
+        for mode, code in GATE_MODES.items():
+            a.gate_mode = code
+            want = abi.OK if mode in v["config"]["gate_modes"] else abi.ERR_FEATURE
+            assert lib.kda2_launch(index, ctypes.addressof(a), None) == want, (index, mode)
+
 
 # ---- other layouts ------------------------------------------------------------------------------
 
+@pytest.mark.compile  # real nvcc / g++
 @pytest.mark.parametrize("name,arch", OTHER_CASES)
 def test_other_layouts_compile_without_spills(built, name: str, arch: str) -> None:
     case = built[f"{name}-{arch}"]
@@ -275,39 +358,41 @@ def test_other_layouts_compile_without_spills(built, name: str, arch: str) -> No
 # ---- family chunk: the library TU --------------------------------------------------------------------
 
 CHUNK_CFG: dict[str, Any] = {
-    "family": "chunk", "arch": "sm_90a", "k": 128, "v": 128, "bucket": 8192, "state_layout": "v_first",
+    "family": "chunk", "arch": "sm_90a", "k": 128, "v": 128, "state_layout": "v_first",
     "chunk": 64, "block_v": 32, "stages": 2, "gate_modes": ["lower_bound", "precomputed", "softplus"],
-    "qk_l2norm": True, "beta_sigmoid": True, "varlen": True,
 }
 
 
 def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path, list[dict[str, Any]]]:
     """Render, compile and link a chunk library.so (dummy cubins; nothing is launched)."""
+    from kda2.runtime import abi
+
     cubin = tmp_path / "dummy.cubin"
     cubin.write_bytes(b"\x7fELF not really a cubin\x00" * 4)
     variants, dispatch = [], []
     for layout in ("k_first", "v_first"):
         for b in dispatch_buckets:
             bv = 32 if b > 16384 else 64
-            cfg = dict(CHUNK_CFG, state_layout=layout, bucket=b, block_v=bv)
+            cfg = dict(CHUNK_CFG, state_layout=layout, block_v=bv)
             plan = {"prep_threads": 256, "state_threads": bv // 16 * 64, "prep_smem_bytes": 103680,
                     "state_smem_bytes": {32: 155680, 64: 195616}[bv]}  # (the TIR stage's numbers, test_tir)
             dispatch.append({"state_layout": layout, "bucket": b, "index": len(variants)})
             variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": str(cubin), "plan": plan})
-    lib_json = {"abi_version": 2, "spec": "c", "arch": "sm_90a", "family": "chunk",
+    lib_json = {"abi_version": abi.ABI_VERSION, "spec": "c", "arch": "sm_90a", "family": "chunk",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
-    text = render_library("c", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)))
+    text = render_library("c", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
     tc = find_toolchain()
     src = tmp_path / "library.cpp"
     src.write_text(text)
     so = tmp_path / "libc.so"
-    argv = [tc.cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{TEMPLATES}", f"-I{tc.include_dir()}", str(src),
+    argv = [tc.cxx, "-std=c++17", "-O2", "-fPIC", "-shared", f"-I{INCLUDE_DIR}", f"-I{tc.include_dir()}", str(src),
             "-o", str(so), "-ldl"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, f"{' '.join(argv)}:\n{out.stderr[-3000:]}"
     return so, variants
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     import ctypes
 
@@ -329,7 +414,7 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     for name, (restype, argtypes) in abi.FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
-    assert lib.kda2_abi_version() == abi.ABI_VERSION == 2
+    assert lib.kda2_abi_version() == abi.ABI_VERSION
     assert json.loads(lib.kda2_library_json())["family"] == "chunk"
     assert [lib.kda2_select(vf, t) for vf in (0, 1) for t in (1, 2048, 2049, 65536, 1 << 20)] == [
         0, 0, 1, 1, 1, 2, 2, 3, 3, 3]  # above the largest bucket: the last bucket's variant
@@ -370,16 +455,14 @@ def test_library_refuses_mixed_families() -> None:
     cfgs = [SMEM_CFG, CHUNK_CFG]
     variants = [{"id": variant_id(c), "config": c, "cubin_path": "x", "plan": {}} for c in cfgs]
     with pytest.raises(ValueError, match="one family"):
-        render_library("t", "sm_90a", variants, [], '"{}"')
+        render_library("t", "sm_90a", variants, [], '"{}"', ALL_FEATURES)
 
 
 # ---- chunk kernels: the render context and the owner's template ------------------------------------
 
-CHUNK_REASONS = [("layout", "states [N,HV,V,K]"), ("chunk", "chunk 64"), ("tile", "block_v=32"),
-                 ("stages", "2 stages"), ("budget", "~155680 B smem state")]
 # Every name render_variant passes for a chunk variant (StrictUndefined: a missing one fails the render).
 STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }}
-#include "kda2_abi.h"
+#include "kda2/abi.h"
 {%- for key in ["lds_kv", "lds_u", "lds_g", "lds_t", "lds_o", "prep_threads", "state_threads",
                 "prep_smem_bytes", "state_smem_bytes"] %}
 constexpr int {{ key|upper }} = {{ plan[key] }};
@@ -396,32 +479,33 @@ extern "C" __global__ void {{ state_symbol }}(const KDA2RecurrentArgs a) {
 
 
 @pytest.fixture
-def stub_chunk_template(tmp_path, monkeypatch):
-    """render_variant with a test stub in place of chunk.cu.j2 (the real kernels have their own owner)."""
-    import jinja2
+def stub_templates(tmp_path, monkeypatch):
+    """Point render's Jinja environment at a temp template dir (as `_env()` does with TEMPLATE_DIR) with
+    `chunk_stub.cu.j2` in place of chunk.cu.j2 (the real kernels have their own owner); yields the dir."""
+    from kda2.codegen import render
 
-    from kda2 import render
+    tdir = tmp_path / "templates"
+    tdir.mkdir()
+    (tdir / "chunk_stub.cu.j2").write_text(STUB_CHUNK)
+    monkeypatch.setattr(render, "TEMPLATE_DIR", tdir)
+    monkeypatch.setitem(render.FAMILY_TEMPLATES, "chunk", ("chunk_stub.cu.j2",))
+    render._env.cache_clear()
+    yield tdir
+    render._env.cache_clear()  # (monkeypatch restores TEMPLATE_DIR next; the next _env() reads it)
 
-    (tmp_path / "chunk_stub.cu.j2").write_text(STUB_CHUNK)
-    env = jinja2.Environment(loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(tmp_path)),
-                                                         jinja2.FileSystemLoader(str(TEMPLATES))]),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    monkeypatch.setattr(render, "_env", lambda: env)
-    monkeypatch.setitem(render.FAMILY_TEMPLATES, "chunk", ("chunk_stub.cu.j2", "kda2_abi.h"))
 
-
-def test_chunk_render_context(stub_chunk_template, tmp_path) -> None:
+@pytest.mark.compile  # real nvcc / g++
+def test_chunk_render_context(stub_templates, tmp_path) -> None:
     from kda2.codegen.render import chunk_symbols, kernel_symbols
 
     plan = plan_variant(CHUNK_CFG, 232448)
     vid = variant_id(CHUNK_CFG)
-    text = render_variant(CHUNK_CFG, CHUNK_REASONS, plan, "kimi_linear_chunk")
+    text = render_variant(CHUNK_CFG, plan)
     prep, state = chunk_symbols(vid)
     assert (prep, state) == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}") == kernel_symbols(CHUNK_CFG)
-    # the name without its bucket part: the bucket routes to a variant but is none of its code
-    name = variant_name(CHUNK_CFG, bucket=False)
+    # the name says what the kernel is and nothing of the buckets it serves
+    name = variant_name(CHUNK_CFG)
     assert name == f"kda2_chunk_sm_90a_k128v128_vf_c64bv32s2_{vid}"
-    assert variant_name(CHUNK_CFG) == name.replace("_vf_", f"_vf_t{CHUNK_CFG['bucket']}_")
     assert text.splitlines()[0] == f"// {name} {vid} kda2_{vid}"
     expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 132, "LDS_T": 68, "LDS_O": 24, "PREP_THREADS": 256,
               "STATE_THREADS": 128, "PREP_SMEM_BYTES": 103680, "STATE_SMEM_BYTES": 155680}
@@ -438,41 +522,43 @@ def test_chunk_render_context(stub_chunk_template, tmp_path) -> None:
     assert kernel_symbols(SMEM_CFG) == (kernel_symbol(variant_id(SMEM_CFG)),) == (f"kda2_recurrent_{variant_id(SMEM_CFG)}",)
 
 
-@pytest.mark.parametrize("absent", ["reasons", "spec_name", "kda2_version", "kernel_symbol"])
-def test_chunk_render_context_leaves_out_what_the_code_does_not_depend_on(stub_chunk_template, tmp_path,
-                                                                          monkeypatch, absent) -> None:
-    """Reasons, spec and kda2 version live in the manifest; a chunk .cu that named them would differ
-    between builds whose code is the same."""
+@pytest.mark.parametrize("family", ["recurrent", "chunk"])
+@pytest.mark.parametrize("absent", ["reasons", "spec", "spec_name", "version", "kda2_version", "bucket"])
+def test_render_context_leaves_out_what_the_code_does_not_depend_on(stub_templates, monkeypatch, family,
+                                                                     absent) -> None:
+    """Reasons, spec and kda2 version live in the manifest and why.json, the bucket in the dispatch table;
+    a .cu that could name them would differ between builds whose code is the same."""
     import jinja2
 
-    from kda2 import render
+    from kda2.codegen import render
 
-    (tmp_path / "probe.cu.j2").write_text("{{ %s }}" % absent)
-    monkeypatch.setitem(render.FAMILY_TEMPLATES, "chunk", ("probe.cu.j2", "kda2_abi.h"))
+    (stub_templates / "probe.cu.j2").write_text("{{ %s }}" % absent)
+    monkeypatch.setitem(render.FAMILY_TEMPLATES, family, ("probe.cu.j2",))
+    cfg = CHUNK_CFG if family == "chunk" else SMEM_CFG
+    plan = plan_variant(cfg, 232448 if family == "chunk" else BUDGET)
     with pytest.raises(jinja2.UndefinedError, match=absent):
-        render_variant(CHUNK_CFG, CHUNK_REASONS, plan_variant(CHUNK_CFG, 232448), "kimi_linear_chunk")
+        render_variant(cfg, plan)
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
-    """The owner's chunk.cu.j2 (stub or real kernels) renders from the plan and defines both entries."""
+    """The owner's chunk.cu.j2 renders from the plan, defines both entries and compiles cleanly."""
     from kda2.codegen.render import chunk_symbols
 
     cfg = dict(CHUNK_CFG, block_v=64)
     plan = plan_variant(cfg, 232448)
-    text = render_variant(cfg, CHUNK_REASONS, plan, "kimi_linear_chunk")
+    text = render_variant(cfg, plan)
     prep, state = chunk_symbols(variant_id(cfg))
     for needle in (prep, state, str(plan["lds_kv"]), str(plan["state_smem_bytes"]), str(plan["prep_smem_bytes"])):
         assert needle in text, needle
-    # only the code's inputs: no reasons, spec, kda2 version or bucket (two variants that differ only by
-    # bucket render the same text but for their id), and no Jinja left over
-    for _, why in CHUNK_REASONS:
-        assert why not in text, why
-    assert "kimi_linear_chunk" not in text and __import__("kda2").__version__ not in text
-    other = dict(cfg, bucket=2048)
-    other_text = render_variant(other, CHUNK_REASONS[:1], plan, "other_spec")
-    assert other_text != text
-    assert other_text.replace(variant_id(other), "ID") == text.replace(variant_id(cfg), "ID")
+    assert '#include "kda2/chunk.cuh"' in text.splitlines()
+    # only the code's inputs: no kda2 version or bucket, and no Jinja left over
+    # (reasons and spec: test_planned_kernels_with_different_ids_render_different_code)
+    assert __import__("kda2").__version__ not in text and not re.search(r"bucket|_t\d+_", text, re.I)
     assert "{{" not in text and "{%" not in text
+    # the config does change it, beyond the id
+    other = dict(cfg, stages=1)
+    assert without_identity(render_variant(other, plan), other) != without_identity(text, cfg)
     cu = tmp_path / "chunk.cu"
     cu.write_text(text)
     log = compile_cubin(cu, "sm_90a")
@@ -481,12 +567,13 @@ def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
     assert "warning" not in log, log  # e.g. #177, a constant declared but never read
 
 
+@pytest.mark.compile  # real nvcc / g++
 def test_chunk_headers_compile_on_their_own(tmp_path) -> None:
     """The kernels' headers are plain CUDA C++, not Jinja: nvcc compiles each as it is."""
     headers = sorted(INCLUDE_DIR.glob("kda2/*.cuh"))
-    assert {h.name for h in headers} >= {"chunk.cuh", "mma.cuh"}
+    assert {h.name for h in headers} >= {"recurrent.cuh", "chunk.cuh", "mma.cuh"}
     for header_path in headers:
-        argv = [nvcc(), "-std=c++17", "-x", "cu", f"-I{TEMPLATES}", f"-I{INCLUDE_DIR}", "-arch=sm_90a", "-c",
+        argv = [nvcc(), "-std=c++17", "-x", "cu", f"-I{INCLUDE_DIR}", "-arch=sm_90a", "-c",
                 str(header_path), "-o", str(tmp_path / f"{header_path.stem}.o")]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, f"{' '.join(argv)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"

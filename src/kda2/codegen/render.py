@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kda2.artifact.abi import GATE_MODES
 from kda2.plan.variant import variant_id, variant_name
+from kda2.spec.knobs import RUNTIME_FEATURES
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 #: What kernels and the library include (`#include "kda2/..."`): the only -I of every compile.
@@ -61,14 +62,16 @@ CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_
 
 
 def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, Any]],
-                   dispatch: Sequence[Mapping[str, Any]], library_json: str) -> str:
+                   dispatch: Sequence[Mapping[str, Any]], library_json: str,
+                   features: Mapping[str, bool]) -> str:
     """The per-(spec, arch) host translation unit: C ABI, dispatch table, embedded cubins.
 
     `variants` are {"id", "config", "cubin_path"} in library index order (cubin_path as the compiler
     will see it from the build's working directory), chunk variants also "plan" (at least
     CHUNK_LAUNCH_KEYS of their TIR plan); `dispatch` rows are {"state_layout", "bucket", "index"}
-    sorted by (layout, bucket). `library_json` is a C string literal. All variants share one family
-    and one (K, V).
+    sorted by (layout, bucket). `library_json` is a C string literal. `features` are the spec's
+    RUNTIME_FEATURES (q/k l2norm, β-sigmoid, varlen), for the variants whose config does not fix them.
+    All variants share one family and one (K, V).
     """
     families = {v["config"]["family"] for v in variants}
     dims = {(v["config"]["k"], v["config"]["v"]) for v in variants}
@@ -77,7 +80,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
-                 gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"])) for v in variants]
+                 gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
+                 allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
     return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
                        dispatch=list(dispatch), library_json=library_json)

@@ -111,7 +111,7 @@ def library_render_action(target, source, env):
             v = dict(v, plan={k: plan[k] for k in CHUNK_LAUNCH_KEYS})
         variants.append(v)
     write_text(str(target[0]), render_library(d["spec"], d["arch"], variants, d["dispatch"],
-                                                  json.dumps(d["library_json"])))
+                                                  json.dumps(d["library_json"]), d["features"]))
     return 0
 
 

@@ -30,6 +30,7 @@ from kda2.compile import actions, signature
 from kda2.compile.toolchain import Toolchain, find_toolchain
 from kda2.plan.cache import load_plans
 from kda2.plan.hardware import SMEM_PER_BLOCK_OPTIN
+from kda2.spec.knobs import RUNTIME_FEATURES
 
 #: Headers are found by SCons' C scanner from each .cu's #include lines, so a kernel is rebuilt when
 #: a header it includes changes, and only then.
@@ -95,7 +96,8 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
     library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
                     "variants": [pv.id for pv in plan.variants], "dispatch": dispatch}
     desc = env.Value(canonical_json({"spec": spec.name, "arch": arch, "variants": variants, "dispatch": dispatch,
-                                     "library_json": canonical_json(library_json)}))
+                                     "library_json": canonical_json(library_json),
+                                     "features": {f: spec.features[f] for f in RUNTIME_FEATURES}}))
     templates = [env.File(str(TEMPLATE_DIR / t)) for t in LIBRARY_TEMPLATES]
     plans = [nodes[pv.id]["plan"] for pv in plan.variants] if chunk else []
     cpp = n.command("render", actions.library_render_action, str(out / "library.cpp"), [desc, *templates, *plans])

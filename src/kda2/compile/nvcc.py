@@ -19,9 +19,8 @@ from typing import Sequence
 
 from kda2.compile.toolchain import Toolchain, gencode
 
-#: nvcc folds the source's absolute path and the working directory into the object (module id, line
-#: markers), so a kernel is compiled from a copy at a content-named path: the object is then the same
-#: bytes in every checkout that shares the cache.
+#: nvcc folds the paths it is given and the working directory into the object (module id, line markers),
+#: so a kernel is compiled from copies at a content-named path (see compile_device).
 STABLE_SRC_DIR = Path("/tmp/kda2-src")
 #: ptxas prints its wall time into the -v log; the log is an artifact and must be reproducible.
 _VOLATILE_LOG_LINES = ("Compile time",)
@@ -45,22 +44,42 @@ def _run(argv: Sequence[str], *, cwd: Path | None = None, verbose: bool = False)
     return out
 
 
+def _tree_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
 def compile_device(tc: Toolchain, src: Path, obj: Path, *, arch: str, flags: Sequence[str],
                    include_dirs: Sequence[Path], verbose: bool = False) -> None:
-    """nvcc -dc of one kernel translation unit to LTO-IR (`code=lto_XX`)."""
-    text = src.read_bytes()
-    d = STABLE_SRC_DIR / hashlib.sha256(text).hexdigest()[:32]
-    d.mkdir(parents=True, exist_ok=True)
+    """nvcc -dc of one kernel translation unit to LTO-IR (`code=lto_XX`).
+
+    The source and copies of the include trees go to a directory named by the sha256 of all of them,
+    and nvcc runs there with relative paths: the object is then the same bytes in every checkout (nvcc
+    records the paths it is given), and two builds can share the directory without a race, since
+    the same name always holds the same bytes.
+    """
+    h = hashlib.sha256(src.read_bytes())
+    trees = [(root, _tree_files(root)) for root in include_dirs]
+    for i, (root, files) in enumerate(trees):
+        for f in files:
+            h.update(f"\0{i}/{f.relative_to(root).as_posix()}\0".encode() + f.read_bytes())
+    d = STABLE_SRC_DIR / h.hexdigest()[:32]
     tag = f"{os.getpid()}.{threading.get_ident()}"
+    for i, (root, files) in enumerate(trees):
+        for f in files:
+            dst = d / f"inc{i}" / f.relative_to(root)
+            if not dst.is_file():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dst.with_name(f"{dst.name}.{tag}"))
+                os.replace(dst.with_name(f"{dst.name}.{tag}"), dst)
     staged = d / f"kernel.cu.{tag}"
-    staged.write_bytes(text)
+    staged.write_bytes(src.read_bytes())
     os.replace(staged, d / "kernel.cu")
     keep = d / f"keep.{tag}"
     keep.mkdir(exist_ok=True)
     out = d / f"{obj.name}.{tag}"
     try:
         _run([tc.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-dc", "-gencode", gencode(arch, True),
-              *(f"-I{p}" for p in include_dirs), *flags, "-keep", "-keep-dir", keep.name, "-o", out.name,
+              *(f"-Iinc{i}" for i in range(len(trees))), *flags, "-keep", "-keep-dir", keep.name, "-o", out.name,
               "kernel.cu"], cwd=d, verbose=verbose)
         obj.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(out), str(_tmp(obj)))

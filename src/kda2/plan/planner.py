@@ -13,7 +13,7 @@ from kda2.plan.agents import FAMILY_AGENTS, Candidate
 from kda2.spec.rules import Rule, apply_rules, unmatched
 from kda2.spec.model import Spec
 from kda2.plan.variant import variant_id, variant_name
-from kda2.spec.knobs import MATCH_ONLY_FIELDS
+from kda2.spec.knobs import FAMILY_FIELDS, MATCH_ONLY_FIELDS
 
 
 class PlanError(ValueError):
@@ -50,9 +50,10 @@ class SpecPlan:
 def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
     """What every kernel of the spec compiles in; the agents add their knobs. No bucket (see variant.py)."""
     f = spec.features
-    return {"family": spec.family, "arch": arch, "k": spec.head_dims.k, "v": spec.head_dims.v,
+    base = {"family": spec.family, "arch": arch, "k": spec.head_dims.k, "v": spec.head_dims.v,
             "gate_modes": sorted(f.gate_modes), "qk_l2norm": f.qk_l2norm,
             "beta_sigmoid": f.beta_sigmoid, "varlen": f.varlen}
+    return {k: v for k, v in base.items() if k in FAMILY_FIELDS[spec.family]}  # only what the family compiles in
 
 
 def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None) -> SpecPlan:

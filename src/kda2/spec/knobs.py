@@ -45,10 +45,12 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
     "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
-    "qk_l2norm": (False, True),
-    "beta_sigmoid": (False, True),
-    "varlen": (False, True),
+    # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
+    # not knobs, so they split no kernel; the library checks calls against the spec's features.
 }
+
+#: Spec features that are run-time options of a family's kernels rather than compiled in.
+RUNTIME_FEATURES = ("qk_l2norm", "beta_sigmoid", "varlen")
 
 FAMILY_FIELDS = {"recurrent": RECURRENT_FIELDS, "chunk": CHUNK_FIELDS}
 

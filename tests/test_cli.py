@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kda2.plan.planner import plan_spec
-from kda2.tools.tune import read_lock
+from kda2.plan.lock import read_lock
 from kda2.spec.rules import load_rules
 from kda2.spec.model import load_spec
 from kda2.compile.toolchain import gencode

@@ -11,7 +11,8 @@ import pytest
 from kda2.plan.planner import PlanError, SpecPlan, plan_all, plan_spec
 from kda2.spec.rules import load_rules
 from kda2.spec.model import Spec, load_spec, load_specs
-from kda2.tools.tune import TUNABLE_FAMILIES, lock_path_for, read_lock
+from kda2.plan.lock import lock_path_for, read_lock
+from kda2.tools.tune import TUNABLE_FAMILIES
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.variant import variant_id
 

@@ -92,7 +92,8 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
     chunk = spec.family == "chunk"
     variants = [{"id": pv.id, "name": pv.name, "config": pv.config, "cubin_path": str(nodes[pv.id]["cubin"]),
                  **({"plan_path": str(nodes[pv.id]["plan"])} if chunk else {})} for pv in plan.variants]
-    dispatch = [dict(d) for d in plan.dispatch]
+    # the library's table is routing only; tuned latencies (the monitor's baseline) live in the manifest
+    dispatch = [{k: v for k, v in d.items() if k != "tuned"} for d in plan.dispatch]
     library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
                     "variants": [pv.id for pv in plan.variants], "dispatch": dispatch}
     desc = env.Value(canonical_json({"spec": spec.name, "arch": arch, "variants": variants, "dispatch": dispatch,
@@ -113,7 +114,7 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
             "abi_version": ABI_VERSION, "toolchain": n.tc_ident,
             "k": spec.head_dims.k, "v": spec.head_dims.v, "features": spec.features,
             "buckets": list(spec.seq_len_buckets), "spec_digest": spec.digest, "library": lib_name,
-            "dispatch": dispatch,
+            "dispatch": [dict(d) for d in plan.dispatch],
             "variants": [{"id": pv.id, "index": i, "name": pv.name, "config": pv.config, "rules": list(pv.rules),
                           "flags": list(pv.flags), "cubin": rel(nodes[pv.id]["cubin"]),
                           "resources": rel(nodes[pv.id]["resources"]), "plan": rel(nodes[pv.id]["plan"]),

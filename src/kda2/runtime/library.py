@@ -125,7 +125,8 @@ class Library:
             raise ArtifactError(f"{so}: kda2_library_json() says abi_version={info['abi_version']}, "
                                 f"this runtime speaks ABI {abi.ABI_VERSION}")
         if "dispatch" in info:
-            key = lambda d: sorted(d.items())  # noqa: E731
+            # routing fields only: the manifest adds what the library does not route by (tuned latencies)
+            key = lambda d: sorted((k, v) for k, v in d.items() if k != "tuned")  # noqa: E731
             if sorted(map(key, info["dispatch"])) != sorted(map(key, self.dispatch)):
                 raise ArtifactError(f"{so}: its dispatch table differs from the manifest's ({mf})")
         n = self._dll.kda2_num_variants()

@@ -81,7 +81,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
     from kda2.spec.model import SpecError, load_spec
-    from kda2.tools.tune import read_lock
+    from kda2.plan.lock import read_lock
 
     try:
         spec = load_spec(args.spec)

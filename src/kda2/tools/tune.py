@@ -15,26 +15,7 @@ from typing import Any
 
 from kda2.artifact.abi import GATE_MODES
 from kda2.artifact.atomic import write_text
-
-LOCK_SCHEMA = 1
-
-
-def lock_path_for(spec_name: str, specs_dir: str | os.PathLike = "kernel_specs") -> Path:
-    return Path(specs_dir) / f"{spec_name}.lock.json"
-
-
-def read_lock(path: str | os.PathLike) -> dict[str, Any]:
-    """The lock's routes per arch: {arch: {"k_first:1": variant_id, ...}} (empty if there is no lock)."""
-    p = Path(path)
-    if not p.is_file():
-        return {}
-    try:
-        data = json.loads(p.read_text())
-        return {arch: {key: r["variant"] for key, r in entry["routes"].items()}
-                for arch, entry in data["archs"].items()}
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"{p}: unreadable tune lock ({e}); delete it or re-run `kda2 tune`") from None
-
+from kda2.plan.lock import LOCK_SCHEMA, lock_path_for, read_baselines, read_lock  # noqa: F401  (re-exported)
 
 def _shape(bucket: int) -> tuple[int, int]:
     """(N, T) to time a bucket at: decode buckets at N=256 (bandwidth), others at 8 sequences."""

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-CHUNK = 64             # tokens per chunk (the only chunk size the kernels implement)
+from kda2.artifact.abi import CHUNK as ABI_CHUNK
+
+CHUNK = ABI_CHUNK      # tokens per chunk: the workspace layout's (kda2/artifact/abi.py), the only one built
 PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-chunk (= two per key channel at K=128)
 LDS_T = 68             # fp32 [64][64] T tile (see kda2.tir.chunk for the fixed strides)
 LDS_O = 24             # bf16 [32][16] per-warp o staging tile

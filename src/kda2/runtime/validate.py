@@ -282,8 +282,8 @@ def legacy_kwargs(kwargs: dict, state_v_first: bool, api: str = "fused_recurrent
 
 def chunk_kwargs(kwargs: dict, state_v_first: bool) -> bool:
     """chunk_kda's FLA keywords beyond the named ones (consumed from `kwargs`); returns state_v_first."""
-    chunk_size = kwargs.pop("chunk_size", 64)
-    if chunk_size != 64:
+    chunk_size = kwargs.pop("chunk_size", abi.CHUNK)
+    if chunk_size != abi.CHUNK:
         if chunk_size == 32:
             raise KDA2InputError("chunk_size=32: the kda2 chunk kernels use 64-token chunks; pass chunk_size=64 "
                                  "(the same result up to rounding)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kda2.artifact.abi import CHUNK
 from kda2.plan.hardware import ARCHS
 
 #: Knobs a `recurrent` variant has, with the values each may take. Rules may match on exactly these
@@ -41,7 +42,7 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "v": (64, 128),
     "bucket": int,                       # rules may match on it (it picks the dispatch row, never the code)
     "state_layout": ("k_first", "v_first"),
-    "chunk": (64,),                      # tokens per chunk
+    "chunk": (CHUNK,),                   # tokens per chunk (the ABI's workspace layout)
     "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
     "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)

@@ -39,9 +39,9 @@ def _choice(c: Mapping[str, Any], key: str, allowed: tuple) -> Any:
 
 def check_chunk_config(c: Mapping[str, Any]) -> dict:
     """The fields the chunk TIR model reads, validated; raises TirConfigError naming the field."""
-    return {"k": _choice(c, "k", (64, 128)), "v": _choice(c, "v", (64, 128)),
-            "block_v": _choice(c, "block_v", (16, 32, 64, 128)), "stages": _choice(c, "stages", (1, 2)),
-            "chunk": _choice(c, "chunk", (64,))}
+    from kda2.spec.knobs import CHUNK_FIELDS  # the values a chunk config may hold: one table
+
+    return {f: _choice(c, f, CHUNK_FIELDS[f]) for f in ("k", "v", "block_v", "stages", "chunk")}
 
 
 def check_config(config: Mapping[str, Any]) -> dict:

@@ -2,6 +2,8 @@
 
 Layout produced by the build (all manifest paths are relative to the manifest's directory):
     build/<spec>/<arch>/manifest.json, lib<spec>.<arch>.so, <variant id>/kernel.cubin, ...
+A bundle made by `kda2 vendor` (kda2.artifact.bundle) has the same shape under DIR/ with DIR/bundle.json:
+    DIR/<spec>/<arch>/manifest.json, lib<spec>.<arch>.so (the cubins are embedded in the .so).
 Every file listed in the manifest is checked against its sha256 before the .so is dlopen'ed, so a
 half-copied or mixed-up deployment fails with the file's name instead of a wrong answer.
 """
@@ -14,7 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA  # stdlib-only module: safe for the runtime
+from kda2.artifact import bundle  # stdlib-only modules: safe for the runtime
+from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA
 from kda2.artifact.manifest import sha256_file
 from kda2.runtime import abi
 from kda2.runtime.device import arch_preference, current_capability
@@ -38,8 +41,10 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
     """Load a built library.
 
     `manifest_or_spec_dir` is a manifest.json, a `build/<spec>/<arch>` directory, a `build/<spec>`
-    directory (the arch is then chosen for the current GPU, or given by `arch`), or a bare spec name
-    looked up under `$KDA2_BUILD_DIR` (default ./build). `verify` checks every file's sha256.
+    directory (the arch is then chosen for the current GPU, or given by `arch`), a bundle made by
+    `kda2 vendor` (its directory, holding bundle.json, when it bundles one spec; or its `<spec>` or
+    `<spec>/<arch>` directory), or a bare spec name looked up under `$KDA2_BUILD_DIR` (default ./build).
+    `verify` checks every file's sha256.
     Libraries are cached per manifest path: loading twice returns the same object.
     """
     manifest_path = _resolve(Path(manifest_or_spec_dir), arch)
@@ -54,6 +59,11 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
                                     "restart the process to load the rebuilt library")
             return hit[1]
         manifest = _parse(manifest_path, raw)
+        if "bundle" in manifest and bundle.bundle_root_of(manifest_path) is not None:
+            try:  # a bundle's manifest must be the one of its <spec>/<arch> directory
+                bundle.check_placement(manifest_path, manifest)
+            except bundle.BundleError as exc:
+                raise ArtifactError(str(exc)) from exc
         if arch is not None and manifest.get("arch") != arch:
             raise ArtifactError(f"{manifest_path}: built for arch {manifest.get('arch')!r}, not the requested {arch!r}")
         if verify:
@@ -158,6 +168,11 @@ def _resolve(path: Path, arch: str | None) -> Path:
         return path.resolve()
     if (path / MANIFEST).is_file():
         return (path / MANIFEST).resolve()
+    if (path / bundle.INDEX).is_file():  # a bundle (kda2 vendor): its one spec's directory
+        try:
+            path = bundle.spec_dir(path)
+        except bundle.BundleError as exc:
+            raise ArtifactError(str(exc)) from exc
     if path.is_dir():
         archs = sorted(p.parent.name for p in path.glob(f"*/{MANIFEST}"))
         if not archs:

@@ -1,4 +1,4 @@
-"""`kda2` command line: build, plan, inspect, rules, tune, bench.
+"""`kda2` command line: build, plan, inspect, rules, tune, vendor, verify, bench.
 
 Errors the user can fix (bad spec, bad rule, missing tool, corrupt artifact) print one line
 `kda2: error: ...` and exit 2; nothing here prints a traceback for them.
@@ -171,6 +171,33 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- vendor, verify -------------------------------------------------------------------------
+
+def cmd_vendor(args: argparse.Namespace) -> int:
+    from kda2.artifact.bundle import BundleError
+    from kda2.tools.vendor import vendor
+
+    try:
+        index = vendor(args.spec, args.to, archs=args.arch, build_dir=args.build_dir, rules_dir=args.rules)
+    except (BundleError, OSError) as e:
+        return _fail(str(e))
+    specs = "; ".join(f"{s} {', '.join(e['archs'])}" for s, e in index["specs"].items())
+    print(f"kda2 vendor: {args.to}: {specs}; load it with kda2.load({str(args.to)!r}), "
+          f"check it with `kda2 verify {args.to}`")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from kda2.artifact.bundle import BundleError
+    from kda2.tools.vendor import verify_bundle
+
+    try:
+        print(verify_bundle(args.bundle))
+    except (BundleError, OSError) as e:
+        return _fail(str(e))
+    return 0
+
+
 # ---- bench -----------------------------------------------------------------------------------
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -228,6 +255,36 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lock", help="lock file to write (default: kernel_specs/<spec>.lock.json)")
     t.add_argument("--quick", action="store_true", help="fewer timing repetitions")
     t.set_defaults(func=cmd_tune)
+
+    ve = sub.add_parser("vendor", help="copy a built spec into a deployable bundle (library + one manifest)",
+                        description="Make a deployable bundle of a built spec: what the runtime needs of "
+                        "build/<spec>/<arch>, per arch the library "
+                        "(its cubins are embedded) and one manifest.json with the sha256 of each file and the build's "
+                        "provenance (spec digest, rules digests, toolchain, buckets, dispatch with tuned timings and "
+                        "GPU, per-kernel config, flags and resources); plus DIR/bundle.json (the index) and "
+                        "DIR/README.md. Layout: DIR/<spec>/<arch>/{lib<spec>.<arch>.so, manifest.json}. Every build "
+                        "file is checked against its sha256 first; an earlier bundle of the spec in DIR is replaced, "
+                        "other specs stay. Re-vendoring an unchanged build is byte-identical. Load the result with "
+                        "kda2.load(DIR) (runtime only: no compiler, SCons or TVM); check it with `kda2 verify DIR`.")
+    ve.add_argument("spec", help="spec name (e.g. kimi_linear_chunk) or its YAML path")
+    ve.add_argument("--to", required=True, metavar="DIR", help="bundle directory (created; must be new, empty or a bundle)")
+    ve.add_argument("--arch", action="append", metavar="ARCH",
+                    help="only this arch (repeatable; default: every arch built for the spec)")
+    ve.add_argument("--build-dir", default="build", help="build tree to vendor from (default: build)")
+    ve.add_argument("--rules", default="rules",
+                    help="rules directory whose rules.lock.json gives the matched rules' digests (default: rules)")
+    ve.set_defaults(func=cmd_vendor)
+
+    vf = sub.add_parser("verify", help="check a vendored bundle: hashes, placement, stray files, code for this GPU",
+                        description="Check a bundle made by `kda2 vendor` without loading anything: bundle.json -> "
+                        "each <spec>/<arch>/manifest.json -> each file by sha256 and size (and each kernel's cubin "
+                        "inside the library); that every manifest belongs to its <spec>/<arch> directory; that no "
+                        "unlisted library, cubin or manifest lies in the bundle; and, when a GPU is visible, that "
+                        "the bundle has code for it (on a CPU host it reports the archs it has). Exit 0 with one "
+                        "summary line, or one line `kda2: error: ...` naming the file at fault and exit 2. Needs "
+                        "only the runtime.")
+    vf.add_argument("bundle", help="the bundle directory (the one holding bundle.json)")
+    vf.set_defaults(func=cmd_verify)
 
     be = sub.add_parser("bench", help="benchmark against FLA on the GPU (see `kda2 bench -- --help`)",
                         description="Runs kda2.bench (needs a GPU, torch, built artifacts; FLA for the "

@@ -26,6 +26,9 @@ _multi_gpu = False
 _PACK = abi.ARGS_PACK.pack_into
 _addressof = ctypes.addressof
 _HAS_A, _HAS_DT = abi.FLAG_HAS_A_LOG, abi.FLAG_HAS_DT_BIAS
+#: The active kda2.runtime.monitor.Monitor, or None (set by monitor.enable/disable): each launch site
+#: checks it once and, when on, lets the monitor launch (and sometimes time) the call.
+_MON: Any = None
 
 #: Fast path: call signature -> launch scalars of a call that passed full validation. The key holds
 #: exactly what validation read except contiguity and addresses (shape, dtype and device index of every
@@ -63,7 +66,10 @@ def _launch(lib: Library, dev_index: int, q, k, v, g, beta, a_ptr: int, d_ptr: i
     _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), a_ptr, d_ptr,
           o.data_ptr(), h0_ptr, ht_ptr, cu_ptr, idx_ptr, N, T, H, HV, scale, lb, mode, flags,
           1 if v_first else 0, 0, 0, 0, 0)
-    if _multi_gpu or lib._fwd(_addressof(args), max_seqlen, _raw_stream(dev_index)):
+    if _MON:
+        _MON.launch("fused_recurrent_kda_pool" if idx_ptr else "fused_recurrent_kda", lib, args, dev_index,
+                    max_seqlen, _raw_stream(dev_index))
+    elif _multi_gpu or lib._fwd(_addressof(args), max_seqlen, _raw_stream(dev_index)):
         _relaunch(lib, args, dev_index, max_seqlen)
 
 
@@ -157,7 +163,9 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
                   o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(),
                   0 if ht is None else ht.data_ptr(), 0, 0, N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0)
-            if _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
+            if _MON:
+                _MON.launch("fused_recurrent_kda", lib, args, dev_index, longest, _raw_stream(dev_index))
+            elif _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o, ht
     lib = _v.library_arg(library)
@@ -230,7 +238,9 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
                   o.data_ptr(), pool, pool, 0, idx.data_ptr(), N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0)
-            if _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
+            if _MON:
+                _MON.launch("fused_recurrent_kda_pool", lib, args, dev_index, longest, _raw_stream(dev_index))
+            elif _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o
     lib = _v.library_arg(library)

@@ -18,6 +18,7 @@ from kda2.runtime.library import Library
 
 _PACK = abi.ARGS_PACK.pack_into
 _addressof = ctypes.addressof
+_MON: Any = None  # the active kda2.runtime.monitor.Monitor, or None (see api._MON)
 
 #: (device index, raw stream) -> uint8 workspace tensor; grown, never shrunk.
 _workspaces: dict[tuple[int, int], Any] = {}
@@ -116,6 +117,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
           o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(), 0 if ht is None else ht.data_ptr(),
           0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, 1 if state_v_first else 0, 0,
           ws.data_ptr(), ws.numel(), longest)
-    if api._multi_gpu or lib._fwd(_addressof(args), longest, stream):
+    if _MON:
+        _MON.launch("chunk_kda", lib, args, dev_index, longest, stream)
+    elif api._multi_gpu or lib._fwd(_addressof(args), longest, stream):
         api._relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
     return o, ht

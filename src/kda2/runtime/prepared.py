@@ -18,6 +18,7 @@ from kda2.runtime.library import Library
 
 _PACK = abi.ARGS_PACK.pack_into
 _addressof = ctypes.addressof
+_MON = None  # the active kda2.runtime.monitor.Monitor, or None (see api._MON)
 
 
 class PreparedPool:
@@ -62,7 +63,9 @@ class PreparedPool:
         _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), self._a_ptr,
               self._d_ptr, out.data_ptr(), pool, pool, 0, ssm_state_indices.data_ptr(), N, T, H, HV, scale, lb,
               mode, flags, v_first, 0, 0, 0, 0)
-        if self._lib._fwd(self._args_addr, longest, self._raw_stream(dev)):
+        if _MON:
+            _MON.launch("prepare_pool", self._lib, args, dev, longest, self._raw_stream(dev))
+        elif self._lib._fwd(self._args_addr, longest, self._raw_stream(dev)):
             _relaunch(self._lib, args, dev, longest)
         return out
 

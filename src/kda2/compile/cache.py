@@ -6,15 +6,22 @@ a flipped bit in cache/ would silently become a "built" kernel. Here every entry
 hashed and compared. A mismatch deletes the local copy and the bad entry and reports it, and SCons
 then builds the target as if the cache had missed. An entry without its sidecar (a push still in
 flight from another build sharing this cache) is simply a miss, never deleted.
+
+With KDA2_REMOTE_CACHE set, an S3-compatible object store is a second level (kda2.compile.remote): a
+local miss asks the store, whose verified object becomes a local entry with its sidecar before SCons copies
+it out as usual; whatever is built and pushed here is pushed there too. A store that fails is switched off
+for the run with one warning; the build goes on locally.
 """
 from __future__ import annotations
 
 import os
 import sys
 
+import SCons.Action
 import SCons.CacheDir
 
 from kda2.artifact.manifest import sha256_file
+from kda2.compile import remote
 
 
 class VerifiedCacheDir(SCons.CacheDir.CacheDir):
@@ -24,8 +31,24 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         if not self.is_enabled():
             return False
         _, cachefile = self.cachepath(node)
-        if cachefile is None or not os.path.exists(cachefile):
+        if cachefile is None:
             return False
+        if os.path.exists(cachefile):
+            if self._retrieve_local(node, cachefile):
+                return True
+            if os.path.exists(cachefile):  # there but not verifiable yet (a push in flight): a miss
+                return False
+        return self._fetch_remote(node, cachefile) and self._retrieve_local(node, cachefile)
+
+    @staticmethod
+    def _fetch_remote(node, cachefile: str) -> bool:
+        """A local miss: let the remote (if any) place its verified entry at `cachefile`."""
+        rc = remote.get()
+        if rc is None or not SCons.Action.execute_actions:  # scons -n must not write into the cache
+            return False
+        return rc.fetch(os.path.basename(cachefile), cachefile, node.get_internal_path())
+
+    def _retrieve_local(self, node, cachefile: str) -> bool:
         try:
             with open(cachefile + ".sha256") as f:
                 expected = f.read().strip()
@@ -61,4 +84,25 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
             with open(tmp, "w") as f:
                 f.write(sha256_file(cachefile) + "\n")
             os.replace(tmp, cachefile + ".sha256")
+        self._push_remote(node, cachefile)
         return result
+
+    @staticmethod
+    def _push_remote(node, cachefile: str | None) -> None:
+        """Push what was just built (the local entry when it is there and verifies) to the remote, if any."""
+        rc = remote.get()
+        if rc is None or cachefile is None:
+            return
+        path = cachefile
+        try:
+            digest = sha256_file(cachefile)
+            with open(cachefile + ".sha256") as f:
+                if f.read().strip() != digest:
+                    return  # a local entry that does not match its sidecar is not spread any further
+        except OSError:  # the local push failed: send the built file itself
+            path = node.get_internal_path()
+            try:
+                digest = sha256_file(path)
+            except OSError:
+                return
+        rc.push(os.path.basename(cachefile), path, digest)

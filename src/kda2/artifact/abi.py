@@ -237,7 +237,7 @@ class Function(NamedTuple):
 FUNCTIONS_TABLE: tuple[Function, ...] = (
     Function("kda2_abi_version", "int", (), "KDA2_ABI_VERSION the library was built with."),
     Function("kda2_library_json", "const char*", (),
-             'NUL-terminated JSON: {"abi_version", "spec", "arch", "family", "variants", "dispatch"}.'),
+             'NUL-terminated JSON: {"abi_version", "spec", "arch", "family", "k", "v", "variants", "dispatch"}.'),
     Function("kda2_num_variants", "int", (), "Number of variants (indices 0 .. n-1 of kda2_launch)."),
     Function("kda2_select", "int", (("int32_t", "state_v_first"), ("int64_t", "max_seqlen")),
              "Index of the variant the dispatch table picks for (layout, max_seqlen), or a KDA2Status < 0. "

@@ -95,6 +95,7 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
     # the library's table is routing only; tuned latencies (the monitor's baseline) live in the manifest
     dispatch = [{k: v for k, v in d.items() if k != "tuned"} for d in plan.dispatch]
     library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
+                    "k": spec.head_dims.k, "v": spec.head_dims.v,  # a C/C++ caller sizes its tensors from these
                     "variants": [pv.id for pv in plan.variants], "dispatch": dispatch}
     desc = env.Value(canonical_json({"spec": spec.name, "arch": arch, "variants": variants, "dispatch": dispatch,
                                      "library_json": canonical_json(library_json),

@@ -109,8 +109,8 @@ class Library:
             info = json.loads(raw.decode() if raw else "")
         except ValueError as exc:
             raise ArtifactError(f"{so}: kda2_library_json() is not valid JSON ({exc})") from exc
-        for key in ("spec", "arch", "family"):
-            if key == "family" and key not in info:
+        for key in ("spec", "arch", "family", "k", "v"):
+            if key in ("family", "k", "v") and key not in info:  # not in libraries of older builds
                 continue
             if info.get(key) != self.manifest[key]:
                 raise ArtifactError(f"{so}: kda2_library_json() says {key}={info.get(key)!r} but {mf} "

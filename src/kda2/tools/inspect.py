@@ -66,6 +66,9 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
     all_problems: list[str] = []
     try:
         m = json.loads(manifest.read_text())
+        if "bundle" in m:  # a vendored bundle carries the library only: its kernels' files stayed in the build
+            return _fail(f"{manifest}: a vendored bundle (no cubins or ptxas reports travel); check it with "
+                         f"`kda2 verify`, inspect the build it came from")
         variants = m["variants"]
         if variant and variant not in {v["id"] for v in variants}:
             return _fail(f"{manifest}: no variant {variant}; it has {', '.join(v['id'] for v in variants)}")

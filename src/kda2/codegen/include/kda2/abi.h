@@ -113,7 +113,7 @@ extern "C" {
 #endif
 // KDA2_ABI_VERSION the library was built with.
 int kda2_abi_version(void);
-// NUL-terminated JSON: {"abi_version", "spec", "arch", "family", "variants", "dispatch"}.
+// NUL-terminated JSON: {"abi_version", "spec", "arch", "family", "k", "v", "variants", "dispatch"}.
 const char* kda2_library_json(void);
 // Number of variants (indices 0 .. n-1 of kda2_launch).
 int kda2_num_variants(void);

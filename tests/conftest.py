@@ -95,3 +95,32 @@ def repo_root() -> Path:
 def seed(pytestconfig) -> int:
     """--seed: the base seed of every random input in the GPU tests (each test adds its own offset)."""
     return pytestconfig.getoption("seed")
+
+
+def source_copy(where: Path) -> Path:
+    """What `pip install kda2` builds from (pyproject, README, src/), copied: setuptools writes its build/lib
+    scratch beside the sources, and the checkout's build/ holds the kernels."""
+    import shutil
+
+    dst = where.parent / f"{where.name}-src"
+    if not dst.exists():
+        dst.mkdir()
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(REPO_ROOT / name, dst / name)
+        shutil.copytree(REPO_ROOT / "src", dst / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return dst
+
+
+@pytest.fixture(scope="session")
+def runtime_venv(tmp_path_factory) -> Path:
+    """`pip install <checkout>` (no extras) into a fresh venv: the runtime alone, shared by the tests that need it."""
+    import subprocess
+    import sys
+
+    venv = tmp_path_factory.mktemp("runtime-venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source_copy(venv))],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return py

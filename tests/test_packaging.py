@@ -17,33 +17,8 @@ BUILD_ONLY = ("SCons", "jinja2", "tvm", "pydantic", "yaml")
 pytestmark = pytest.mark.compile
 
 
-def source_copy(where: Path) -> Path:
-    """What `pip install kda2` builds from (pyproject, README, src/), copied: setuptools writes its build/lib
-    scratch beside the sources, and the checkout's build/ holds the kernels."""
-    import shutil
-
-    dst = where.parent / f"{where.name}-src"
-    if not dst.exists():
-        dst.mkdir()
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy2(REPO / name, dst / name)
-        shutil.copytree(REPO / "src", dst / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    return dst
-
-
 def _manifests() -> list[Path]:
     return sorted((REPO / "build").glob("*/*/manifest.json"))
-
-
-@pytest.fixture(scope="module")
-def runtime_venv(tmp_path_factory) -> Path:
-    venv = tmp_path_factory.mktemp("runtime-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source_copy(venv))],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return py
 
 
 def test_runtime_install_has_no_build_packages(runtime_venv: Path):

@@ -29,7 +29,8 @@ from kda2.runtime import loader
 from kda2.runtime.errors import ArtifactError
 from kda2.tools import vendor as vendor_mod
 
-from test_packaging import source_copy  # noqa: E402  (tests/ is on sys.path: rootdir conftest)
+from test_cli import tiny_spec  # noqa: E402  (tests/ is on sys.path)
+
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -434,18 +435,6 @@ def test_load_bundle_on_cpu(real: Built, tmp_path: Path) -> None:
         loader.load(wrong)
 
 
-@pytest.fixture(scope="module")
-def runtime_venv(tmp_path_factory) -> Path:
-    """`pip install <checkout>` (no extras) into a fresh venv: the runtime alone (as in test_packaging)."""
-    venv = tmp_path_factory.mktemp("runtime-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source_copy(venv))],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return py
-
-
 @pytest.mark.compile
 def test_runtime_only_venv_loads_and_verifies_a_bundle(real: Built, runtime_venv: Path, tmp_path: Path) -> None:
     to = tmp_path / "bundle"
@@ -500,29 +489,7 @@ def test_runtime_only_venv_loads_and_verifies_a_bundle(real: Built, runtime_venv
 
 # ---- scons vendor ------------------------------------------------------------------------------------
 
-TINY_SPEC = """\
-name: tiny_vendor
-family: recurrent
-archs: [sm_90a]
-head_dims: {k: 64, v: 64}
-features:
-  gate_modes: [softplus]
-  qk_l2norm: true
-  beta_sigmoid: true
-  gva_ratios: [1]
-  varlen: false
-  state_dtype: fp32
-  state_layouts: [v_first]
-seq_len_buckets: [1]
-agents:
-  tile: {v_per_warp: [4], warps: [4]}
-  staging: {v_first: [direct]}
-  reduce: [scatter]
-budget:
-  max_candidates: 1
-  max_registers: 255
-  max_smem_bytes: 49152
-"""
+TINY_SPEC = tiny_spec("tiny_vendor", 64)  # the CLI tests' smallest useful spec
 
 
 @pytest.mark.compile

@@ -1,6 +1,6 @@
 """End to end: real SCons + nvcc on tiny specs, each test in its own throwaway copy of the build inputs.
 
-SCons always runs as a subprocess (`python -m SCons -j2`, build-and-cache notes §1.10) in a temporary
+SCons always runs as a subprocess (`python -m SCons -j2`: SCons keeps process-wide state) in a temporary
 checkout (SConstruct, site_scons/, rules/ and a small kernel_specs/), with KDA2_CACHE_DIR on a temporary
 cache and PATH led by counting wrappers for nvcc, nvlink and g++: each appends one line to a log and
 execs the real tool, so "nothing was recompiled" is counted, not inferred from timings.

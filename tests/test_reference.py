@@ -435,7 +435,7 @@ def test_output_final_state_false_and_dtypes():
 
 
 # --------------------------------------------------------------------------------------------
-# realistic and extreme gates (DESIGN §5)
+# realistic and extreme gates (docs/DESIGN.md §1.1)
 # --------------------------------------------------------------------------------------------
 
 def test_realistic_softplus_gate():

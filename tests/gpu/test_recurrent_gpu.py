@@ -95,7 +95,7 @@ def prepared_case(f) -> Case:
 
 
 def make_inputs(torch, lib, c: Case, seed: int) -> dict:
-    """Realistic inputs (DESIGN §5): bf16 randn q/k/v, logsigmoid/16 or raw gates, h0 ~ randn*0.1."""
+    """Realistic inputs (docs/DESIGN.md §1.1): bf16 randn q/k/v, logsigmoid/16 or raw gates, h0 ~ randn*0.1."""
     import torch.nn.functional as F
 
     gen = torch.Generator(device="cuda").manual_seed(seed)

@@ -68,7 +68,7 @@ class Status(NamedTuple):
         return f"KDA2_{self.name}"
 
 
-#: enum KDA2GateMode: the gate activation applied to `g` inside the kernel (DESIGN §1).
+#: enum KDA2GateMode: the gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).
 GATE_MODE_TABLE: tuple[GateMode, ...] = (
     GateMode("precomputed", 0, "g is the log decay already (g <= 0)"),
     GateMode("softplus", 1, "g = -exp(A_log[hv]) * softplus(g + dt_bias[hv*K+k])"),
@@ -370,7 +370,7 @@ def header_text() -> str:
         L += ["//"] + _comment_lines(f"Version {version}: {what}")
     L += ["#pragma once", "#include <stdint.h>", "", f"#define KDA2_ABI_VERSION {ABI_VERSION}", ""]
 
-    L += ["// Gate activation applied to `g` inside the kernel (DESIGN §1).", "enum KDA2GateMode {"]
+    L += ["// Gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).", "enum KDA2GateMode {"]
     L += _aligned([(f"{m.c_name} = {m.value},", m.comment) for m in GATE_MODE_TABLE]) + ["};", ""]
     L += ["// Bits of KDA2RecurrentArgs::flags.", "enum KDA2Flags {"]
     L += _aligned([(f"{f.c_name} = 1 << {f.bit},", f.comment) for f in FLAG_TABLE]) + ["};", ""]

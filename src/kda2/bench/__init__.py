@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,S1,S2,S3,S4; default all)")
     r.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     r.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
-    c = sub.add_parser("chunk", help="chunk KDA prefill (DESIGN §5 P1-P6) vs FLA chunk_kda")
+    c = sub.add_parser("chunk", help="chunk KDA prefill (docs/DESIGN.md §1.1 P1-P6) vs FLA chunk_kda")
     c.add_argument("--out", type=Path, default=Path("bench_out"),
                    help="directory for bench_chunk.json / .md / .png (default: ./bench_out)")
     c.add_argument("--library", help="chunk library manifest.json or build directory (default: KDA2_CHUNK_LIBRARY, "

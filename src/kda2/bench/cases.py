@@ -3,7 +3,7 @@
 Pure helpers: inputs are drawn with numpy (float32) and only turned into torch tensors by `to_torch`, so
 everything except that last step runs on a CPU host without torch (tests/test_chunk_cases.py).
 
-The accuracy bar (DESIGN §5): relative L2 error of o and of the final state vs the float64 reference
+The accuracy bar (docs/DESIGN.md §1.1): relative L2 error of o and of the final state vs the float64 reference
 ≤ 5e-3, and no worse than 2 × FLA's error on the same inputs + 1e-4. The 1e-4 floor is there for
 inputs on which FLA is extremely accurate (e.g. β ≈ 0, where the final state is almost the decayed
 initial state and FLA's error is ~1e-6): twice a near-zero number is not a meaningful bar for a kernel
@@ -129,7 +129,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def draw(c: Case, seed: int, K: int = 128, V: int = 128) -> dict[str, Any]:
-    """Fresh realistic inputs (DESIGN §5) as float32 numpy arrays (None where the case has none).
+    """Fresh realistic inputs (docs/DESIGN.md §1.1) as float32 numpy arrays (None where the case has none).
 
     q, k, v ~ randn (q, k normalised here when l2norm is not in the kernel); precomputed g =
     logsigmoid(randn)/16, raw gate g ~ randn with A_log ~ randn·0.5, dt_bias ~ randn; beta ~ randn raw

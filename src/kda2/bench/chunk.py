@@ -1,6 +1,6 @@
 """Chunk (prefill) KDA benchmark: kda2.chunk_kda vs FLA 0.6 `fla.ops.kda.chunk_kda`, same process, same inputs.
 
-Shapes P1-P6 of DESIGN §5 (H = HV, K = V = 128) in the configuration of FLA's KDA layer: bf16 q/k/v, raw
+Shapes P1-P6 of docs/DESIGN.md §1.1 (H = HV, K = V = 128) in the configuration of FLA's KDA layer: bf16 q/k/v, raw
 bf16 gate and raw bf16 beta with the gate (use_gate_in_kernel), q/k l2norm and beta sigmoid computed in
 the kernels, fp32 initial state in and final state out, state_v_first as FLA's layer (default V-first);
 P4 is varlen (cu_seqlens, with its host copy so neither side synchronises). Two gates:
@@ -9,7 +9,7 @@ P4 is varlen (cu_seqlens, with its host copy so neither side synchronises). Two 
   accepts it as FLA does, its kernels are exact for either gate).
 Per shape × gate: median GPU time over --iters calls after warm-up (CUDA events, GPU spin before each
 call so launch cost is excluded, kda2.bench.timing), speed-up, and once per shape × gate how far kda2's
-outputs are from FLA's (relative L2 of o, must be < 1e-2). DESIGN §5's FLA / FlashKDA figures and the
+outputs are from FLA's (relative L2 of o, must be < 1e-2). docs/DESIGN.md §1.1's FLA / FlashKDA figures and the
 product targets are carried in the JSON as anchors (published, not measured by this run).
 Each shape's tensors are allocated once and freed before the next (P5 is B1 T65536 H32).
 """
@@ -82,10 +82,10 @@ SHAPES = [
     Shape("P6", 2, 2048, 8, why="thin tensor-parallel shard"),
 ]
 
-#: DESIGN §5 (anchors/h200-flashkda-vs-fla.json): H200, ms, median; raw gate, l2norm and β-sigmoid in kernel,
+#: An earlier H200 run of FLA 0.6 and FlashKDA in one process (docs/DESIGN.md §1.1): H200, ms, median; raw gate, l2norm and β-sigmoid in kernel,
 #: fp32 V-first states. Published figures from another run, NOT measured here.
 ANCHORS = {
-    "source": "DESIGN.md §5 / anchors/h200-flashkda-vs-fla.json (NVIDIA H200, FLA 0.6.0 Triton, FlashKDA 1ce47ea)",
+    "source": "earlier run on this NVIDIA H200 (FLA 0.6.0 Triton, FlashKDA 1ce47ea); docs/DESIGN.md §1.1",
     "measured_by_this_run": False,
     "ms": {
         "P1": {"fla_lower_bound": 1.749, "fla_softplus": 1.935, "flashkda_lower_bound": 1.197, "hbm_floor": 0.16},
@@ -269,7 +269,7 @@ def markdown_table(result: dict) -> str:
         f"FLA {ver.get('fla-core', 'n/a')} Triton path). K = V = 128, H = HV, bf16 q/k/v, raw bf16 gate and beta with "
         f"the gate, q/k l2norm and β-sigmoid in kernel, fp32 initial + final state ({cfg.get('layout', '?')}). "
         f"Median GPU time per call over {cfg.get('iters', '?')} calls (CUDA events). Anchor and target columns are "
-        "DESIGN §5 figures (FLA 0.6 on this H200 in an earlier run; product target for the softplus gate), not "
+        "docs/DESIGN.md §1.1 figures (FLA 0.6 on this H200 in an earlier run; product target for the softplus gate), not "
         "measured here.",
         "",
         "| shape | gate | kda2 ms | FLA 0.6 ms | speed-up | FLA anchor ms | target ms | o rel L2 kda2 vs FLA |",
@@ -301,7 +301,7 @@ def markdown_table(result: dict) -> str:
 
 
 def chart(result: dict, path: Path) -> str | None:
-    """PNG bar chart (ms per call, log scale; DESIGN §5 target as a marker). Returns a note when it cannot."""
+    """PNG bar chart (ms per call, log scale; docs/DESIGN.md §1.1 target as a marker). Returns a note when it cannot."""
     try:
         import matplotlib
 
@@ -320,7 +320,7 @@ def chart(result: dict, path: Path) -> str | None:
     tx = [(i, r["anchor"]["target_ms"]) for i, r in zip(x, rows) if r["gate"] == "softplus" and r["anchor"].get("target_ms")]
     if tx:
         ax.scatter([i for i, _ in tx], [t for _, t in tx], marker="_", s=600, color="k", zorder=3,
-                   label="target (DESIGN §5, softplus)")
+                   label="target (docs/DESIGN.md §1.1, softplus)")
     ax.set_yscale("log")
     ax.set_ylabel("ms per call (median)")
     ax.set_xticks(x)

@@ -2,7 +2,7 @@
 
 Found once per build: `nvcc` on PATH (or $KDA2_NVCC, or $CUDA_HOME/bin/nvcc). The toolkit root is
 read from `nvcc -dryrun` (nvcc may be a wrapper script, so its own path proves nothing). The pip-wheel
-toolkit layout keeps libnvvm in lib/ where nvlink's LTO step does not look (notes §3.2): we give
+toolkit layout keeps libnvvm in lib/ where nvlink's LTO step does not look (docs/DESIGN.md §2.5): we give
 nvlink an `-nvvmpath` directory whose lib64/libnvvm.so points at the real library.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 This module is the correctness oracle for every kernel KDA² builds. It needs numpy only (no torch,
 pydantic, Jinja or TVM) so it can run on the build host, in CI and on the GPU host alike.
 
-Semantics (``/work/shared/notes/kda-anchors.md`` §1, ``DESIGN.md`` §1), per sequence n and value
+Semantics (``docs/DESIGN.md`` §1), per sequence n and value
 head hv, with state ``S ∈ R^{K×V}``, token by token::
 
     S ← Diag(exp(g_t)) · S
@@ -15,7 +15,7 @@ Shapes follow FLA: ``q, k [B,T,H,K]``, ``v [B,T,HV,V]``, ``g [B,T,HV,K]``, ``bet
 uses q/k head ``hv // (HV // H)``.
 
 Two independent evaluations are provided: :func:`recurrent_kda_ref` (the token loop above) and
-:func:`chunk_kda_ref` (the chunked WY/UT form of notes §1.4). They agree to ~1e-15 relative in
+:func:`chunk_kda_ref` (the chunked WY/UT form of docs/DESIGN.md §1). They agree to ~1e-15 relative in
 float64 on well-conditioned inputs (‖k‖ ≈ 1, β ∈ [0, 2)); the chunk form never exponentiates a
 positive number when ``g ≤ 0`` (pairwise ``exp(Γ_i − Γ_j)`` for ``j ≤ i`` only), so strongly
 decaying gates stay finite.
@@ -352,7 +352,7 @@ def chunk_kda_ref(q, k, v, g, beta, *, scale=None, initial_state=None, output_fi
                   use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, A_log=None,
                   dt_bias=None, lower_bound=None, state_v_first=False, cu_seqlens=None,
                   ssm_state_indices=None, chunk_size=64):
-    """Chunked (WY/UT) KDA forward in float64 (notes §1.4); same contract as :func:`recurrent_kda_ref`.
+    """Chunked (WY/UT) KDA forward in float64 (docs/DESIGN.md §1); same contract as :func:`recurrent_kda_ref`.
 
     Chunks of ``chunk_size`` tokens restart at every sequence start; the last chunk of a sequence
     may be partial. ``Γ`` (in-chunk cumulative gate) is exponentiated only pairwise for ``j ≤ i``.

@@ -1,6 +1,6 @@
 """The kernel spec: `kernel_specs/*.yaml`, validated into a frozen pydantic model.
 
-A bad spec must fail with ONE line naming the file, the field and what is allowed (DESIGN §3), so
+A bad spec must fail with ONE line naming the file, the field and what is allowed (docs/DESIGN.md §2.1), so
 pydantic's multi-line errors are rewritten here. `rules.py` reuses the YAML reader and the error
 formatter so specs and rules fail the same way.
 """

@@ -1,7 +1,7 @@
 """Rewrite rules: `rules/NNNN-slug.yaml`, each derived from a failure and versioned.
 
 A rule matches variant configs and forbids them, sets knobs, or adds nvcc flags. A variant's build
-signature holds the digest of only the rules that matched it (DESIGN §2), so one rule edit rebuilds
+signature holds the digest of only the rules that matched it (docs/DESIGN.md §4), so one rule edit rebuilds
 exactly its variants. `rules.lock.json` pins each rule's body digest: a body edit without a version
 bump is caught by `check_lock` instead of silently changing artifacts under the same rule version.
 """

@@ -3,7 +3,7 @@
 Two kernels per variant. The prep kernel is parallel over every (chunk, head, sequence): gates,
 in-chunk cumulative gate Γ, the WY/UT terms w, u and the masked Aqk, written to a workspace. The
 state kernel then walks the chunks of one (sequence, head, V-slice) in order, the only serial chain
-of the algorithm (DESIGN §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (bulk copies
+of the algorithm (docs/DESIGN.md §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (bulk copies
 on sm_90, cp.async on sm_80, `stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
 how wide a V-slice one state CTA owns (block_v) and how deep its load pipeline is (stages).
 """

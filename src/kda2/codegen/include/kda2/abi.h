@@ -15,7 +15,7 @@
 
 #define KDA2_ABI_VERSION 2
 
-// Gate activation applied to `g` inside the kernel (DESIGN §1).
+// Gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).
 enum KDA2GateMode {
   KDA2_GATE_PRECOMPUTED = 0,  // g is the log decay already (g <= 0)
   KDA2_GATE_SOFTPLUS = 1,     // g = -exp(A_log[hv]) * softplus(g + dt_bias[hv*K+k])

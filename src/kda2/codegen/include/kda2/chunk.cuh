@@ -1,4 +1,4 @@
-// KDA² chunkwise-parallel KDA forward (DESIGN §1, notes §1.4), chunk C = 64, in two kernels:
+// KDA² chunkwise-parallel KDA forward (docs/DESIGN.md §1, docs/DESIGN.md §1), chunk C = 64, in two kernels:
 //   prep   token-parallel, one CTA per (chunk, value head, sequence):
 //       gate activation + in-chunk cumulative sum Γ (log2 units), q/k l2norm, β,
 //       A = [β_i k_i·(k_j ⊙ 2^(Γi−Γj))]_{j<i} and Aqk = [scale q_i·(k_j ⊙ 2^(Γi−Γj))]_{j≤i},

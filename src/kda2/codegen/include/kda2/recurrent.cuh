@@ -1,4 +1,4 @@
-// Fused recurrent KDA forward (DESIGN §1): per (sequence, value head, V tile), token by token,
+// Fused recurrent KDA forward (docs/DESIGN.md §1): per (sequence, value head, V tile), token by token,
 //   S <- diag(exp g_t) S;  S <- S + (beta_t k_t) (v_t - k_t^T S);  o_t = (scale q_t)^T S.
 //
 // Design notes: a warp owns VPW value columns of one (sequence, head) and all K key rows; lane l

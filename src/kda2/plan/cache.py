@@ -82,7 +82,7 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     from kda2.plan.planner import plan_all
     from kda2.spec.rules import load_rules
     from kda2.spec.model import load_specs
-    from kda2.plan.lock import lock_path_for, read_baselines, read_lock
+    from kda2.plan.lock import lock_path_for, read_baselines, routes
 
     specs = load_specs(specs_dir)
     if only:
@@ -92,11 +92,11 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
                              f"known: {', '.join(s.name for s in specs)}")
         specs = [s for s in specs if s.name in only]
     rules = load_rules(rules_dir)
-    locks = {s.name: read_lock(lock_path_for(s.name, specs_dir)) for s in specs}
-    plans, warnings = plan_all(specs, rules, locks)
+    baselines = {s.name: read_baselines(lock_path_for(s.name, specs_dir)) for s in specs}
+    plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()})
     # the tuned latency of each route the lock decided: the manifest carries it for the runtime monitor
     for p in plans:
-        base = read_baselines(lock_path_for(p.spec.name, specs_dir)).get(p.arch, {})
+        base = baselines[p.spec.name].get(p.arch, {})
         for d in p.dispatch:
             b = base.get(f"{d['state_layout']}:{d['bucket']}")
             if d["routed_by"] == "tune" and b and b["variant"] == d["variant"]:

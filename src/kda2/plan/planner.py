@@ -116,7 +116,7 @@ def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
              locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> tuple[list[SpecPlan], list[str]]:
     """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tune locks.
 
-    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.tools.tune.read_lock).
+    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock).
     """
     locks = locks or {}
     plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch)) for s in specs for arch in s.archs]

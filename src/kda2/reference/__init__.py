@@ -347,6 +347,13 @@ def recurrent_kda_ref(q, k, v, g, beta, *, scale=None, initial_state=None, outpu
     return _run(p, _recurrent_seq, output_final_state)
 
 
+def check_chunk_size(chunk_size: Any) -> int:
+    """A positive integer chunk size, or ValueError naming what was given."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    return int(chunk_size)
+
+
 def chunk_kda_ref(q, k, v, g, beta, *, scale=None, initial_state=None, output_final_state=False,
                   use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
                   use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, A_log=None,
@@ -357,11 +364,10 @@ def chunk_kda_ref(q, k, v, g, beta, *, scale=None, initial_state=None, output_fi
     Chunks of ``chunk_size`` tokens restart at every sequence start; the last chunk of a sequence
     may be partial. ``Γ`` (in-chunk cumulative gate) is exponentiated only pairwise for ``j ≤ i``.
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    chunk_size = check_chunk_size(chunk_size)
     p = _prepare(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
                  use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
                  A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, state_v_first=state_v_first,
                  cu_seqlens=cu_seqlens, ssm_state_indices=ssm_state_indices)
-    return _run(p, _make_chunk_seq(int(chunk_size)), output_final_state)
+    return _run(p, _make_chunk_seq(chunk_size), output_final_state)

@@ -35,7 +35,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from . import _forward_subst, _make_chunk_seq, _prepare
+from . import _forward_subst, _make_chunk_seq, _prepare, check_chunk_size
 
 __all__ = [
     "SplitPlan",
@@ -146,12 +146,6 @@ def _as_heads(k, v, g, beta):
     return single, k, v, g, beta
 
 
-def _check_chunk(chunk_size):
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    return int(chunk_size)
-
-
 def chunk_transition(k, v, g, beta):
     """Explicit ``(M_c [K,K], b_c [K,V])`` of ONE chunk of prepared inputs (all its tokens form
     the chunk): ``M_c = Diag(exp Γ_last) − K̃ᵀ w``, ``b_c = K̃ᵀ u``. Shapes as :func:`segment_transition`."""
@@ -179,7 +173,7 @@ def segment_transition(k, v, g, beta, *, chunk_size: int = 64):
     ``(I, 0)``. Returns ``(M [K,K], dS [K,V])`` (``[HV,K,K]``, ``[HV,K,V]`` with a head axis);
     an empty segment gives ``(I, 0)``.
     """
-    C = _check_chunk(chunk_size)
+    C = check_chunk_size(chunk_size)
     single, k, v, g, beta = _as_heads(k, v, g, beta)
     HV, L, Kd = k.shape
     M = np.broadcast_to(np.eye(Kd), (HV, Kd, Kd)).copy()
@@ -229,7 +223,7 @@ def split_kda_ref(q, k, v, g, beta, *, scale=None, initial_state=None, output_fi
     segments from its initial state, phase 3 emits every segment's outputs from its start state
     independently. The final state is the scan's end state.
     """
-    C = _check_chunk(chunk_size)
+    C = check_chunk_size(chunk_size)
     if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
         raise ValueError(f"segments must be a positive integer, got {segments!r}")
     p = _prepare(q, k, v, g, beta, scale=scale, initial_state=initial_state,

@@ -15,7 +15,7 @@ from typing import Any
 
 from kda2.artifact.abi import GATE_MODES
 from kda2.artifact.atomic import write_text
-from kda2.plan.lock import LOCK_SCHEMA, lock_path_for, read_baselines, read_lock  # noqa: F401  (re-exported)
+from kda2.plan.lock import LOCK_SCHEMA, lock_path_for
 
 def _shape(bucket: int) -> tuple[int, int]:
     """(N, T) to time a bucket at: decode buckets at N=256 (bandwidth), others at 8 sequences."""

@@ -94,6 +94,12 @@ def _probe_source() -> str:
         out += ['  a.cu_seqlens = ' + ('(const int64_t*)&a;' if varlen else '0;'),
                 f'  a.N = {N}; a.T = {T};',
                 f'  p("ids.{N}.{T}.{int(varlen)}", kda2_chunk_ids(&a));']
+    out.append('  a.HV = 4;')
+    for N, T, split in SPLIT_CASES:
+        out += ['  a.cu_seqlens = 0;', f'  a.N = {N}; a.T = {T}; a.split = {split};',
+                f'  p("split.{N}.{T}.{split}", kda2_split_bytes(&a, 128, 64));',
+                f'  p("trans.{N}.{T}.{split}", kda2_split_trans_offset(&a, 128, 64));',
+                f'  p("start.{N}.{T}.{split}", kda2_split_start_offset(&a, 128, 64));']
     out += ['  return 0;', '}']
     return "\n".join(out) + "\n"
 
@@ -144,6 +150,24 @@ def test_c_chunk_workspace_matches_python(compiled):
         assert ids == facts.chunk_ids(N, T if varlen else N * T), (N, T, varlen)
         for K, V in KV[:2]:
             assert abi.chunk_workspace_bytes(N, T, 4, K, V, varlen) == ids * 4 * compiled[f"slot.{K}.{V}"]
+
+
+SPLIT_CASES = [(1, 70000, 0), (1, 70000, 1), (3, 500, 2), (2, 8192, 8)]
+
+
+@needs_cc
+def test_c_split_region_matches_python(compiled):
+    """The exact split's region (docs/DESIGN.md §1) sits after the slots: transitions [K][K+V] then start
+    states [K][V], fp32, per (sequence, segment, value head); nothing without a split."""
+    K, V, HV = 128, 64, 4
+    for N, T, split in SPLIT_CASES:
+        slots = facts.chunk_ids(N, N * T) * HV * facts.chunk_slot_bytes(K, V)
+        want = facts.split_bytes(N, split, HV, K, V)
+        assert compiled[f"split.{N}.{T}.{split}"] == want, (N, T, split)
+        assert want == (0 if split <= 1 else N * split * HV * K * (K + 2 * V) * 4)
+        assert compiled[f"trans.{N}.{T}.{split}"] == slots
+        assert compiled[f"start.{N}.{T}.{split}"] == slots + N * split * HV * K * (K + V) * 4
+        assert facts.chunk_workspace_bytes(N, T, HV, K, V, False, split) == slots + want
 
 
 def test_slot_layout_is_the_documented_one():

@@ -397,17 +397,19 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     import ctypes
 
     from kda2.codegen.render import chunk_symbols
+    from kda2.plan.smem import COMBINE
     from kda2.runtime import abi
 
     so, variants = chunk_library(tmp_path)
     text = (tmp_path / "library.cpp").read_text()
     assert "constexpr bool kChunk = true;" in text and "kKeyDim = 128, kValueDim = 128;" in text
     for v in variants:
-        prep, state = chunk_symbols(v["id"])
-        assert f'{{"{prep}", "{state}"}}, 2, kda2_cubin_{v["id"]}' in text
+        prep, state, fold, combine = chunk_symbols(v["id"])
+        assert f'{{"{prep}", "{state}", "{fold}", "{combine}"}}, 4,\n     kda2_cubin_{v["id"]}' in text
         p = v["plan"]
-        assert (f"{{ {p['prep_threads']}, {p['state_threads']} }}, "
-                f"{{ {p['prep_smem_bytes']}, {p['state_smem_bytes']} }}") in text
+        # fold runs the state kernel's code (same block, same shared memory); combine: static shared memory
+        assert (f"{{ {p['prep_threads']}, {p['state_threads']}, {p['state_threads']}, {COMBINE['threads']} }},\n"
+                f"     {{ {p['prep_smem_bytes']}, {p['state_smem_bytes']}, {p['state_smem_bytes']}, 0 }}") in text
     assert "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES" in text and '"cuFuncSetAttribute"' in text
 
     lib = ctypes.CDLL(str(so))
@@ -501,8 +503,9 @@ def test_chunk_render_context(stub_templates, tmp_path) -> None:
     plan = plan_variant(CHUNK_CFG, 232448)
     vid = variant_id(CHUNK_CFG)
     text = render_variant(CHUNK_CFG, plan)
-    prep, state = chunk_symbols(vid)
-    assert (prep, state) == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}") == kernel_symbols(CHUNK_CFG)
+    prep, state, fold, combine = chunk_symbols(vid)
+    assert (prep, state, fold, combine) == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}",
+                                            f"kda2_chunk_fold_{vid}", f"kda2_chunk_combine_{vid}") == kernel_symbols(CHUNK_CFG)
     # the name says what the kernel is and nothing of the buckets it serves
     name = variant_name(CHUNK_CFG)
     assert name == f"kda2_chunk_sm_90a_k128v128_vf_c64bv32s2_{vid}"
@@ -548,8 +551,8 @@ def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
     cfg = dict(CHUNK_CFG, block_v=64)
     plan = plan_variant(cfg, 232448)
     text = render_variant(cfg, plan)
-    prep, state = chunk_symbols(variant_id(cfg))
-    for needle in (prep, state, str(plan["lds_kv"]), str(plan["state_smem_bytes"]), str(plan["prep_smem_bytes"])):
+    symbols = chunk_symbols(variant_id(cfg))
+    for needle in (*symbols, str(plan["lds_kv"]), str(plan["state_smem_bytes"]), str(plan["prep_smem_bytes"])):
         assert needle in text, needle
     assert '#include "kda2/chunk.cuh"' in text.splitlines()
     # only the code's inputs: no kda2 version or bucket, and no Jinja left over
@@ -563,7 +566,7 @@ def test_chunk_real_template_renders_and_compiles(tmp_path) -> None:
     cu.write_text(text)
     log = compile_cubin(cu, "sm_90a")
     res = parse_ptxas(log)
-    assert prep in res and state in res, res
+    assert set(symbols) <= set(res), res
     assert "warning" not in log, log  # e.g. #177, a constant declared but never read
 
 

@@ -22,13 +22,15 @@ from typing import NamedTuple
 
 # ---- version ------------------------------------------------------------------------------------
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 #: What each version changed, oldest first (rendered into the header's preamble).
 ABI_HISTORY: tuple[tuple[int, str], ...] = (
     (1, "KDA2RecurrentArgs up to `reserved`; the recurrent family only."),
     (2, "KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd, "
         "kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family."),
+    (3, "`reserved` becomes `split` (chunk libraries: segments per sequence, 0 = the library's choice); the "
+        "chunk workspace gains the split region after the slots."),
 )
 
 
@@ -143,7 +145,7 @@ ARGS_FIELDS: tuple[Field, ...] = (
     Field("gate_mode", "int32_t", "KDA2GateMode", 1),
     Field("flags", "int32_t", "KDA2Flags", 1),
     Field("state_v_first", "int32_t", "0: states [K, V]; 1: states [V, K]", 1),
-    Field("reserved", "int32_t", "", 1),
+    Field("split", "int32_t", "chunk: segments per sequence (docs/DESIGN.md §1 exact split); 0: library's choice", 1),
     Field("workspace", "void*", "chunk libraries: device scratch of >= kda2_workspace_bytes() bytes; else NULL", 2),
     Field("workspace_bytes", "int64_t", "size of workspace", 2),
     Field("max_seqlen", "int64_t", "longest sequence; kda2_fwd fills it in (chunk dense: <= 0 means T)", 2),
@@ -244,7 +246,8 @@ FUNCTIONS_TABLE: tuple[Function, ...] = (
              "Chunk libraries route a max_seqlen above the largest bucket to the last bucket's variant."),
     Function("kda2_workspace_bytes", "int64_t", (("const KDA2RecurrentArgs*", "args"),),
              "Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent "
-             "libraries, kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) for chunk ones; < 0: a KDA2Status."),
+             "libraries, kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split "
+             "the library will launch with (args->split, or its choice when 0) for chunk ones; < 0: a KDA2Status."),
     Function("kda2_preload", "int", (),
              "Load every variant's cubin into the current context (call before CUDA graph capture)."),
     Function("kda2_launch", "int", (("int", "index"), ("const KDA2RecurrentArgs*", "args"), ("void*", "stream")),
@@ -320,10 +323,24 @@ def chunk_ids(N: int, total: int) -> int:
     return total // CHUNK + N + 1
 
 
-def chunk_workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool) -> int:
-    """What kda2_workspace_bytes returns for a chunk library (T: per sequence, or packed total with varlen)."""
+#: Most segments one sequence is split into (the split region and the grids are sized by it).
+MAX_SPLIT = 64
+
+
+def split_bytes(N: int, split: int, HV: int, K: int, V: int) -> int:
+    """The split region after the slots (docs/DESIGN.md §1 exact split), split > 1: per (sequence, segment,
+    value head) the segment's transition [M | B] as fp32 [K][K + V] (key-first), then per (sequence, segment,
+    value head) the segment's start state fp32 [K][V]. Nothing when split <= 1."""
+    if split <= 1:
+        return 0
+    return N * split * HV * K * (K + V) * 4 + N * split * HV * K * V * 4
+
+
+def chunk_workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool, split: int = 1) -> int:
+    """What kda2_workspace_bytes returns for a chunk library (T: per sequence, or packed total with varlen)
+    that launches with `split` segments per sequence."""
     total = T if varlen else N * T
-    return chunk_ids(N, total) * HV * chunk_slot_bytes(K, V)
+    return chunk_ids(N, total) * HV * chunk_slot_bytes(K, V) + split_bytes(N, split, HV, K, V)
 
 
 # ---- the C header --------------------------------------------------------------------------------
@@ -417,6 +434,20 @@ def header_text() -> str:
         "static inline KDA2_HD int64_t kda2_chunk_ids(const KDA2RecurrentArgs* a) {",
         "  int64_t total = a->cu_seqlens ? a->T : (int64_t)a->N * a->T;",
         "  return KDA2_CHUNK_IDS(total, (int64_t)a->N);",
+        "}",
+        f"// Most segments per sequence (a->split).",
+        f"#define KDA2_MAX_SPLIT {MAX_SPLIT}",
+        "// Split region (a->split > 1), after the slots: transitions [M | B] fp32 [K][K+V] per (sequence,",
+        "// segment, value head), then start states fp32 [K][V] per (sequence, segment, value head).",
+        "static inline KDA2_HD int64_t kda2_split_trans_offset(const KDA2RecurrentArgs* a, int K, int V) {",
+        "  return kda2_chunk_ids(a) * a->HV * kda2_chunk_slot_bytes(K, V);",
+        "}",
+        "static inline KDA2_HD int64_t kda2_split_start_offset(const KDA2RecurrentArgs* a, int K, int V) {",
+        "  return kda2_split_trans_offset(a, K, V) + (int64_t)a->N * a->split * a->HV * K * (K + V) * 4;",
+        "}",
+        "static inline KDA2_HD int64_t kda2_split_bytes(const KDA2RecurrentArgs* a, int K, int V) {",
+        "  if (a->split <= 1) return 0;",
+        "  return (int64_t)a->N * a->split * a->HV * K * (int64_t)(K + V) * 4 + (int64_t)a->N * a->split * a->HV * K * V * 4;",
         "}",
         "",
         "#ifdef __cplusplus",

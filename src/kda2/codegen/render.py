@@ -36,9 +36,11 @@ def kernel_symbol(vid: str) -> str:
     return f"kda2_recurrent_{vid}"
 
 
-def chunk_symbols(vid: str) -> tuple[str, str]:
-    """The two extern "C" entries of a chunk variant's cubin: (prep kernel, state kernel)."""
-    return f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}"
+def chunk_symbols(vid: str) -> tuple[str, str, str, str]:
+    """The extern "C" entries of a chunk variant's cubin: prep, state (emit), and the exact split's fold and
+    combine (docs/DESIGN.md §1)."""
+    return (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}", f"kda2_chunk_fold_{vid}",
+            f"kda2_chunk_combine_{vid}")
 
 
 def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
@@ -52,7 +54,11 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     vid = variant_id(config)
     tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
     symbols = kernel_symbols(config, vid)
-    extra = {"prep_symbol": symbols[0], "state_symbol": symbols[1]} if config["family"] == "chunk" else {}
+    extra = (dict(zip(("prep_symbol", "state_symbol", "fold_symbol", "combine_symbol"), symbols))
+             if config["family"] == "chunk" else {})
+    if config["family"] == "chunk":
+        from kda2.plan.smem import COMBINE
+        extra["combine"] = COMBINE
     return tmpl.render(config=dict(config), plan=dict(plan), vid=vid, name=variant_name(config),
                        ns=f"kda2_{vid}", kernel_symbol=symbols[0], **extra)
 
@@ -82,6 +88,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
+    from kda2.plan.smem import COMBINE, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
     return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
-                       dispatch=list(dispatch), library_json=library_json)
+                       dispatch=list(dispatch), library_json=library_json, combine=COMBINE,
+                       split={"min_chunks": SPLIT_MIN_CHUNKS, "min_segments": SPLIT_MIN_SEGMENTS})

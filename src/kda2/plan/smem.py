@@ -24,6 +24,14 @@ PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-ch
 LDS_T = 68             # fp32 [64][64] T tile (see kda2.tir.chunk for the fixed strides)
 LDS_O = 24             # bf16 [32][16] per-warp o staging tile
 XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 float4 per lane)
+# The exact split's combine kernel (docs/DESIGN.md §1): two threads per key row of K = 128, 32 value columns
+# per CTA (static shared memory: one fp32 [K][32] start-state slice).
+COMBINE = {"threads": 256, "cols": 32}
+# Fewest chunks a split segment keeps: a segment's fold costs about one emission step per chunk, so the
+# split pays only when the segments stay long against the combine and the extra launches.
+SPLIT_MIN_CHUNKS = 4
+# Fewest segments worth splitting into: fold + emission walk 2·nch/s chunks in sequence, so s = 2 saves nothing.
+SPLIT_MIN_SEGMENTS = 3
 
 
 def lds_g(k: int) -> int:

@@ -56,6 +56,7 @@ FUNCTIONS = _facts.ctypes_signatures()
 CHUNK = _facts.CHUNK
 chunk_slot_bytes = _facts.chunk_slot_bytes
 chunk_workspace_bytes = _facts.chunk_workspace_bytes
+MAX_SPLIT = _facts.MAX_SPLIT
 
 
 def status_codes() -> dict[int, str]:

@@ -27,9 +27,10 @@ _GROWTH = 1.25           # grow by a margin: a slowly rising size must not reall
 _ALIGN = 1 << 21         # and in 2 MiB steps
 
 
-def workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool) -> int:
-    """kda2_workspace_bytes of a chunk library (T per sequence, or the packed total with varlen)."""
-    return abi.chunk_workspace_bytes(N, T, HV, K, V, varlen)
+def workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool, split: int = 1) -> int:
+    """kda2_workspace_bytes of a chunk library (T per sequence, or the packed total with varlen) launching with
+    `split` segments per sequence."""
+    return abi.chunk_workspace_bytes(N, T, HV, K, V, varlen, split)
 
 
 def _workspace(torch: Any, dev: Any, dev_index: int, stream: int, nbytes: int) -> Any:
@@ -66,7 +67,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
               use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
               allow_neg_eigval=False, safe_gate=False, lower_bound=None, state_v_first=False, cu_seqlens=None,
               A_log=None, dt_bias=None, *, library: Library | None = None, cu_seqlens_cpu=None,
-              max_seqlen: int | None = None, out=None, final_state_out=None, **kwargs):
+              max_seqlen: int | None = None, out=None, final_state_out=None, split: int | None = None, **kwargs):
     """KDA forward in 64-token chunks on tensor cores, drop-in for `fla.ops.kda.chunk_kda` (FLA 0.6) forward.
 
     Shapes (FLA): q, k [B, T, H, K] bf16; v [B, T, HV, V] bf16; g [B, T, HV, K] fp32 or bf16; beta
@@ -81,7 +82,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     `kda2.runtime.default_library("chunk")`), `cu_seqlens_cpu` / `max_seqlen` (the longest sequence;
     it sizes the prep kernel's grid, so a smaller promise than the truth leaves chunks uncomputed),
     `out` / `final_state_out`. Any length runs: above the largest seq_len bucket the last bucket's
-    variant is used.
+    variant is used. `split`: segments per sequence of the exact split (docs/DESIGN.md §1; results equal
+    the unsplit ones up to rounding); None lets the library choose from the shapes and the GPU.
     """
     torch = api._torch or api._init_torch()
     lib = _v.library_arg(library, "chunk")
@@ -101,6 +103,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
         _v.check_tensor("final_state_out", final_state_out, (torch.float32,), sshape, dev)
     _check_alignment((("q", q, 16), ("k", k, 16), ("v", v, 16), ("g", g, 16), ("out", out, 16),
                       ("initial_state", initial_state, 8), ("final_state_out", final_state_out, 8)))
+    if split is not None and not (isinstance(split, int) and 1 <= split <= abi.MAX_SPLIT):
+        raise _v.fail("split", repr(split), f"None (the library's choice) or an int in [1, {abi.MAX_SPLIT}]")
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o, ht = api.outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)
@@ -110,13 +114,17 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if cu is not None and cu.dtype is not torch.int64:
         cu = cu.to(torch.int64)  # stream-ordered temporary; the caching allocator keeps it alive long enough
     stream = api._raw_stream(dev_index)
-    nbytes = workspace_bytes(N, T, HV, K, V, cu is not None)
-    ws = _workspace(torch, dev, dev_index, stream or 0, nbytes)
     args = lib.args()
     _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), a_ptr, d_ptr,
           o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(), 0 if ht is None else ht.data_ptr(),
-          0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, 1 if state_v_first else 0, 0,
-          ws.data_ptr(), ws.numel(), longest)
+          0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, 1 if state_v_first else 0,
+          split or 0, 0, 0, longest)
+    # The library sizes the workspace: the split it will choose depends on the GPU (kda2_workspace_bytes).
+    nbytes = lib._workspace_bytes(_addressof(args))
+    if nbytes < 0:
+        raise lib.error(nbytes)
+    ws = _workspace(torch, dev, dev_index, stream or 0, nbytes)
+    args.workspace, args.workspace_bytes = ws.data_ptr(), ws.numel()
     if _MON:
         _MON.launch("chunk_kda", lib, args, dev_index, longest, stream)
     elif api._multi_gpu or lib._fwd(_addressof(args), longest, stream):

@@ -2,7 +2,7 @@
 //   PYTHONPATH=src python -m kda2.artifact.abi --write
 // (tests/test_abi_facts.py fails while this file and the tables disagree).
 //
-// KDA² C ABI, version 2. Shared by every lib<spec>.<arch>.so (families recurrent and
+// KDA² C ABI, version 3. Shared by every lib<spec>.<arch>.so (families recurrent and
 // chunk) and by the kernels, which take KDA2RecurrentArgs by value; kda2.runtime.abi mirrors it with
 // ctypes, built from the same tables. Change a field only together with KDA2_ABI_VERSION.
 //
@@ -10,10 +10,13 @@
 //
 // Version 2: KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd,
 // kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family.
+//
+// Version 3: `reserved` becomes `split` (chunk libraries: segments per sequence, 0 = the library's choice);
+// the chunk workspace gains the split region after the slots.
 #pragma once
 #include <stdint.h>
 
-#define KDA2_ABI_VERSION 2
+#define KDA2_ABI_VERSION 3
 
 // Gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).
 enum KDA2GateMode {
@@ -68,7 +71,7 @@ typedef struct KDA2RecurrentArgs {
   int32_t gate_mode;             // KDA2GateMode
   int32_t flags;                 // KDA2Flags
   int32_t state_v_first;         // 0: states [K, V]; 1: states [V, K]
-  int32_t reserved;
+  int32_t split;                 // chunk: segments per sequence (docs/DESIGN.md §1 exact split); 0: library's choice
   // ---- ABI 2 ----
   void* workspace;               // chunk libraries: device scratch of >= kda2_workspace_bytes() bytes; else NULL
   int64_t workspace_bytes;       // size of workspace
@@ -107,6 +110,20 @@ static inline KDA2_HD int64_t kda2_chunk_ids(const KDA2RecurrentArgs* a) {
   int64_t total = a->cu_seqlens ? a->T : (int64_t)a->N * a->T;
   return KDA2_CHUNK_IDS(total, (int64_t)a->N);
 }
+// Most segments per sequence (a->split).
+#define KDA2_MAX_SPLIT 64
+// Split region (a->split > 1), after the slots: transitions [M | B] fp32 [K][K+V] per (sequence,
+// segment, value head), then start states fp32 [K][V] per (sequence, segment, value head).
+static inline KDA2_HD int64_t kda2_split_trans_offset(const KDA2RecurrentArgs* a, int K, int V) {
+  return kda2_chunk_ids(a) * a->HV * kda2_chunk_slot_bytes(K, V);
+}
+static inline KDA2_HD int64_t kda2_split_start_offset(const KDA2RecurrentArgs* a, int K, int V) {
+  return kda2_split_trans_offset(a, K, V) + (int64_t)a->N * a->split * a->HV * K * (K + V) * 4;
+}
+static inline KDA2_HD int64_t kda2_split_bytes(const KDA2RecurrentArgs* a, int K, int V) {
+  if (a->split <= 1) return 0;
+  return (int64_t)a->N * a->split * a->HV * K * (int64_t)(K + V) * 4 + (int64_t)a->N * a->split * a->HV * K * V * 4;
+}
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,7 +138,8 @@ int kda2_num_variants(void);
 // libraries route a max_seqlen above the largest bucket to the last bucket's variant.
 int kda2_select(int32_t state_v_first, int64_t max_seqlen);
 // Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent libraries,
-// kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) for chunk ones; < 0: a KDA2Status.
+// kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split the library will
+// launch with (args->split, or its choice when 0) for chunk ones; < 0: a KDA2Status.
 int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* args);
 // Load every variant's cubin into the current context (call before CUDA graph capture).
 int kda2_preload(void);

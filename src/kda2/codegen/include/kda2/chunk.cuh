@@ -1,4 +1,4 @@
-// KDA² chunkwise-parallel KDA forward (docs/DESIGN.md §1, docs/DESIGN.md §1), chunk C = 64, in two kernels:
+// KDA² chunkwise-parallel KDA forward (docs/DESIGN.md §1), chunk C = 64:
 //   prep   token-parallel, one CTA per (chunk, value head, sequence):
 //       gate activation + in-chunk cumulative sum Γ (log2 units), q/k l2norm, β,
 //       A = [β_i k_i·(k_j ⊙ 2^(Γi−Γj))]_{j<i} and Aqk = [scale q_i·(k_j ⊙ 2^(Γi−Γj))]_{j≤i},
@@ -8,13 +8,16 @@
 //       per chunk, v_new = u − w S, o = qg S + Aqk v_new, S ← Diag(2^Γlast) S + kgᵀ v_new,
 //       with Sᵀ (fp32) held in mma.sync accumulators (each warp of a pair holds half of K) and the next
 //       chunk's tiles in flight (bulk copies on sm_90, cp.async on sm_80).
+//   split  (docs/DESIGN.md §1 exact split, when a.split > 1) the state pass runs per segment: first FOLD, the
+//       same recurrence on [M | B] from [I | 0] gives each segment's transition; `combine` chains them into
+//       every segment's true start state; then EMIT runs each segment from it. Exact, data-independent.
 // Every exponent is ≤ 0, so the unbounded softplus gate is exact: off-diagonal 16×16 blocks of A use
 // the first row r of the later sub-chunk as anchor, 2^(Γi−Γr)·2^(Γr−Γj) with both factors ≤ 1, on
 // tensor cores (bf16); the four diagonal blocks use the same anchor with the reciprocal 1 / 2^(Γj−Γr) on
 // tensor cores (tf32), except channels whose decay inside the block is too strong for it (CUDA cores, exact).
 //
-// The build renders one small .cu per variant (templates/chunk.cu.j2): a config struct and two
-// extern "C" entries that call Kernels<Cfg>::prep / ::state. The config struct provides (all
+// The build renders one small .cu per variant (templates/chunk.cu.j2): a config struct and the
+// extern "C" entries that call Kernels<Cfg>::prep / ::state<EMIT> / ::state<FOLD> / ::combine. The config struct provides (all
 // static constexpr):
 //   int K, V, BT, BLOCK_V, STAGES         head dims, tokens per chunk, value columns per state CTA,
 //                                         state pipeline depth
@@ -25,6 +28,7 @@
 //                                         kernel (whole-tile copies)
 //   int PREP_THREADS, STATE_THREADS, PREP_SMEM_BYTES, STATE_SMEM_BYTES   launch shapes and dynamic
 //                                         shared memory of the plan (kda2.chunk_smem; checked below)
+//   int COMBINE_THREADS, COMBINE_COLS     the split combine's block and value columns (kda2/plan/smem.py)
 //   bool HAS_SOFTPLUS, HAS_LOWER_BOUND    gate activations compiled in (precomputed needs no code)
 //   bool V_FIRST                          states [V, K] (else [K, V])
 //   bool BULK                             sm_90 bulk copies on an mbarrier (else cp.async)
@@ -66,6 +70,21 @@ __device__ __forceinline__ SeqBounds seq_bounds(const KDA2RecurrentArgs& a, int 
   return {static_cast<int64_t>(n) * a.T, a.T};
 }
 
+// The exact split (docs/DESIGN.md §1): a sequence of nch chunks is cut into a.split segments of
+// ceil(nch / split) chunks — a function of the length only, never of the data. Trailing segments of a
+// short sequence are empty; `last` is the last non-empty one (0 for an empty sequence: it still writes ht).
+struct Segment { int64_t c0, c1; int last; };
+__device__ __forceinline__ Segment segment_of(int64_t nch, int split, int seg) {
+  const int64_t len = nch > 0 ? (nch + split - 1) / split : 1;
+  const int64_t c0 = seg * len, c1 = c0 + len < nch ? c0 + len : nch;
+  return {c0, c1 > c0 ? c1 : c0, nch > 0 ? static_cast<int>((nch - 1) / len) : 0};
+}
+
+// Which state pass a launch of the state kernel runs. EMIT: the outputs of a segment from its true start
+// state (split == 1: the whole sequence from h0). FOLD: the segment's transition — the same recurrence on
+// the augmented state [M | B] (K × (K + V)) from [I | 0], with u = 0 in the M columns and no outputs.
+enum class Pass { EMIT, FOLD };
+
 // Why the state kernel's warps come in pairs that split K: one warp per 16 value columns issues ~210
 // dependent mma per chunk on one SM sub-partition, and that chain, not memory, set the pace (1.9 µs per
 // chunk). With K split the chain is ~105 mma per warp; the price is one exchange of partial sums (v_new
@@ -95,6 +114,7 @@ struct Kernels {
   static_assert(K == 128 && V == 128, "chunk kernels are written for K = V = 128 (one lane per 4 key channels)");
   static_assert(BT == 64 && PREP_THREADS == 256, "chunk of 64 tokens; two prep warps per 16-row sub-chunk");
   static_assert(STATE_THREADS == STATE_WARPS * 32 && BLOCK_V % 16 == 0 && V % BLOCK_V == 0, "state tiling");
+  static_assert(K % BLOCK_V == 0, "a FOLD slice lies inside M or inside B");
   static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0,
                 "16-byte aligned rows for cp.async / vector access");
 
@@ -144,9 +164,16 @@ struct Kernels {
   // Prep: one CTA (8 warps) per (chunk, value head, sequence); launch with PREP_THREADS threads,
   // PREP_SMEM_BYTES of dynamic shared memory, grid (chunks, HV, N).
   static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a);
-  // State pass: one CTA per (value slice, value head, sequence); STATE_THREADS threads,
-  // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N).
+  // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
+  // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
+  // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
+  template <Pass PASS>
   static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
+  // Split combine: per (32 value columns, value head, sequence), the start state of every segment,
+  // S_{s+1} = M_s S_s + B_s from S_0 = h0 (fp32 on CUDA cores: a few segments of 128×128 by 128×32);
+  // COMBINE_THREADS threads, grid (V / 32, HV, N), static shared memory.
+  static constexpr int COMBINE_THREADS = Cfg::COMBINE_THREADS, COMBINE_COLS = Cfg::COMBINE_COLS;
+  static __device__ __forceinline__ void combine(const KDA2RecurrentArgs& a);
 };
 
 // =============================================================================================
@@ -600,29 +627,52 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 // slice of Sᵀ ([16 v][64 k] fp32) in mma accumulators (see pair_sync for why pairs split K).
 // =============================================================================================
 template <class Cfg>
+template <Pass PASS>
 __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) {
+  constexpr bool FOLD = PASS == Pass::FOLD;
   extern __shared__ __align__(16) uint8_t smem[];
-  const int hv = blockIdx.y, n = blockIdx.z;
+  const int split = a.split > 1 ? a.split : 1;
+  const int hv = blockIdx.y, n = blockIdx.z / split, seg = blockIdx.z - n * split;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
   const int pair = warp >> 1, kh = warp & 1;
-  const int vc = blockIdx.x * BLOCK_V;          // first value column of the CTA
+  // FOLD: columns 0 .. K-1 of [M | B] are M (u = 0, start I), columns K .. K+V-1 are B (value columns).
+  const int col0 = blockIdx.x * BLOCK_V;
+  const bool m_cols = FOLD && col0 < K;
+  const int vc = FOLD && !m_cols ? col0 - K : col0;   // first value (or M) column of the CTA
   const int vw = vc + 16 * pair;                // first value column of this pair
   const int kb = KH * kh;                       // first key channel of this warp
   const int om = 4 * kh;                        // this warp finishes o for tokens 8·om .. 8·om + 31
   const SeqBounds sb = seq_bounds(a, n);
   const int64_t nch = (sb.len + BT - 1) / BT;
+  const Segment sg = segment_of(nch, split, seg);
+  if (FOLD ? seg >= sg.last : (sg.c0 >= sg.c1 && seg != sg.last)) return;  // uniform over the CTA
   const int HV = a.HV;
   const int64_t srow = (static_cast<int64_t>(n) * HV + hv) * K * V;
+  const int64_t zrow = (static_cast<int64_t>(n) * split + seg) * HV + hv;   // this segment's split-region row
+  uint8_t* const wsb = static_cast<uint8_t*>(a.workspace);
 
   // Sᵀ fragment: S[nt][0..1] = Sᵀ[vw+g8][kb+8nt+2t4 .. +1], S[nt][2..3] = Sᵀ[vw+g8+8][same]
   float S[KH / 8][4];
-  if (a.h0) {
-    const float* h0 = a.h0 + srow;
+  // The start state: h0 (segment 0), the combine's start state (key-first, later segments), I | 0 (FOLD).
+  const float* start = FOLD ? nullptr
+                     : seg > 0 ? reinterpret_cast<const float*>(wsb + kda2_split_start_offset(&a, K, V)) + zrow * K * V
+                     : a.h0 ? a.h0 + srow : nullptr;
+  if (FOLD && m_cols) {
 #pragma unroll
     for (int nt = 0; nt < KH / 8; ++nt) {
       const int d = kb + 8 * nt + 2 * t4;
-      if (V_FIRST) {
+      S[nt][0] = vw + g8 == d ? 1.f : 0.f;
+      S[nt][1] = vw + g8 == d + 1 ? 1.f : 0.f;
+      S[nt][2] = vw + g8 + 8 == d ? 1.f : 0.f;
+      S[nt][3] = vw + g8 + 8 == d + 1 ? 1.f : 0.f;
+    }
+  } else if (start) {
+    const float* h0 = start;
+#pragma unroll
+    for (int nt = 0; nt < KH / 8; ++nt) {
+      const int d = kb + 8 * nt + 2 * t4;
+      if (V_FIRST && seg == 0) {
         const float2 lo = *reinterpret_cast<const float2*>(h0 + (vw + g8) * K + d);
         const float2 hi = *reinterpret_cast<const float2*>(h0 + (vw + g8 + 8) * K + d);
         S[nt][0] = lo.x; S[nt][1] = lo.y; S[nt][2] = hi.x; S[nt][3] = hi.y;
@@ -643,6 +693,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
   // Loop trip counts are compile-time and strides multiples of 16 pieces, so every cp.async below is
   // one instruction with an immediate offset from a per-thread base.
   static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0 && STATE_THREADS % 16 == 0, "load tiling");
+  const int64_t nlocal = FOLD || sg.c1 > sg.c0 ? sg.c1 - sg.c0 : 0;
   auto load_chunk = [&](int64_t cc, int stage) {
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
@@ -662,7 +713,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
         cp_async16(st + S_W + (tid + m * STATE_THREADS) * 16, slot + OFF_W + (tid + m * STATE_THREADS) * 16);
       for (int p = tid; p < P2; p += STATE_THREADS) cp_async16(st + S_AQ + p * 16, slot + OFF_AQ + p * 16);
     }
-    {  // this CTA's rows of uᵀ [V][BT] (its own, not shared)
+    if (!m_cols) {  // this CTA's rows of uᵀ [V][BT] (its own, not shared); the M columns have u = 0
       const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;
       const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
       const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
@@ -696,15 +747,16 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
   }
 #pragma unroll
   for (int s0 = 0; s0 < STAGES - 1; ++s0) {
-    if (s0 < nch) load_chunk(s0, s0);
+    if (s0 < nlocal) load_chunk(sg.c0 + s0, s0);
     cp_async_commit();
   }
-  for (int64_t cc = 0; cc < nch; ++cc) {
-    const int stage = static_cast<int>(cc % STAGES);
-    if (cc + STAGES - 1 < nch) load_chunk(cc + STAGES - 1, static_cast<int>((cc + STAGES - 1) % STAGES));
+  for (int64_t j = 0; j < nlocal; ++j) {   // j: chunk within the segment (pipeline stages count from it)
+    const int64_t cc = sg.c0 + j;
+    const int stage = static_cast<int>(j % STAGES);
+    if (j + STAGES - 1 < nlocal) load_chunk(cc + STAGES - 1, static_cast<int>((j + STAGES - 1) % STAGES));
     cp_async_commit();
     cp_async_wait<STAGES - 1>();
-    if constexpr (BULK) mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((cc / STAGES) & 1));
+    if constexpr (BULK) mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((j / STAGES) & 1));
     __syncthreads();
     const uint8_t* st = smem + stage * S_STAGE;
     const __nv_bfloat16* sW = reinterpret_cast<const __nv_bfloat16*>(st + S_W);
@@ -738,8 +790,10 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
         ldsm_x4(c, smem_u32(sQg + swz(16 * np + nrow, kb + 16 * ks + kcol, K)));
         mma(P[2 * np], Sb[ks], b[0], b[1]);
         mma(P[2 * np + 1], Sb[ks], b[2], b[3]);
-        mma(O[2 * np], Sb[ks], c[0], c[1]);
-        mma(O[2 * np + 1], Sb[ks], c[2], c[3]);
+        if constexpr (!FOLD) {
+          mma(O[2 * np], Sb[ks], c[0], c[1]);
+          mma(O[2 * np + 1], Sb[ks], c[2], c[3]);
+        }
       }
     // exchange: all of P (both warps need v_new), and o of the partner's token half
 #pragma unroll
@@ -767,24 +821,28 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
       const int tok = 8 * nt + 2 * t4;
-      const float2 u_lo = unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8) * LDS_U + tok));
-      const float2 u_hi = unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8 + 8) * LDS_U + tok));
+      const float2 u_lo = m_cols ? make_float2(0.f, 0.f)
+          : unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8) * LDS_U + tok));
+      const float2 u_hi = m_cols ? make_float2(0.f, 0.f)
+          : unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8 + 8) * LDS_U + tok));
       const uint32_t lo = pack_bf16(u_lo.x - P[nt][0], u_lo.y - P[nt][1]);
       const uint32_t hi = pack_bf16(u_hi.x - P[nt][2], u_hi.y - P[nt][3]);
       Vb[nt >> 1][(nt & 1) * 2 + 0] = lo;
       Vb[nt >> 1][(nt & 1) * 2 + 1] = hi;
     }
     // oᵀ (this warp's 32 tokens) += v_newᵀ Aqkᵀ; Aqk is lower triangular: rows 16np.. see columns ≤ 16np+15
+    if constexpr (!FOLD) {
 #pragma unroll
-    for (int np = 0; np < 4; ++np) {
-      if ((np >> 1) != kh) continue;
+      for (int np = 0; np < 4; ++np) {
+        if ((np >> 1) != kh) continue;
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        if (ks <= np) {
-          uint32_t b[4];
-          ldsm_x4(b, smem_u32(sAq + swz(16 * np + nrow, 16 * ks + kcol, BT)));
-          mma(O[2 * np], Vb[ks], b[0], b[1]);
-          mma(O[2 * np + 1], Vb[ks], b[2], b[3]);
+        for (int ks = 0; ks < 4; ++ks) {
+          if (ks <= np) {
+            uint32_t b[4];
+            ldsm_x4(b, smem_u32(sAq + swz(16 * np + nrow, 16 * ks + kcol, BT)));
+            mma(O[2 * np], Vb[ks], b[0], b[1]);
+            mma(O[2 * np + 1], Vb[ks], b[2], b[3]);
+          }
         }
       }
     }
@@ -806,7 +864,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
     // o: stage the warp's [32 tokens][16 v] through shared memory, store 16-B pieces of valid rows
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
-      if ((nt >> 2) != kh) continue;
+      if (FOLD || (nt >> 2) != kh) continue;
       const int tok = 8 * (nt & 3) + 2 * t4;
       sO[tok * LDS_O + g8] = __float2bfloat16_rn(O[nt][0]);
       sO[(tok + 1) * LDS_O + g8] = __float2bfloat16_rn(O[nt][1]);
@@ -815,7 +873,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
     }
     __syncwarp();
     const int64_t t0 = sb.bos + cc * BT + 8 * om;
-    const int rows = static_cast<int>(sb.len - cc * BT - 8 * om < BT / 2 ? sb.len - cc * BT - 8 * om : BT / 2);
+    const int rows = FOLD ? 0 : static_cast<int>(sb.len - cc * BT - 8 * om < BT / 2 ? sb.len - cc * BT - 8 * om : BT / 2);
 #pragma unroll
     for (int p = lane; p < BT; p += 32) {
       const int tok = p >> 1, half = p & 1;
@@ -826,7 +884,18 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
     __syncthreads();  // the stage just read is refilled next iteration; the exchange and o tiles are reused
   }
 
-  if (a.ht) {
+  if (FOLD) {  // [M | B] rows d, columns col0 + v, key-first
+    float* tr = reinterpret_cast<float*>(wsb + kda2_split_trans_offset(&a, K, V)) + zrow * K * (K + V);
+    const int c = col0 + 16 * pair + g8;
+#pragma unroll
+    for (int nt = 0; nt < KH / 8; ++nt) {
+      const int d = kb + 8 * nt + 2 * t4;
+      tr[d * (K + V) + c] = S[nt][0];
+      tr[(d + 1) * (K + V) + c] = S[nt][1];
+      tr[d * (K + V) + c + 8] = S[nt][2];
+      tr[(d + 1) * (K + V) + c + 8] = S[nt][3];
+    }
+  } else if (a.ht && seg == sg.last) {
     float* ht = a.ht + srow;
 #pragma unroll
     for (int nt = 0; nt < KH / 8; ++nt) {
@@ -841,6 +910,59 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
         ht[(d + 1) * V + vw + g8 + 8] = S[nt][3];
       }
     }
+  }
+}
+
+// =============================================================================================
+// Split combine: one CTA per (32 value columns, value head, sequence); thread (row i, half) keeps 16 columns
+// of row i of the next start state. fp32 FMAs: the start states are the one place where the split could lose
+// precision, and the work is a few 128×128 by 128×32 products per sequence.
+// =============================================================================================
+template <class Cfg>
+__device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a) {
+  static_assert(COMBINE_THREADS == 2 * K && V % COMBINE_COLS == 0, "combine tiling: two threads per key row");
+  __shared__ __align__(16) float X[K][COMBINE_COLS];   // the running start state, this CTA's columns
+  const int split = a.split, hv = blockIdx.y, n = blockIdx.z, v0 = blockIdx.x * COMBINE_COLS;
+  const int tid = threadIdx.x, i = tid >> 1, c0 = (tid & 1) * (COMBINE_COLS / 2);
+  const SeqBounds sb = seq_bounds(a, n);
+  const Segment sg = segment_of((sb.len + BT - 1) / BT, split, 0);
+  if (sg.last == 0) return;
+  const int HV = a.HV;
+  const int64_t srow = (static_cast<int64_t>(n) * HV + hv) * K * V;
+  uint8_t* const wsb = static_cast<uint8_t*>(a.workspace);
+  const float* trans = reinterpret_cast<const float*>(wsb + kda2_split_trans_offset(&a, K, V));
+  float* starts = reinterpret_cast<float*>(wsb + kda2_split_start_offset(&a, K, V));
+  for (int e = tid; e < K * COMBINE_COLS; e += COMBINE_THREADS) {
+    const int d = e / COMBINE_COLS, c = e - d * COMBINE_COLS;
+    X[d][c] = !a.h0 ? 0.f : V_FIRST ? a.h0[srow + static_cast<int64_t>(v0 + c) * K + d] : a.h0[srow + d * V + v0 + c];
+  }
+  __syncthreads();
+#pragma unroll 1
+  for (int s = 0; s < sg.last; ++s) {
+    const float* tr = trans + ((static_cast<int64_t>(n) * split + s) * HV + hv) * K * (K + V) + i * (K + V);
+    float acc[COMBINE_COLS / 2];
+#pragma unroll
+    for (int e = 0; e < COMBINE_COLS / 2; ++e) acc[e] = tr[K + v0 + c0 + e];
+#pragma unroll 2
+    for (int j = 0; j < K; j += 4) {
+      const float4 m = *reinterpret_cast<const float4*>(tr + j);
+      const float mj[4] = {m.x, m.y, m.z, m.w};
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int e = 0; e < COMBINE_COLS / 2; e += 4) {
+          const float4 x = *reinterpret_cast<const float4*>(&X[j + jj][c0 + e]);
+          acc[e] = fmaf(mj[jj], x.x, acc[e]);
+          acc[e + 1] = fmaf(mj[jj], x.y, acc[e + 1]);
+          acc[e + 2] = fmaf(mj[jj], x.z, acc[e + 2]);
+          acc[e + 3] = fmaf(mj[jj], x.w, acc[e + 3]);
+        }
+    }
+    __syncthreads();   // every thread has read X
+    float* st = starts + ((static_cast<int64_t>(n) * split + s + 1) * HV + hv) * K * V + i * V + v0 + c0;
+#pragma unroll
+    for (int e = 0; e < COMBINE_COLS / 2; ++e) { X[i][c0 + e] = acc[e]; st[e] = acc[e]; }
+    __syncthreads();
   }
 }
 

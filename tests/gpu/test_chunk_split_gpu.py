@@ -1,0 +1,110 @@
+"""The exact split of the chunk family on a GPU (docs/DESIGN.md §1): a sequence cut into segments, each
+segment's transition folded in parallel, a combine into true start states, then every segment emitted
+from its start state.
+
+The split is exact: split and unsplit calls agree to rounding (≤ 1e-3 relative L2, o and final state), both
+meet the accuracy bar vs the float64 reference, for every gate mode, both state layouts, GVA, no initial
+state, varlen with empty and length-1 sequences, and extreme gates; at T = 65536 split 8 vs unsplit. Outputs
+are poisoned with NaN before every call. Without a GPU every test here skips (conftest.py).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from feature_matrix import require_built  # noqa: E402
+from kda2.bench.cases import Case, draw, options, ref_options, to_torch, verdict  # noqa: E402
+from test_chunk_gpu import _call, _nonfinite, _rel, chunk_kda, chunk_lib  # noqa: E402,F401 - fixtures
+
+pytestmark = pytest.mark.gpu
+
+DEVICE = "cuda"
+#: Split vs unsplit: the segments' start states come through the fold (bf16 operands like the state pass) and
+#: an fp32 combine, so the two differ by rounding only.
+SPLIT_TOL = 1e-3
+# Empty and length-1 sequences among long ones: the split plan is per sequence (trailing segments empty).
+EDGES = (0, 0, 1, 700, 701, 2600)
+
+CASES = [
+    Case("split-softplus-B2-T3000-vf", B=2, T=3000, gate="softplus", v_first=True),
+    Case("split-lowerbound-T2100-kf", T=2100, gate="lower_bound"),
+    Case("split-precomputed-gva2-noh0-T1500-kf", T=1500, ratio=2, h0=False),
+    Case("split-varlen-empty-len1-softplus-vf", cu=EDGES, gate="softplus", v_first=True),
+    Case("split-varlen-empty-len1-precomputed-gva2-kf", cu=EDGES, ratio=2),
+    Case("split-stress-dtbias+6-softplus-T1000-vf", T=1000, gate="softplus", stress="dt_bias_plus6", v_first=True),
+    Case("split-stress-g-20-precomputed-T1000-kf", T=1000, stress="g_minus20"),
+]
+
+
+def _run(torch, fn, lib, x, c, split):
+    out = torch.full_like(x["v"], math.nan)
+    fso = torch.full(x["sshape"], math.nan, device=DEVICE)
+    o, ht = _call(fn, x, c, output_final_state=True, library=lib, cu_seqlens_cpu=x["cu_seqlens_cpu"], out=out,
+                  final_state_out=fso, split=split)
+    torch.cuda.synchronize()
+    bad = {"o": _nonfinite(o), "final_state": _nonfinite(ht)}
+    assert not any(bad.values()), f"split={split}: NaN/Inf elements (unwritten or overflowed): {bad}"
+    return o, ht
+
+
+def _diff(torch, a, b) -> float:
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+@pytest.mark.parametrize("split", [2, 5])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_split_is_exact(chunk_lib, chunk_kda, ref, torch_cuda, seed, case: Case, split: int):
+    torch = torch_cuda
+    lib = chunk_lib
+    require_built(lib, case)
+    s = seed + 500 + CASES.index(case)
+    x = to_torch(torch, draw(case, s, lib.k, lib.v), case, DEVICE)
+    ctx = f"{case.id} split={split} [{lib.spec}] seed {s} (--seed={seed})"
+    o1, h1 = _run(torch, chunk_kda, lib, x, case, 1)
+    os_, hs = _run(torch, chunk_kda, lib, x, case, split)
+    d_o, d_h = _diff(torch, os_, o1), _diff(torch, hs, h1)
+    assert d_o <= SPLIT_TOL and d_h <= SPLIT_TOL, f"{ctx}: split vs unsplit relative L2 o {d_o:.2e}, state {d_h:.2e}"
+    o_ref, ht_ref = ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+        initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
+        **ref_options(case))
+    for name, got, want in (("o", os_, o_ref), ("final state", hs, ht_ref)):
+        err = _rel(ref, got, want)
+        ok, bound = verdict(err, None)
+        assert ok, f"{ctx}: {name} relative L2 vs float64 {err:.3e} > {bound:.3e}"
+
+
+def test_split_long_sequence(chunk_lib, chunk_kda, torch_cuda, seed):
+    """T = 65536 (1024 chunks) in 8 segments of 128 chunks: the same outputs as the unsplit pass."""
+    torch = torch_cuda
+    lib = chunk_lib
+    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
+    c = Case("split-long-T65536", T=65536, H=2, gate=gate, v_first="v_first" in lib.features.state_layouts,
+             l2=lib.features.qk_l2norm, bsig=lib.features.beta_sigmoid)
+    x = to_torch(torch, draw(c, seed + 599, lib.k, lib.v), c, DEVICE)
+    o1, h1 = _run(torch, chunk_kda, lib, x, c, 1)
+    o8, h8 = _run(torch, chunk_kda, lib, x, c, 8)
+    d_o, d_h = _diff(torch, o8, o1), _diff(torch, h8, h1)
+    assert d_o <= SPLIT_TOL and d_h <= SPLIT_TOL, f"T=65536 split 8 vs 1: o {d_o:.2e}, state {d_h:.2e}"
+
+
+def test_split_argument_is_checked(chunk_lib, chunk_kda, torch_cuda, seed):
+    from kda2.runtime import abi
+    from kda2.runtime.errors import KDA2InputError
+
+    torch = torch_cuda
+    lib = chunk_lib
+    c = Case("split-bad", T=100, gate=lib.features.gate_modes[0], v_first="v_first" in lib.features.state_layouts,
+             l2=lib.features.qk_l2norm, bsig=lib.features.beta_sigmoid)
+    x = to_torch(torch, draw(c, seed + 598, lib.k, lib.v), c, DEVICE)
+    for bad in (0, -1, abi.MAX_SPLIT + 1, 2.0):
+        with pytest.raises(KDA2InputError, match="split"):
+            _call(chunk_kda, x, c, output_final_state=True, library=lib, split=bad)

@@ -282,7 +282,8 @@ def test_chunk_plan_ranks_block_v_by_bucket(rules) -> None:
             assert "FLA" in why["chunk"] and "<= 0" in why["chunk"]
             assert f"block_v={v.config['block_v']}" in why["tile"]
             assert "overlap" in why["stages"]
-            assert re.search(r"~103680 B smem prep.*~(155680|195616) B smem state", why["budget"]), why["budget"]
+            # the budget agent's estimate: every padded tile at the most the TIR pass may pad it (MAX_ROW_PAD)
+            assert re.search(r"~112896 B smem prep.*~(158752|201760) B smem state", why["budget"]), why["budget"]
             assert v.name.startswith(f"kda2_chunk_{arch}_k128v128_") and f"c64bv{v.config['block_v']}s2_{v.id}" in v.name
         if arch == "sm_80":
             assert all("-Xptxas=-warn-spills" in v.flags for v in plan.variants)
@@ -298,7 +299,7 @@ def test_chunk_budget_agent_respects_the_arch_limit(rules, tmp_path) -> None:
     shapes = {arch: {(v.config["block_v"], v.config["stages"]) for v in p.variants} for arch, p in by_arch.items()}
     assert shapes["sm_90a"] == {(128, 1), (64, 2), (64, 1)}
     assert shapes["sm_80"] == {(64, 1)}
-    with pytest.raises(PlanError, match="sm_86"):  # 99 KB: even the prep kernel (103680 B) does not fit
+    with pytest.raises(PlanError, match="sm_86"):  # 99 KB: even the prep kernel (at most 112896 B) does not fit
         plan_spec(spec, "sm_86", rules)
     capped = plan_spec(chunk_spec(tmp_path, max_candidates="1"), "sm_90a", rules)
     assert all(len(ids) == 1 for ids in groups(capped).values())

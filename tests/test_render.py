@@ -465,7 +465,7 @@ def test_library_refuses_mixed_families() -> None:
 # Every name render_variant passes for a chunk variant (StrictUndefined: a missing one fails the render).
 STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }}
 #include "kda2/abi.h"
-{%- for key in ["lds_kv", "lds_u", "lds_g", "lds_t", "lds_o", "prep_threads", "state_threads",
+{%- for key in ["lds_kv", "lds_u", "lds_g", "lds_t", "lds_o", "lds_y", "lds_x", "prep_threads", "state_threads",
                 "prep_smem_bytes", "state_smem_bytes"] %}
 constexpr int {{ key|upper }} = {{ plan[key] }};
 {%- endfor %}
@@ -510,8 +510,8 @@ def test_chunk_render_context(stub_templates, tmp_path) -> None:
     name = variant_name(CHUNK_CFG)
     assert name == f"kda2_chunk_sm_90a_k128v128_vf_c64bv32s2_{vid}"
     assert text.splitlines()[0] == f"// {name} {vid} kda2_{vid}"
-    expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 132, "LDS_T": 68, "LDS_O": 24, "PREP_THREADS": 256,
-              "STATE_THREADS": 128, "PREP_SMEM_BYTES": 103680, "STATE_SMEM_BYTES": 155680}
+    expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 136, "LDS_T": 68, "LDS_O": 24, "LDS_Y": 17, "LDS_X": 36,
+              "PREP_THREADS": 256, "STATE_THREADS": 128, "PREP_SMEM_BYTES": 104704, "STATE_SMEM_BYTES": 155680}
     for key, value in expect.items():
         assert f"constexpr int {key} = {value};" in text
     assert "BLOCK_V = 32, STAGES = 2, BT = 64;" in text

@@ -432,11 +432,16 @@ def bf16_degree(ops: list, stride: int) -> int:
     return worst
 
 
-@pytest.mark.parametrize("k,block_v", [(128, 32), (128, 64), (64, 16), (64, 128)])
+def test_chunk_k64_tiles_do_not_overlay():
+    """K = 64: the prep kernel's T tile (fp32 [64][68]) no longer fits over its k tile; the plan says so."""
+    with pytest.raises(TirBudgetError, match="T over the k tile"):
+        plan_variant(chunk_cfg(k=64, block_v=16), BUDGET)
+
+
+@pytest.mark.parametrize("k,block_v", [(128, 16), (128, 32), (128, 64)])
 def test_chunk_pass_pads_the_ldmatrix_tiles(k: int, block_v: int):
     plan = plan_variant(chunk_cfg(k=k, block_v=block_v), BUDGET)
     assert (plan["lds_kv"], plan["lds_u"]) == (k + 8, 72) and "lds_a" not in plan
-    assert (plan["lds_g"], plan["lds_t"], plan["lds_o"]) == (k + 4, 68, 24)
     bf = chunk_brute_force(k, block_v)
     for buf, key in (("kv", "lds_kv"), ("ut", "lds_u")):
         cols, accesses = bf[buf]
@@ -446,10 +451,97 @@ def test_chunk_pass_pads_the_ldmatrix_tiles(k: int, block_v: int):
         # the smallest 16-byte-aligned pad that is conflict-free
         assert all(max(bf16_degree(ops, cols + p) for ops in accesses.values()) > 1 for p in range(0, plan[key] - cols, 8))
     # the read patterns are 8-way unpadded (8 rows on the same 4 banks); the fills are row-contiguous
-    assert {a: d for a, d in plan["conflicts_before"].items() if d > 1} == {
-        "kv_ldmatrix": 8, "ut_frag": 8}
-    assert max(plan["conflicts_after"].values()) == 1
+    assert {a: plan["conflicts_before"][a] for a in ("kv_ldmatrix", "ut_frag", "kv_fill", "ut_fill")} == {
+        "kv_ldmatrix": 8, "ut_frag": 8, "kv_fill": 1, "ut_fill": 1}
     assert plan["state_threads"] == block_v // 16 * 64 and plan["prep_threads"] == 256
+
+
+# An independent model of the other tiles (docs: kda2/tir/chunk.py), from the kernel's index arithmetic in
+# include/kda2/chunk.cuh: per warp and access instruction, the (row, col) each lane touches, its element
+# bytes and vector width. Wavefronts of a phase = its worst bank's distinct 4-byte words; the pass must pick
+# the layout with the fewest wavefronts (then the lowest worst degree, then the smallest pad).
+
+def _ops_gamma(k):
+    ops = []
+    for pw in range(8):
+        L = range(32)
+        for m in range(64 * k // 4 // 256):                                   # raw gate fill, 16 B
+            ops.append((4, 4, [((pw * 32 + l + m * 256) // (k // 4), (pw * 32 + l + m * 256) % (k // 4) * 4) for l in L]))
+        for e in range(32):                                                  # scan: thread = channel
+            ops.append((4, 1, [(pw // 4 * 32 + e, (pw * 32 + l) % k) for l in L]))
+        I, part = pw % 4, pw // 4
+        for ks in range(k // 16):
+            for hr in range(2):
+                for hc in range(2):
+                    ops.append((4, 2, [(16 * I + l // 4 + 8 * hr, 16 * ks + 2 * (l % 4) + 8 * hc) for l in L]))
+            for nt in range(I):
+                for hc in range(2):
+                    ops.append((4, 2, [(8 * (part * I + nt) + l // 4, 16 * ks + 2 * (l % 4) + 8 * hc) for l in L]))
+        for m in range(64 * k // 8 // 256):                                   # element-wise float2 reads
+            for q in range(4):
+                ops.append((4, 2, [((pw * 32 + l + m * 256) // (k // 8), (pw * 32 + l + m * 256) % (k // 8) * 8 + 2 * q)
+                                   for l in L]))
+    return ops
+
+
+def _ops_x(cols=32):
+    ops = []
+    for pw in range(8):
+        L = range(32)
+        for m in range(128 * cols // 256):
+            ops.append((4, 1, [((pw * 32 + l + m * 256) // cols, (pw * 32 + l + m * 256) % cols) for l in L]))
+        for e in range(cols // 2):
+            ops.append((4, 1, [((pw * 32 + l) // 2, l % 2 * (cols // 2) + e) for l in L]))
+    for j in range(4):
+        for q in range(cols // 8):
+            ops.append((4, 4, [(j, l % 2 * (cols // 2) + 4 * q) for l in range(32)]))
+    return ops
+
+
+def _ops_ldmatrix_nk(rows_tiles, k_of_warp):
+    """ldmatrix.x4 of [n][k] tiles: lanes 0-7 rows 0-7 at k, 8-15 rows 0-7 at k+8, 16-31 rows 8-15."""
+    return [(2, 8, [(16 * np_ + l % 8 + 8 * (l // 16), kk + 8 * (l // 8 % 2)) for l in range(32)])
+            for np_ in range(rows_tiles) for kk in k_of_warp]
+
+
+def _wavefronts(ops, offset) -> tuple[int, int]:
+    total = worst = 0
+    for eb, vec, lanes in ops:
+        per_phase = 32 * 4 // max(4, eb * vec)
+        for p in range(0, 32, per_phase):
+            words = {(offset(r, c + e) * eb) // 4 for r, c in lanes[p:p + per_phase] for e in range(vec)}
+            d = max(Counter(w % 32 for w in words).values())
+            total, worst = total + d, max(worst, d)
+    return total, worst
+
+
+def _best_pad(ops, cols, quantum):
+    scores = {pad: _wavefronts(ops, lambda r, c, s=cols + pad: r * s + c) for pad in range(0, 17, quantum)}
+    return min(scores, key=lambda p: (*scores[p], p)), scores
+
+
+def test_chunk_layouts_are_the_fewest_wavefronts():
+    plan = plan_variant(chunk_cfg(k=128, block_v=32), BUDGET)
+    pad, scores = _best_pad(_ops_gamma(128), 128, 4)
+    assert plan["lds_g"] == 128 + pad == 136, scores
+    # the old hand-picked K + 4 left the float2 fragment reads 2-way: more wavefronts than K + 8
+    assert scores[4][0] > scores[8][0]
+    pad, scores = _best_pad(_ops_x(), 32, 4)
+    assert plan["lds_x"] == 32 + pad, scores
+    assert scores[0][1] == 16 and plan["conflicts_before"]["x_store"] == 16  # unpadded: a column per bank
+    # whole-tile-copied tiles: the XOR swizzle of 16-byte pieces by row beats the plain layout
+    w_ops = _ops_ldmatrix_nk(4, [kb + 16 * ks for kb in (0, 64) for ks in range(4)])
+    plain = _wavefronts(w_ops, lambda r, c: r * 128 + c)
+    xor = _wavefronts(w_ops, lambda r, c: r * 128 + (((c >> 3) ^ (r & 7)) << 3 | (c & 7)))
+    assert plain[1] == 8 and xor[1] == 1
+    assert plan["swz_w"] is True and plan["swz_qg"] is True and plan["swz_kg"] is True and plan["swz_aqk"] is True
+    assert plan["conflicts_before"]["w_ldmatrix"] == 8 and plan["conflicts_after"]["w_ldmatrix"] == 1
+    layouts = plan["pass"]["layouts"]
+    assert layouts["xch"]["transform"] == "fixed" and layouts["w"]["swizzle"] == "xor"
+    assert set(plan["wavefronts_after"]) == set(plan["conflicts_after"])
+    for name, lay in layouts.items():  # every tile: the chosen candidate has the fewest wavefronts
+        chosen = "xor" if lay["swizzle"] == "xor" else str(lay["pad"])
+        assert lay["candidates"][chosen] == min(lay["candidates"].values()), name
 
 
 def test_chunk_plan_smem_formulas():
@@ -457,7 +549,7 @@ def test_chunk_plan_smem_formulas():
     # 16 value columns): a 12 x 32 float4 exchange tile and a [32][24] o tile; 16 B of mbarrier per stage
     for block_v, state in ((32, 155680), (64, 195616)):
         plan = plan_variant(chunk_cfg(block_v=block_v), BUDGET)
-        assert plan["prep_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 132 * 4 + 64 * 68 * 4 + 64 * 4 == 103680
+        assert plan["prep_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 136 * 4 + 64 * 68 * 4 + 64 * 4 == 104704
         assert plan["state_smem_bytes"] == (2 * (3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4 + block_v * 72 * 2)
                                             + block_v // 8 * (12 * 32 * 16 + 32 * 24 * 2) + 2 * 16) == state
     one = plan_variant(chunk_cfg(block_v=64, stages=1), BUDGET)
@@ -470,14 +562,15 @@ def test_chunk_tir_dumps_differ_and_record_the_pass(tmp_path):
     assert plan["tir_before"] != plan["tir_after"]
     assert 'T.alloc_shared((64, 128), "bfloat16")' in plan["tir_before"]
     assert 'T.alloc_shared((64, 136), "bfloat16")' in plan["tir_after"]
-    assert 'T.alloc_shared((32, 72), "bfloat16")' in plan["tir_after"]
-    assert 'T.alloc_shared((64, 64), "bfloat16")' not in plan["tir_before"]  # Aqk: swizzled, not padded
+    assert 'T.alloc_shared((128, 72), "bfloat16")' in plan["tir_after"]
+    assert 'T.alloc_shared((64, 64), "bfloat16")' in plan["tir_after"]  # Aqk: swizzled, not padded
     assert '"kda2.access": "kv_ldmatrix"' in plan["tir_after"] and "kda2.bank_pad" in plan["tir_after"]
     on_disk = json.loads((tmp_path / "plan.json").read_text())
     assert on_disk["family"] == "chunk" and on_disk["pass"]["name"] == "kda2.bank_pad"
-    assert on_disk["pass"]["candidates"]["kv"] == {"0": 8, "8": 1, "16": 2}
+    assert set(on_disk["pass"]["layouts"]["kv"]["candidates"]) == {"0", "8", "16"}
     assert on_disk["conflicts_before"]["kv_ldmatrix"] > on_disk["conflicts_after"]["kv_ldmatrix"]
-    assert sorted(on_disk["pass"]["fixed"]) == ["lds_g", "lds_o", "lds_t"]
+    assert on_disk["pass"]["layouts"]["aqk"] == {"transform": "xor", "row_stride": 64, "pad": 0, "swizzle": "xor",
+                                                 "candidates": on_disk["pass"]["layouts"]["aqk"]["candidates"]}
     off = plan_variant(chunk_cfg(), BUDGET, enable_pass=False)
     assert (off["lds_kv"], off["lds_u"]) == (128, 64)
     assert off["conflicts_after"] == off["conflicts_before"] == plan["conflicts_before"]
@@ -490,7 +583,7 @@ def test_chunk_budget_error():
         plan_variant(c, 195615)
     msg = str(e.value)
     assert "\n" not in msg and variant_name(c) in msg and "state kernel needs 195616" in msg and "195615" in msg
-    with pytest.raises(TirBudgetError, match="prep kernel needs 103680"):
+    with pytest.raises(TirBudgetError, match="prep kernel needs 104704"):
         plan_variant(chunk_cfg(), 101376)  # sm_86's limit
 
 

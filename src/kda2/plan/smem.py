@@ -7,7 +7,7 @@ free of bank conflicts (see kda2.tir.chunk):
 
     prep kernel:  3 bf16 tiles [64][lds_kv], gamma fp32 [64][lds_g], T fp32 [64][lds_t], 64 floats
     state kernel: per stage: w, qg, kg bf16 [64][K] and Aqk bf16 [64][64] (unpadded: whole-tile
-                  copies of XOR-swizzled workspace tiles), K floats (the chunk's last gate row), u^T
+                  copies of workspace tiles, XOR-swizzled where the TIR stage says so), K floats (the chunk's last gate row), u^T
                   bf16 [block_v][lds_u]; then per warp (two warps
                   per 16 value columns, one per half of K) an fp32 exchange tile of 12 x 32 float4
                   (its partial sums for the partner) and a bf16 o staging tile [32][lds_o]; then one
@@ -21,8 +21,9 @@ from kda2.artifact.abi import CHUNK as ABI_CHUNK
 
 CHUNK = ABI_CHUNK      # tokens per chunk: the workspace layout's (kda2/artifact/abi.py), the only one built
 PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-chunk (= two per key channel at K=128)
-LDS_T = 68             # fp32 [64][64] T tile (see kda2.tir.chunk for the fixed strides)
-LDS_O = 24             # bf16 [32][16] per-warp o staging tile
+#: The most elements the TIR stage's bank pass appends to a row (kda2.tir.bankpass): the planner's budget
+#: estimate before the TIR stage has run sizes every padded tile with it (an upper bound, not a choice).
+MAX_ROW_PAD = 16
 XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 float4 per lane)
 # The exact split's combine kernel (docs/DESIGN.md §1): two threads per key row of K = 128, 32 value columns
 # per CTA (static shared memory: one fp32 [K][32] start-state slice).
@@ -34,16 +35,12 @@ SPLIT_MIN_CHUNKS = 4
 SPLIT_MIN_SEGMENTS = 3
 
 
-def lds_g(k: int) -> int:
-    """fp32 [64][K] gamma tile row stride (fixed, see kda2.tir.chunk)."""
-    return k + 4
-
-
 def expected_strides(k: int) -> dict[str, int]:
-    """The strides the TIR bank pass picks for these tiles (ldmatrix rows padded by 16 bytes); the
-    planner estimates with them, the TIR stage recomputes from what the pass really chose."""
-    return {"lds_kv": k + 8, "lds_u": CHUNK + 8, "lds_g": lds_g(k), "lds_t": LDS_T,
-            "lds_o": LDS_O}
+    """Upper bounds of the strides the TIR stage can pick (every padded tile at its natural row length plus
+    MAX_ROW_PAD): the planner's budget estimate; the TIR stage sizes with what the pass really chose."""
+    natural = {"lds_kv": k, "lds_u": CHUNK, "lds_g": k, "lds_t": CHUNK, "lds_o": 16, "lds_y": 16,
+               "lds_x": COMBINE["cols"]}
+    return {key: n + MAX_ROW_PAD for key, n in natural.items()}
 
 
 def state_warps(block_v: int) -> int:

@@ -15,10 +15,16 @@ What the pass does, for every shared-memory buffer the PrimFunc allocates (``T.a
    - the degree of a phase is the largest number of *distinct* 4-byte words that fall into one
      bank (the same word twice is a broadcast and counts once);
    - the degree of an access is the maximum over phases, loop iterations and those warps.
-3. Tries row pads (floats appended to the innermost dimension) that are multiples of the widest
-   vector touching the buffer, so every vector access stays aligned (checked, not assumed), and
-   keeps the smallest pad that minimises the worst degree over all accesses among the pads whose
-   total shared-memory footprint fits the budget.
+3. Tries the layouts the buffer allows (function attribute ``kda2.tiles``: buffer name -> "pad",
+   "xor" or "fixed"; default "pad"). "pad": row pads (elements appended to the innermost dimension)
+   that are multiples of the widest vector touching the buffer, so every vector access stays aligned
+   (checked, not assumed). "xor": the tile cannot be padded (it arrives by whole-tile copies), so the
+   candidates are the plain layout and the XOR swizzle of its 16-byte pieces by row (piece ^= row % 8).
+   "fixed": only the layout as declared (its accesses are conflict-free by construction; the pass
+   still measures them). Keeps the candidate with the fewest predicted wavefronts over all accesses
+   (then the lowest worst degree, then the smallest pad) among those whose total shared-memory
+   footprint fits the budget. The wavefronts of an access are the sum of its phases' degrees over its
+   loop iterations: what ncu counts as shared-memory wavefronts (below).
 4. Re-declares the buffer with the padded shape (``tirx.decl_buffer``) and repoints every use
    (``structural_map`` over ``tvm.ir.Var``). Padding the *shape* sizes the allocation correctly;
    padding through a strided ``TileLayout`` would hit the 0.27 bug where the allocation is sized
@@ -46,6 +52,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from kda2.plan.smem import MAX_ROW_PAD
 from kda2.tir.errors import BankModelError
 
 PASS_NAME = "kda2.bank_pad"
@@ -54,7 +61,7 @@ ACCESS_ANNOTATION = "kda2.access"
 NUM_BANKS = 32
 BANK_BYTES = 4
 MAX_ACCESS_BYTES = 16          # widest per-thread shared access (LDS.128 / STS.128)
-DEFAULT_MAX_PAD = 16           # floats; candidates are multiples of the widest vector up to this
+DEFAULT_MAX_PAD = MAX_ROW_PAD    # elements; candidates are multiples of the widest vector up to this
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 # ScopeIdDef.scope values (tvm/tirx/exec_scope.py, _SCOPE_BINDING_TO_PARENT_CUR)
@@ -103,6 +110,9 @@ def evaluate(expr: Any, env: dict) -> Any:
     if kind == "Select":
         return np.where(evaluate(expr.condition, env), evaluate(expr.true_value, env),
                         evaluate(expr.false_value, env))
+    if kind == "Call" and str(getattr(expr.op, "name", "")).endswith("if_then_else"):
+        cond, a, b = expr.args
+        return np.where(evaluate(cond, env), evaluate(a, env), evaluate(b, env))
     raise BankModelError(f"cannot evaluate {kind} in a shared-memory index: {expr}")
 
 
@@ -316,6 +326,7 @@ class Degree:
     vector_elems: int                 # elements per vector access as issued
     access_bytes: int
     aligned: bool
+    wavefronts: int = 0               # sum of the phases' degrees over iterations and sampled warps
 
 
 def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Degree:
@@ -355,7 +366,7 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     words = (off * elem_bytes // BANK_BYTES).reshape(groups, -1)
     mask = mask.reshape(groups, -1)
     if not mask.any():
-        return Degree(0, nvec, access_bytes, aligned)
+        return Degree(0, nvec, access_bytes, aligned, 0)
     # distinct words per phase: sort each phase's words (inactive lanes -> -1), keep first copies
     words = np.where(mask, words, -1)
     words.sort(axis=1)
@@ -363,8 +374,9 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     first[:, 1:] = words[:, 1:] != words[:, :-1]
     keep = first & (words >= 0)
     group_id = np.broadcast_to(np.arange(groups, dtype=np.int64)[:, None], words.shape)[keep]
-    per_bank = np.bincount(group_id * NUM_BANKS + words[keep] % NUM_BANKS)
-    return Degree(int(per_bank.max()), nvec, access_bytes, aligned)
+    per_bank = np.bincount(group_id * NUM_BANKS + words[keep] % NUM_BANKS, minlength=groups * NUM_BANKS)
+    per_group = per_bank.reshape(groups, NUM_BANKS).max(axis=1)
+    return Degree(int(per_bank.max()), nvec, access_bytes, aligned, int(per_group.sum()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,23 +391,58 @@ def _nbytes(shape, elem_bytes) -> int:
     return int(np.prod([int(s) for s in shape])) * elem_bytes
 
 
-def analyse_buffer(buffer, preps: list[Prepared]) -> dict[str, Degree]:
+#: Bytes of one swizzled piece ("xor" layout): the 16-byte unit of ldmatrix rows and bulk/cp.async copies.
+XOR_PIECE_BYTES = 16
+#: Rows whose pieces the swizzle permutes: piece ^= row % XOR_ROWS (one 8-row ldmatrix phase).
+XOR_ROWS = 8
+TRANSFORMS = ("pad", "xor", "fixed")
+TILES_ATTR = "kda2.tiles"
+
+
+def xor_offsets(prep: Prepared, buffer) -> np.ndarray:
+    """Flat element offsets under the XOR swizzle of 16-byte pieces by row (2-D buffers)."""
+    shape = [int(s) for s in buffer.shape]
+    piece = XOR_PIECE_BYTES // _elem_bytes(buffer)
+    if len(shape) != 2 or shape[1] % (piece * XOR_ROWS):
+        raise BankModelError(f"shared buffer {buffer.name}: an xor swizzle needs 2-D rows of a multiple of "
+                             f"{XOR_ROWS} pieces of {XOR_PIECE_BYTES} bytes, got shape {shape}")
+    row, col = (np.asarray(v, dtype=np.int64) for v in prep.index_values)
+    off = row * shape[1] + (((col // piece) ^ (row % XOR_ROWS)) * piece + col % piece)
+    return np.broadcast_to(off, prep.shape)
+
+
+def analyse_buffer(buffer, preps: list[Prepared], swizzle: bool = False) -> dict[str, Degree]:
     eb = _elem_bytes(buffer)
-    return {p.access.name: conflict_degree(p, flat_offsets(p, buffer), eb) for p in preps}
+    offs = xor_offsets if swizzle else flat_offsets
+    return {p.access.name: conflict_degree(p, offs(p, buffer), eb) for p in preps}
 
 
-def analyse(func: tirx.PrimFunc) -> dict:
-    """Per shared buffer name: {access name: Degree} for the function as it stands."""
+def _transforms(func: tirx.PrimFunc) -> dict[str, str]:
+    attr = func.attrs.get(TILES_ATTR) if func.attrs is not None else None
+    out = {str(k): str(v) for k, v in (attr.items() if attr is not None else [])}
+    bad = {k: v for k, v in out.items() if v not in TRANSFORMS}
+    if bad:
+        raise BankModelError(f"{TILES_ATTR}: unknown transforms {bad}; allowed {TRANSFORMS}")
+    return out
+
+
+def analyse(func: tirx.PrimFunc, swizzled: tuple = ()) -> dict:
+    """Per shared buffer name: {access name: Degree} for the function as it stands (buffers named in
+    `swizzled` under the XOR swizzle)."""
     col = collect(func)
     result = {}
     for buf in col.shared:
         preps = [prepare(a, col) for a in col.accesses if a.buffer.same_as(buf)]
-        result[str(buf.name)] = analyse_buffer(buf, preps)
+        result[str(buf.name)] = analyse_buffer(buf, preps, str(buf.name) in swizzled)
     return result
 
 
 def _worst(degrees: dict[str, Degree]) -> int:
     return max((d.degree for d in degrees.values()), default=0)
+
+
+def _wavefronts(degrees: dict[str, Degree]) -> int:
+    return sum(d.wavefronts for d in degrees.values())
 
 
 def bank_pad(func: tirx.PrimFunc, smem_budget: int, enable: bool = True,
@@ -404,6 +451,11 @@ def bank_pad(func: tirx.PrimFunc, smem_budget: int, enable: bool = True,
     col = collect(func)
     if not col.shared:
         return func
+    transforms = _transforms(func)
+    names = {str(b.name) for b in col.shared}
+    unknown = sorted(set(transforms) - names)
+    if unknown:
+        raise BankModelError(f"{TILES_ATTR} names buffers the function does not allocate: {unknown}")
     plans = []
     for buf in col.shared:
         if len(buf.shape) < 2:
@@ -412,55 +464,63 @@ def bank_pad(func: tirx.PrimFunc, smem_budget: int, enable: bool = True,
         eb = _elem_bytes(buf)
         before = analyse_buffer(buf, preps)
         vec_max = max((d.vector_elems for d in before.values()), default=1)
-        pads = list(range(0, max_pad + 1, vec_max)) if enable else [0]
+        how = transforms.get(str(buf.name), "pad")
         shape = [int(s) for s in buf.shape]
-        cands = {}
-        for pad in pads:
-            new_shape = shape[:-1] + [shape[-1] + pad]
-            cand = tirx.decl_buffer(new_shape, buf.dtype, str(buf.name), scope=buf.scope())
-            same = pad == 0 and tvm_ffi.structural_equal(cand.layout, buf.layout)
-            degs = before if same else analyse_buffer(cand, preps)
-            cands[pad] = (cand, new_shape, degs, all(d.aligned for d in degs.values()))
-        plans.append((buf, shape, eb, before, vec_max, cands))
+        # candidate key: the pad (int) or "xor"; every candidate: (buffer, shape, degrees, aligned)
+        cands: dict = {0: (buf, shape, before, all(d.aligned for d in before.values()))}
+        if enable and how == "pad":
+            for pad in range(vec_max, max_pad + 1, vec_max):
+                new_shape = shape[:-1] + [shape[-1] + pad]
+                cand = tirx.decl_buffer(new_shape, buf.dtype, str(buf.name), scope=buf.scope())
+                degs = analyse_buffer(cand, preps)
+                cands[pad] = (cand, new_shape, degs, all(d.aligned for d in degs.values()))
+        elif enable and how == "xor":
+            degs = analyse_buffer(buf, preps, swizzle=True)
+            cands["xor"] = (buf, shape, degs, all(d.aligned for d in degs.values()))
+        plans.append((buf, shape, eb, before, vec_max, cands, how))
 
     # choose per buffer; the budget covers all shared buffers together (pad 0 is always a candidate)
     running = sum(_nbytes(shape, eb) for _, shape, eb, *_ in plans)
     fits = running <= smem_budget
     chosen = []
-    for buf, shape, eb, before, vec_max, cands in plans:
+    for buf, shape, eb, before, vec_max, cands, how in plans:
         own = _nbytes(shape, eb)
         ok = {p: c for p, c in cands.items()
               if c[3] and running - own + _nbytes(c[1], eb) <= smem_budget}
-        pad = 0
+        pick = 0
         if fits and ok:
-            best = min(_worst(c[2]) for c in ok.values())
-            pad = min(p for p, c in ok.items() if _worst(c[2]) == best)
-        chosen.append(pad)
-        running += _nbytes(cands[pad][1], eb) - own
+            pick = min(ok, key=lambda p: (_wavefronts(ok[p][2]), _worst(ok[p][2]), 0 if p == "xor" else p))
+        chosen.append(pick)
+        running += _nbytes(cands[pick][1], eb) - own
 
     body = func.body
-    for (buf, *_rest), pad in zip(plans, chosen):
-        if pad:
-            new = _rest[-1][pad][0]
+    for (buf, *_rest), pick in zip(plans, chosen):
+        if isinstance(pick, int) and pick:
+            new = _rest[-2][pick][0]
             body = tvm_ffi.structural_map(
                 body, [(tvm.ir.Var, lambda v, old=buf, new=new: new if v.same_as(old) else v)])
-    out = func.with_body(body) if any(chosen) else func
+    out = func.with_body(body) if any(isinstance(p, int) and p for p in chosen) else func
 
-    after = analyse(out)
+    swizzled = tuple(str(b.name) for (b, *_r), p in zip(plans, chosen) if p == "xor")
+    after = analyse(out, swizzled)
     record: dict = {"buffers": {}, "smem_budget": int(smem_budget), "fits": bool(fits)}
     total = 0
-    for (buf, shape, eb, before, vec_max, cands), pad in zip(plans, chosen):
+    for (buf, shape, eb, before, vec_max, cands, how), pick in zip(plans, chosen):
         name = str(buf.name)
-        new_shape = cands[pad][1]
+        new_shape = cands[pick][1]
         total += _nbytes(new_shape, eb)
         record["buffers"][name] = {
-            "shape_before": shape, "shape_after": new_shape, "pad": pad,
+            "shape_before": shape, "shape_after": new_shape, "pad": pick if isinstance(pick, int) else 0,
             "row_stride": new_shape[-1], "bytes": _nbytes(new_shape, eb),
+            "transform": how, "swizzle": "xor" if pick == "xor" else "none",
             "vector_max": vec_max,
             "candidates": {str(p): _worst(c[2]) for p, c in cands.items() if c[3]},
+            "candidate_wavefronts": {str(p): _wavefronts(c[2]) for p, c in cands.items() if c[3]},
             "misaligned": [str(p) for p, c in cands.items() if not c[3]],
             "conflicts_before": {a: d.degree for a, d in before.items()},
             "conflicts_after": {a: d.degree for a, d in after[name].items()},
+            "wavefronts_before": {a: d.wavefronts for a, d in before.items()},
+            "wavefronts_after": {a: d.wavefronts for a, d in after[name].items()},
             "vector_widths": {a: d.vector_elems for a, d in before.items()},
         }
     record["smem_bytes"] = total

@@ -1,34 +1,32 @@
-"""TVMScript model of the `chunk` family's padded shared-memory tiles, for the `kda2.bank_pad` pass.
+"""TVMScript model of every shared-memory tile of the `chunk` family, for the `kda2.bank_pad` pass.
 
-Two bf16 tiles of the chunk kernels (templates/chunk.cu.j2) are padded by the pass:
+Every shared tile of the three kernels (include/kda2/chunk.cuh: prep, state in its EMIT and FOLD passes,
+combine) is declared once here with the accesses the kernel makes to it; the pass chooses its layout
+(a row pad, or the XOR swizzle of 16-byte pieces by row for tiles that arrive by whole-tile copies) and
+the plan hands the decision to the render (`LDS_*` strides, `SWZ_*` flags of the config struct), so the
+kernel and this model cannot drift apart: there is no other source of those constants.
 
-* ``kv``  bf16 [64][K]: the prep kernel's q, k and v tiles (one row stride for the three). Filled with
-  16-byte cp.async copies, row-major over the tile; read by ldmatrix (the right-hand sides of w and u by
-  ldmatrix.trans): each 8x8 phase reads 8 consecutive rows x 16 contiguous bytes at one column, for
-  every 16-row block and 16-column k-step.
-* ``ut``  bf16 [block_v][64]: u^T of a state CTA's V-slice, cp.async-filled; the state kernel's warps
-  come in pairs (one per half of K), pair p reads its 16 rows as 32-bit mma fragment words
-  u[16p + 8h + lane/4][16ks + 8c + 2*(lane%4)].
+One PrimFunc models all three kernels with the state kernel's threads (`tx`, NT = 32 · warps). Accesses of
+the 256-thread prep and combine kernels loop over their warps (`pw`) and use `tx % 32` as the lane: bank
+conflicts are decided per warp, so a warp's lane pattern is what matters. Per tile (rows × columns,
+element type; the kernel's name):
 
-Unpadded, a bf16 row of 2K bytes (K = 64: 128 B, K = 128: 256 B) puts the 8 rows of an ldmatrix phase
-(and the 8 rows of a fragment read) on the same 4 banks: 8-way conflicts. The pass pads rows by
-multiples of 8 elements (the widest access, a 16-byte cp.async, must stay aligned) and keeps the
-smallest pad that removes the conflicts: +8 (16 bytes shifts each row by 4 banks).
-
-Not padded, so not modelled: the state kernel's w, qg, kg [64][K] and Aqk [64][64] arrive as whole
-tiles by one linear bulk copy each (sm_90; cp.async pieces at the same offsets on sm_80), so a row pad
-cannot exist there; the prep kernel stores them XOR-swizzled by row instead (16-byte piece ^= row % 8),
-which makes the same ldmatrix phases conflict-free.
-
-Fixed strides, not searched by the pass (the kernel's fp32 tiles; their access patterns mix a
-column walk by the prep threads with mma accumulator-fragment reads that this model does not cover):
-
-* gamma fp32 [64][K], stride K + 4: the per-column cumulative sum (thread d walks rows of column d:
-  consecutive threads, consecutive words, conflict-free at any stride) and fragment reads
-  [lane/4][2*(lane%4) + {0,1}]; +4 words moves each fragment row by 4 banks.
-* T fp32 [64][64], stride 68: the same pattern at K = 64.
-* o staging bf16 [32][16] per warp, stride 24 (48 bytes = 12 words): accumulator fragments written as
-  32-bit words at [lane/4][2*(lane%4)] land on 8 distinct 4-bank groups (12r mod 32 for r < 8).
+* ``kv``  bf16 [64][K] (prep sQ, sK, sV; the w staging): 16-byte cp.async fill; ldmatrix (and .trans) 8×8
+  phases; mma fragment words [row lane/4][col 2·(lane%4)] of the A / Aqk products; l2norm and element-wise
+  16-byte row pieces; w staging stores of accumulator fragments. Pad.
+* ``ut``  bf16 [V][64] (state sU, prep uᵀ staging): fill; fragment words of v_new; the prep's 2-byte
+  transposed staging stores. Pad.
+* ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
+  fragment reads of the A / Aqk factors; float2 element-wise reads. Pad.
+* ``tmat`` fp32 [64][64] (prep A, then T): accumulator-fragment stores of A; forward substitution; the
+  block levels; float2 fragment reads of T for w and u. Pad.
+* ``y``   fp32 [16][16] per warp (prep scratch of the block levels): row stores, broadcast reads. Pad.
+* ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
+* ``xch`` fp32 [12·32][4] per warp (state partial sums for the partner): float4 per lane in fragment
+  order, conflict-free by construction. Fixed.
+* ``w``, ``qg`` bf16 [64][K], ``kg`` bf16 [64][K], ``aqk`` bf16 [64][64] (state tiles; one bulk copy each
+  from the workspace, which the prep writes in the chosen layout): ldmatrix (kg: .trans). Xor or plain.
+* ``x``   fp32 [K][32] (combine's start-state slice): fill, float4 broadcast reads, row stores. Pad.
 
 Only this module and the pass import TVM; import it lazily.
 """
@@ -42,67 +40,229 @@ from kda2.plan.smem import CHUNK
 #: Name of the PrimFunc (and so of the kernel, were it compiled).
 CHUNK_SYMBOL = "kda2_chunk_stage"
 
-#: Access names (annotations of the outermost loop of each access), per modelled buffer.
-ACCESSES = {"kv": ("kv_fill", "kv_ldmatrix"), "ut": ("ut_fill", "ut_frag")}
-#: Buffer -> the plan key of its row stride.
-STRIDE_KEYS = {"kv": "lds_kv", "ut": "lds_u"}
+#: Tile -> the plan key of its row stride (padded tiles) or of its swizzle flag (xor tiles).
+STRIDE_KEYS = {"kv": "lds_kv", "ut": "lds_u", "gamma": "lds_g", "tmat": "lds_t", "y": "lds_y", "o": "lds_o", "x": "lds_x"}
+SWIZZLE_KEYS = {"w": "swz_w", "qg": "swz_qg", "kg": "swz_kg", "aqk": "swz_aqk"}
+#: What the pass may do to each tile (bankpass.TRANSFORMS).
+TRANSFORMS = {**{t: "pad" for t in STRIDE_KEYS}, **{t: "xor" for t in SWIZZLE_KEYS}, "xch": "fixed"}
+PREP_WARPS = 8        # the prep kernel's 256 threads (plan/smem.py PREP_THREADS)
+COMBINE_WARPS = 8     # the combine kernel's 256 threads (plan/smem.py COMBINE)
+COMBINE_COLS = 32
 
 
-def geometry(k: int, block_v: int) -> dict:
-    """The integers the model is built from (also what the tests recompute independently). Fills are
-    modelled with the state CTA's threads (two warps per 16 value columns); a row-major 16-byte fill is
-    row-contiguous at any thread count."""
+def geometry(k: int, v: int, block_v: int) -> dict:
+    """The integers the model is built from (also what the tests recompute independently)."""
     warps = 2 * (block_v // 16)
     nt = 32 * warps
-    return {"K": k, "BV": block_v, "W": warps, "NT": nt, "C": CHUNK,
+    return {"K": k, "V": v, "BV": block_v, "W": warps, "NT": nt, "C": CHUNK,
             "FILL_KV": -(-CHUNK * k // 8 // nt), "FILL_U": -(-block_v * CHUNK // 8 // nt)}
 
 
 @functools.lru_cache(maxsize=64)
-def chunk_staging_func(k: int, block_v: int) -> "tvm.tirx.PrimFunc":
-    """PrimFunc modelling the padded shared tiles of a chunk variant (cached: PrimFuncs are immutable)."""
-    g = geometry(k, block_v)
-    K, BV, NT, C = g["K"], g["BV"], g["NT"], g["C"]
+def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc":
+    """PrimFunc modelling the shared tiles of a chunk variant (cached: PrimFuncs are immutable)."""
+    g = geometry(k, v, block_v)
+    K, V, BV, NT, C = g["K"], g["V"], g["BV"], g["NT"], g["C"]
     FILL_KV, FILL_U = g["FILL_KV"], g["FILL_U"]
     KC, CC = K // 8, C // 8            # 16-byte chunks per row of kv, of ut
     KS, CS = K // 16, C // 16          # 16-column MMA k-steps over K, over the chunk
     MB = C // 16                       # 16-row blocks of a chunk
-    model = {"family": "chunk", "k": K, "block_v": BV, "threads": NT, "chunk": C,
-             "tiles": {"kv": [C, K], "ut": [BV, C]}}
+    KH = K // 2                        # key channels per warp of a state pair
+    PW, CW, XC = PREP_WARPS, COMBINE_WARPS, COMBINE_COLS
+    PT = 32 * PW                       # prep threads
+    model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
+             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "y": [16, 16], "o": [C // 2, 16],
+                       "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
 
     @T.prim_func
     def kda2_chunk_stage(kv_ptr: T.handle, u_ptr: T.handle):
-        T.func_attr({"global_symbol": CHUNK_SYMBOL, "kda2.model": model})
+        T.func_attr({"global_symbol": CHUNK_SYMBOL, "kda2.model": model, "kda2.tiles": TRANSFORMS})
         g_kv = T.match_buffer(kv_ptr, (C, K), "bfloat16")
         g_u = T.match_buffer(u_ptr, (BV, C), "bfloat16")
         T.device_entry()
         tx = T.thread_id([NT])
         kv = T.alloc_shared((C, K), "bfloat16")
-        ut = T.alloc_shared((BV, C), "bfloat16")
+        ut = T.alloc_shared((V, C), "bfloat16")
+        gamma = T.alloc_shared((C, K), "float32")
+        tmat = T.alloc_shared((C, C), "float32")
+        y = T.alloc_shared((16, 16), "float32")
+        o = T.alloc_shared((C // 2, 16), "bfloat16")
+        xch = T.alloc_shared((12 * 32, 4), "float32")
+        w = T.alloc_shared((C, K), "bfloat16")
+        qg = T.alloc_shared((C, K), "bfloat16")
+        kg = T.alloc_shared((C, K), "bfloat16")
+        aqk = T.alloc_shared((C, C), "bfloat16")
+        x = T.alloc_shared((K, XC), "float32")
         frag = T.alloc_local((8,), "bfloat16")
-        # cp.async fills: 16-byte chunks, row-major over each tile, all threads
+        ffrag = T.alloc_local((4,), "float32")
+        # ---- prep: q, k, v tiles ------------------------------------------------------------------
         for it in T.serial(FILL_KV, annotations={"kda2.access": "kv_fill"}):
             if it * NT + tx < C * KC:
                 for e in T.vectorized(8):
                     kv[(it * NT + tx) // KC, (it * NT + tx) % KC * 8 + e] = g_kv[
                         (it * NT + tx) // KC, (it * NT + tx) % KC * 8 + e]
-        for it in T.serial(FILL_U, annotations={"kda2.access": "ut_fill"}):
-            if it * NT + tx < BV * CC:
-                for e in T.vectorized(8):
-                    ut[(it * NT + tx) // CC, (it * NT + tx) % CC * 8 + e] = g_u[
-                        (it * NT + tx) // CC, (it * NT + tx) % CC * 8 + e]
-        T.cuda.cta_sync()
-        # ldmatrix.x4 of a 16x16 operand: lanes 0-7 / 8-15 address rows 0-7 / 8-15 at column +0,
+        # ldmatrix.x4 (and .trans) of a 16x16 operand: lanes 0-7 / 8-15 rows 0-7 / 8-15 at column +0,
         # lanes 16-31 the same rows at column +8; one 8-lane phase = 8 rows x 16 bytes
         for mb in T.serial(MB, annotations={"kda2.access": "kv_ldmatrix"}):
             for ks in T.serial(KS):
                 for e in T.vectorized(8):
                     frag[e] = kv[mb * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, ks * 16 + tx % 32 // 16 * 8 + e]
-        # mma fragment words of the warp pair's own 16 rows of u^T: [lane/4 (+8)][2*(lane%4) (+8)]
+        # A / Aqk left factors: warp (I = pw % 4) reads rows 16I + lane/4 (+8), words 2*(lane%4) (+8)
+        for pw in T.serial(PW, annotations={"kda2.access": "kv_frag_rows"}):
+            for ks in T.serial(KS):
+                for hr in T.serial(2):
+                    for hc in T.serial(2):
+                        for e in T.vectorized(2):
+                            frag[e] = kv[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+        # right factors left of the diagonal: rows 8 * (part * I + nt) + lane/4, nt < I
+        for pw in T.serial(PW, annotations={"kda2.access": "kv_frag_cols"}):
+            for nt in T.serial(3):
+                for ks in T.serial(KS):
+                    for hc in T.serial(2):
+                        if nt < pw % 4:
+                            for e in T.vectorized(2):
+                                frag[e] = kv[(pw // 4 * (pw % 4) + nt) * 8 + tx % 32 // 4,
+                                             ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+        # l2norm: a half-warp per row, 16-byte pieces
+        for pw in T.serial(PW, annotations={"kda2.access": "kv_l2norm"}):
+            for m in T.serial(C * K // 8 // PT):
+                for e in T.vectorized(8):
+                    frag[e] = kv[pw * 2 + tx % 32 // 16 + m * (PT // 16), tx % 16 * 8 + e]
+        # element-wise pass and the w copy-out: item p = thread + 256 m, row p / (K/8), 16-byte piece
+        for pw in T.serial(PW, annotations={"kda2.access": "kv_elementwise"}):
+            for m in T.serial(C * K // 8 // PT):
+                for e in T.vectorized(8):
+                    kv[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + e] = frag[e]
+        # w staging: accumulator fragments of rows 16(pw%4) + lane/4 (+8), columns 16*np0 + 8nt + 2(lane%4)
+        for pw in T.serial(PW, annotations={"kda2.access": "kv_w_stage"}):
+            for nt in T.serial(8):
+                for h in T.serial(2):
+                    for e in T.vectorized(2):
+                        kv[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw // 4 * 64 + nt * 8 + tx % 32 % 4 * 2 + e] = frag[e]
+        # ---- u^T: state fill and fragment words; prep staging (2-byte transposed stores), copy-out -----
+        for it in T.serial(FILL_U, annotations={"kda2.access": "ut_fill"}):
+            if it * NT + tx < BV * CC:
+                for e in T.vectorized(8):
+                    ut[(it * NT + tx) // CC, (it * NT + tx) % CC * 8 + e] = g_u[
+                        (it * NT + tx) // CC, (it * NT + tx) % CC * 8 + e]
         for ks in T.serial(CS, annotations={"kda2.access": "ut_frag"}):
             for h in T.serial(2):
                 for c in T.serial(2):
                     for e in T.vectorized(2):
                         frag[e] = ut[tx // 64 * 16 + h * 8 + tx % 32 // 4, ks * 16 + c * 8 + tx % 4 * 2 + e]
+        for pw in T.serial(PW, annotations={"kda2.access": "ut_stage"}):
+            for nt in T.serial(8):
+                for c in T.serial(2):
+                    for h in T.serial(2):
+                        ut[pw // 4 * 64 + nt * 8 + tx % 32 % 4 * 2 + c, pw % 4 * 16 + tx % 32 // 4 + h * 8] = frag[0]
+        for pw in T.serial(PW, annotations={"kda2.access": "ut_copyout"}):
+            for m in T.serial(V * C // 8 // PT):
+                for e in T.vectorized(8):
+                    frag[e] = ut[(pw * 32 + tx % 32 + m * PT) // CC, (pw * 32 + tx % 32 + m * PT) % CC * 8 + e]
+        # ---- Γ: raw gate fill, per-channel scan, fragment and element-wise reads ------------------------
+        for pw in T.serial(PW, annotations={"kda2.access": "g_fill"}):
+            for m in T.serial(C * K // 4 // PT):
+                for e in T.vectorized(4):
+                    gamma[(pw * 32 + tx % 32 + m * PT) // (K // 4), (pw * 32 + tx % 32 + m * PT) % (K // 4) * 4 + e] = \
+                        ffrag[e]
+        for pw in T.serial(PW, annotations={"kda2.access": "g_scan"}):
+            for e in T.serial(32):
+                gamma[pw // 4 * 32 + e, (pw * 32 + tx % 32) % K] = ffrag[0]
+        for pw in T.serial(PW, annotations={"kda2.access": "g_frag_rows"}):
+            for ks in T.serial(KS):
+                for hr in T.serial(2):
+                    for hc in T.serial(2):
+                        for e in T.vectorized(2):
+                            ffrag[e] = gamma[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+        for pw in T.serial(PW, annotations={"kda2.access": "g_frag_cols"}):
+            for nt in T.serial(3):
+                for ks in T.serial(KS):
+                    for hc in T.serial(2):
+                        if nt < pw % 4:
+                            for e in T.vectorized(2):
+                                ffrag[e] = gamma[(pw // 4 * (pw % 4) + nt) * 8 + tx % 32 // 4,
+                                              ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+        for pw in T.serial(PW, annotations={"kda2.access": "g_elementwise"}):
+            for m in T.serial(C * K // 8 // PT):
+                for q in T.serial(4):
+                    for e in T.vectorized(2):
+                        ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 2 + e]
+        # ---- A, then T = (I + A)^-1 ---------------------------------------------------------------------
+        for pw in T.serial(PW, annotations={"kda2.access": "t_store_a"}):
+            for nt in T.serial(4):
+                for h in T.serial(2):
+                    for c in T.serial(2):
+                        if nt <= pw % 4:
+                            tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8,
+                               T.if_then_else(nt < pw % 4, (pw // 4 * (pw % 4) + nt) * 8, pw % 4 * 16 + pw // 4 * 8)
+                               + tx % 32 % 4 * 2 + c] = ffrag[0]
+        for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
+            for i in T.serial(16):
+                tmat[(pw * 32 + tx % 32) // 16 * 16 + i, (pw * 32 + tx % 32) // 16 * 16 + tx % 16] = ffrag[0]
+        for pw in T.serial(4, annotations={"kda2.access": "t_level_rows"}):
+            for m in T.serial(16):
+                ffrag[0] = tmat[pw * 16 + tx % 32 // 2, m]
+        for pw in T.serial(4, annotations={"kda2.access": "t_level_cols"}):
+            for m in T.serial(16):
+                for h in T.serial(2):
+                    for e in T.vectorized(4):
+                        ffrag[e] = tmat[m, tx % 2 * 8 + h * 4 + e]
+        for pw in T.serial(4, annotations={"kda2.access": "t_level_store"}):
+            for e in T.serial(8):
+                tmat[pw * 16 + tx % 32 // 2, tx % 2 * 8 + e] = ffrag[0]
+        for pw in T.serial(PW, annotations={"kda2.access": "t_frag"}):
+            for ks in T.serial(4):
+                for hr in T.serial(2):
+                    for hc in T.serial(2):
+                        if ks <= pw % 4:
+                            for e in T.vectorized(2):
+                                ffrag[e] = tmat[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+        # ---- the block levels' per-warp scratch -----------------------------------------------------------
+        for e in T.serial(8, annotations={"kda2.access": "y_store"}):
+            y[tx % 32 // 2, tx % 2 * 8 + e] = ffrag[0]
+        for s2 in T.serial(16, annotations={"kda2.access": "y_read"}):
+            for e in T.serial(8):
+                ffrag[0] = y[s2, tx % 2 * 8 + e]
+        # ---- state: o staging, exchange, bulk tiles -------------------------------------------------------
+        for nt in T.serial(4, annotations={"kda2.access": "o_store"}):
+            for c in T.serial(2):
+                for h in T.serial(2):
+                    o[nt * 8 + tx % 4 * 2 + c, tx % 32 // 4 + h * 8] = frag[0]
+        for it in T.serial(2, annotations={"kda2.access": "o_read"}):
+            for e in T.vectorized(8):
+                frag[e] = o[(tx % 32 + it * 32) // 2, (tx % 32 + it * 32) % 2 * 8 + e]
+        for nt in T.serial(12, annotations={"kda2.access": "xch"}):
+            for e in T.vectorized(4):
+                xch[nt * 32 + tx % 32, e] = ffrag[e]
+        # ldmatrix of [n][k] tiles: lanes 0-7 rows 0-7 at k+0, 8-15 rows 0-7 at k+8, 16-31 rows 8-15
+        for ks in T.serial(KH // 16, annotations={"kda2.access": "w_ldmatrix"}):
+            for np_ in T.serial(4):
+                for e in T.vectorized(8):
+                    frag[e] = w[np_ * 16 + tx % 8 + tx % 32 // 16 * 8, tx // 32 % 2 * KH + ks * 16 + tx % 32 // 8 % 2 * 8 + e]
+        for ks in T.serial(KH // 16, annotations={"kda2.access": "qg_ldmatrix"}):
+            for np_ in T.serial(4):
+                for e in T.vectorized(8):
+                    frag[e] = qg[np_ * 16 + tx % 8 + tx % 32 // 16 * 8, tx // 32 % 2 * KH + ks * 16 + tx % 32 // 8 % 2 * 8 + e]
+        # ldmatrix.trans of the [k = token][n = channel] kg tile: lanes 8-15 rows +8, 16-31 columns +8
+        for ks in T.serial(4, annotations={"kda2.access": "kg_ldmatrix_trans"}):
+            for np_ in T.serial(KH // 16):
+                for e in T.vectorized(8):
+                    frag[e] = kg[ks * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, tx // 32 % 2 * KH + np_ * 16 + tx % 32 // 16 * 8 + e]
+        for np_ in T.serial(4, annotations={"kda2.access": "aqk_ldmatrix"}):
+            for ks in T.serial(4):
+                if ks <= np_:
+                    for e in T.vectorized(8):
+                        frag[e] = aqk[np_ * 16 + tx % 8 + tx % 32 // 16 * 8, ks * 16 + tx % 32 // 8 % 2 * 8 + e]
+        # ---- combine: fill, broadcast float4 reads of one row, row stores -------------------------------
+        for pw in T.serial(CW, annotations={"kda2.access": "x_fill"}):
+            for m in T.serial(K * XC // (32 * CW)):
+                x[(pw * 32 + tx % 32 + m * 32 * CW) // XC, (pw * 32 + tx % 32 + m * 32 * CW) % XC] = ffrag[0]
+        for j in T.serial(4, annotations={"kda2.access": "x_read"}):
+            for q in T.serial(XC // 2 // 4):
+                for e in T.vectorized(4):
+                    ffrag[e] = x[j, tx % 2 * (XC // 2) + q * 4 + e]
+        for pw in T.serial(CW, annotations={"kda2.access": "x_store"}):
+            for e in T.serial(XC // 2):
+                x[(pw * 32 + tx % 32) // 2, tx % 2 * (XC // 2) + e] = ffrag[0]
 
     return kda2_chunk_stage

@@ -4,6 +4,7 @@ TVM is imported lazily, inside the functions: `import kda2.tir` stays cheap.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Mapping
@@ -136,50 +137,75 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
     return plan
 
 
-def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pass: bool) -> dict:
-    """Chunk family: pad the kernels' ldmatrix / fragment tiles with the bank pass, size both kernels' smem.
-
-    Plan keys the template reads (ints): lds_kv, lds_u, lds_g, lds_t, lds_o, prep_threads,
-    state_threads, prep_smem_bytes, state_smem_bytes (formulas in kda2.plan.smem).
-    """
+@functools.lru_cache(maxsize=64)
+def _chunk_layouts(k: int, block_v: int, v: int, enable_pass: bool):
+    """One TVM run per distinct tile set (the stages and the gate modes do not change a layout): the model,
+    the function after the pass, and the pass's record."""
     import tvm
 
-    from kda2.plan import smem as chunk_smem
     from kda2.tir import bankpass, chunk
 
-    func = chunk.chunk_staging_func(c["k"], c["block_v"])
-    after = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": func}))["main"]
-    record = bankpass.to_python(after.attrs[bankpass.ATTR])
+    func = chunk.chunk_staging_func(k, block_v, v)
+    # The model holds the tiles of three kernels, so its total is no kernel's footprint: the budget is
+    # checked per kernel, with the chosen layouts, by the caller.
+    after = bankpass.make_bank_pad_pass(1 << 40, enable=enable_pass)(tvm.IRModule({"main": func}))["main"]
+    return func, after, bankpass.to_python(after.attrs[bankpass.ATTR])
+
+
+def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pass: bool) -> dict:
+    """Chunk family: the bank pass decides the layout of every shared tile (kda2.tir.chunk), then both
+    kernels' shared memory is sized with those layouts and checked against the budget.
+
+    Plan keys the template reads: lds_kv, lds_u, lds_g, lds_t, lds_y, lds_o, lds_x (row strides),
+    swz_w, swz_qg, swz_kg, swz_aqk (XOR swizzle on or off), prep_threads, state_threads, prep_smem_bytes,
+    state_smem_bytes (formulas in kda2.plan.smem).
+    """
+    from kda2.plan import smem as chunk_smem
+    from kda2.tir import chunk
+
+    func, after, record = _chunk_layouts(c["k"], c["block_v"], c["v"], enable_pass)
     buffers = record["buffers"]
     strides = {key: buffers[name]["row_stride"] for name, key in chunk.STRIDE_KEYS.items()}
-    # not searched by the pass: see kda2.tir.chunk for why these strides are fixed
-    strides.update(lds_g=chunk_smem.lds_g(c["k"]), lds_t=chunk_smem.LDS_T, lds_o=chunk_smem.LDS_O)
+    swizzles = {key: buffers[name]["swizzle"] == "xor" for name, key in chunk.SWIZZLE_KEYS.items()}
+    # Tiles the prep kernel lays over others once those are dead (chunk.cuh asserts the same).
+    overlays = (("T over the k tile", 64 * strides["lds_t"] * 4, 64 * strides["lds_kv"] * 2),
+                ("the w staging over Γ", 64 * strides["lds_kv"] * 2, 64 * strides["lds_g"] * 4),
+                ("the uᵀ staging over Γ", c["v"] * strides["lds_u"] * 2, 64 * strides["lds_g"] * 4),
+                ("the block-level scratch over Γ", 8 * 16 * strides["lds_y"] * 4, 64 * strides["lds_g"] * 4))
+    for what, need, room in overlays:
+        if need > room:
+            raise TirBudgetError(f"{_label(config)}: {what} needs {need} bytes, the tile under it has {room} "
+                                 f"(row strides {', '.join(f'{k}={v}' for k, v in sorted(strides.items()))})")
     prep = chunk_smem.prep_smem_bytes(strides)
     state = chunk_smem.state_smem_bytes(strides, k=c["k"], block_v=c["block_v"], stages=c["stages"])
     for kernel, need in (("prep", prep), ("state", state)):
-        if need > smem_budget or not record["fits"]:
+        if need > smem_budget:
             raise TirBudgetError(f"{_label(config)}: the {kernel} kernel needs {need} bytes of shared memory "
                                  f"(K={c['k']}, block_v={c['block_v']}, stages={c['stages']}, row strides "
                                  f"{', '.join(f'{k}={v}' for k, v in sorted(strides.items()))}), budget is "
                                  f"{smem_budget} bytes")
-    conflicts_before = {a: d for b in buffers.values() for a, d in b["conflicts_before"].items()}
-    conflicts_after = {a: d for b in buffers.values() for a, d in b["conflicts_after"].items()}
     plan: dict[str, Any] = {
         "schema": PLAN_SCHEMA,
         "family": "chunk",
         "smem_budget": smem_budget,
-        "tiles": {name: buffers[name]["shape_before"] for name in chunk.STRIDE_KEYS},
+        "tiles": {name: buffers[name]["shape_before"] for name in buffers},
         **strides,
+        **swizzles,
         "prep_threads": chunk_smem.PREP_THREADS,
         "state_threads": chunk_smem.state_threads(c["block_v"]),
         "prep_smem_bytes": prep,
         "state_smem_bytes": state,
-        "conflicts_before": conflicts_before,
-        "conflicts_after": conflicts_after,
+        "conflicts_before": {a: d for b in buffers.values() for a, d in b["conflicts_before"].items()},
+        "conflicts_after": {a: d for b in buffers.values() for a, d in b["conflicts_after"].items()},
+        # per access, per 64-token chunk (prep accesses: per warp pattern; see kda2.tir.chunk): the pass's
+        # prediction of shared-memory wavefronts, what `ncu` counts
+        "wavefronts_before": {a: d for b in buffers.values() for a, d in b["wavefronts_before"].items()},
+        "wavefronts_after": {a: d for b in buffers.values() for a, d in b["wavefronts_after"].items()},
         "pass": {"name": PASS_NAME, "enabled": enable_pass,
-                 "candidates": {name: b["candidates"] for name, b in buffers.items()},
-                 "misaligned": {name: b["misaligned"] for name, b in buffers.items()},
-                 "fixed": ["lds_g", "lds_t", "lds_o"]},
+                 "layouts": {name: {"transform": b["transform"], "row_stride": b["row_stride"], "pad": b["pad"],
+                                    "swizzle": b["swizzle"], "candidates": b["candidate_wavefronts"]}
+                             for name, b in buffers.items()},
+                 "misaligned": {name: b["misaligned"] for name, b in buffers.items()}},
         "tir_before": func.script(),
         "tir_after": after.script(),
     }

@@ -21,11 +21,12 @@
 // static constexpr):
 //   int K, V, BT, BLOCK_V, STAGES         head dims, tokens per chunk, value columns per state CTA,
 //                                         state pipeline depth
-//   int LDS_KV, LDS_U, LDS_G, LDS_T, LDS_O   shared-memory row strides (elements) from the TIR stage
-//                                         (kda2.bank_pad): bf16 q/k/v tiles (ldmatrix phases
-//                                         conflict-free), uᵀ, Γ, T, o staging; the state kernel's
-//                                         w/qg/kg/Aqk tiles are unpadded and XOR-swizzled by the prep
-//                                         kernel (whole-tile copies)
+//   int LDS_KV, LDS_U, LDS_G, LDS_T, LDS_Y, LDS_O, LDS_X   shared-memory row strides (elements) of the
+//                                         q/k/v, uᵀ, Γ, T, block-level scratch, o staging and combine tiles
+//   bool SWZ_W, SWZ_QG, SWZ_KG, SWZ_AQK   whole-tile-copied tiles XOR-swizzled or not
+//                                         — every layout is the TIR stage's decision (kda2/tir/chunk.py
+//                                         declares each tile and its accesses; the kda2.bank_pad pass
+//                                         picks the pad or the swizzle), none is chosen here
 //   int PREP_THREADS, STATE_THREADS, PREP_SMEM_BYTES, STATE_SMEM_BYTES   launch shapes and dynamic
 //                                         shared memory of the plan (kda2.chunk_smem; checked below)
 //   int COMBINE_THREADS, COMBINE_COLS     the split combine's block and value columns (kda2/plan/smem.py)
@@ -42,11 +43,12 @@ namespace kda2::chunk {
 
 constexpr float LOG2E = 1.4426950408889634f;
 
-// w, qg, kg and Aqk are stored in the slot with their 16-byte pieces XOR-swizzled by row (piece ^= row % 8),
-// so that one linear copy of a whole tile into shared memory (one bulk copy on sm_90)
-// lands bank-conflict-free for ldmatrix: the 8 rows of a phase hit 8 different piece slots.
+// The layout of w, qg, kg and Aqk in a workspace slot and, after one linear copy of the whole tile (one bulk
+// copy on sm_90), in shared memory: with XOR on (the TIR stage's decision, Cfg::SWZ_*), the 16-byte pieces of
+// a row are XOR-swizzled by row (piece ^= row % 8), so the 8 rows of an ldmatrix phase hit 8 piece slots.
+template <bool XOR>
 __host__ __device__ constexpr int swz(int row, int col, int row_len) {
-  return row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
+  return XOR ? row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7)) : row * row_len + col;
 }
 
 __device__ __forceinline__ float sigmoid_stable(float z) {
@@ -98,7 +100,8 @@ struct Kernels {
   static constexpr int K = Cfg::K, V = Cfg::V, BT = Cfg::BT, BLOCK_V = Cfg::BLOCK_V;
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int LDS_KV = Cfg::LDS_KV, LDS_U = Cfg::LDS_U, LDS_G = Cfg::LDS_G;
-  static constexpr int LDS_T = Cfg::LDS_T, LDS_O = Cfg::LDS_O;
+  static constexpr int LDS_T = Cfg::LDS_T, LDS_O = Cfg::LDS_O, LDS_Y = Cfg::LDS_Y, LDS_X = Cfg::LDS_X;
+  static constexpr bool SWZ_W = Cfg::SWZ_W, SWZ_QG = Cfg::SWZ_QG, SWZ_KG = Cfg::SWZ_KG, SWZ_AQK = Cfg::SWZ_AQK;
   static constexpr int PREP_THREADS = Cfg::PREP_THREADS, STATE_THREADS = Cfg::STATE_THREADS;
   static constexpr int PREP_SMEM_BYTES = Cfg::PREP_SMEM_BYTES, STATE_SMEM_BYTES = Cfg::STATE_SMEM_BYTES;
   static constexpr bool HAS_SOFTPLUS = Cfg::HAS_SOFTPLUS;
@@ -115,8 +118,10 @@ struct Kernels {
   static_assert(BT == 64 && PREP_THREADS == 256, "chunk of 64 tokens; two prep warps per 16-row sub-chunk");
   static_assert(STATE_THREADS == STATE_WARPS * 32 && BLOCK_V % 16 == 0 && V % BLOCK_V == 0, "state tiling");
   static_assert(K % BLOCK_V == 0, "a FOLD slice lies inside M or inside B");
-  static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0,
-                "16-byte aligned rows for cp.async / vector access");
+  static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0 && LDS_T % 4 == 0 &&
+                LDS_X % 4 == 0, "16-byte aligned rows for cp.async / vector access");
+  static_assert(8 * 16 * LDS_Y <= BT * LDS_G, "the block levels' scratch (8 warps × [16][LDS_Y]) reuses the Γ tile");
+  static_assert(BT * LDS_KV * 2 <= BT * LDS_G * 4, "the w staging reuses the Γ tile");
 
   // Workspace slot of one (chunk, value head): w, qg, kg [BT][K] bf16, uᵀ [V][BT] bf16, Aqk [BT][BT] bf16,
   // 2^Γlast [K] fp32. The layout's one home is kda2/artifact/abi.py (kda2/abi.h): the library and the
@@ -430,8 +435,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         sT[i0 * LDS_T + j + 1] = b_lo * accK[nt][1];
         sT[i1 * LDS_T + j] = b_hi * accK[nt][2];
         sT[i1 * LDS_T + j + 1] = b_hi * accK[nt][3];
-        *reinterpret_cast<uint32_t*>(gAq + swz(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
-        *reinterpret_cast<uint32_t*>(gAq + swz(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
       }
     }
     // diagonal tile: A strictly below the diagonal (the inverse reads nothing else), Aqk on and below it,
@@ -440,9 +445,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     sT[i0 * LDS_T + jd + 1] = b_lo * dK[1];
     sT[i1 * LDS_T + jd] = b_hi * dK[2];
     sT[i1 * LDS_T + jd + 1] = b_hi * dK[3];
-    *reinterpret_cast<uint32_t*>(gAq + swz(i0, jd, BT)) =
+    *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
         pack_bf16(jd <= i0 ? scale * dQ[0] : 0.f, jd + 1 <= i0 ? scale * dQ[1] : 0.f);
-    *reinterpret_cast<uint32_t*>(gAq + swz(i1, jd, BT)) =
+    *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
         pack_bf16(jd <= i1 ? scale * dQ[2] : 0.f, jd + 1 <= i1 ? scale * dQ[3] : 0.f);
   }
   // zeros right of the diagonal blocks of Aqk
@@ -450,7 +455,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     const int rr = p / 12, ch = p - rr * 12;     // rr: row within a sub-chunk; 12 chunk-slots over I
     int I = 0, cc = ch;
     while (cc >= 2 * (3 - I)) { cc -= 2 * (3 - I); ++I; }
-    *reinterpret_cast<uint4*>(gAq + swz(16 * I + rr, 16 * (I + 1) + 8 * cc, BT)) = make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<uint4*>(gAq + swz<SWZ_AQK>(16 * I + rr, 16 * (I + 1) + 8 * cc, BT)) = make_uint4(0, 0, 0, 0);
   }
   __syncthreads();
 
@@ -483,8 +488,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         kgw[e] = pack_bf16(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
         vw[e] = pack_bf16(bi * vf.x, bi * vf.y);
       }
-      *reinterpret_cast<uint4*>(gQg + swz(i, d, K)) = qg;
-      *reinterpret_cast<uint4*>(gKg + swz(i, d, K)) = kg;
+      *reinterpret_cast<uint4*>(gQg + swz<SWZ_QG>(i, d, K)) = qg;
+      *reinterpret_cast<uint4*>(gKg + swz<SWZ_KG>(i, d, K)) = kg;
       *reinterpret_cast<uint4*>(sQ + i * LDS_KV + d) = kb;   // q is no longer needed: β k 2^Γ
       *reinterpret_cast<uint4*>(sV + i * LDS_KV + d) = vv;   // β v
     }
@@ -517,7 +522,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   __syncthreads();
   {
     const int I = warp, rr = lane >> 1, c0 = (lane & 1) * 8;  // lane: row rr, columns c0..c0+7
-    float* Y = sY + warp * 16 * 17;
+    float* Y = sY + warp * 16 * LDS_Y;
 #pragma unroll 1
     for (int dist = 1; dist < 4; ++dist) {
       const int J = I - dist;
@@ -536,7 +541,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
           y[6] = fmaf(aim, t1v.z, y[6]); y[7] = fmaf(aim, t1v.w, y[7]);
         }
 #pragma unroll
-        for (int e = 0; e < 8; ++e) Y[rr * 17 + c0 + e] = y[e];
+        for (int e = 0; e < 8; ++e) Y[rr * LDS_Y + c0 + e] = y[e];
         __syncwarp();
 #pragma unroll
         for (int e = 0; e < 8; ++e) y[e] = 0.f;
@@ -544,7 +549,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         for (int s2 = 0; s2 < 16; ++s2) {
           const float tis = sTi[(16 * I + rr) * LDS_T + 16 * I + s2];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) y[e] = fmaf(-tis, Y[s2 * 17 + c0 + e], y[e]);
+          for (int e = 0; e < 8; ++e) y[e] = fmaf(-tis, Y[s2 * LDS_Y + c0 + e], y[e]);
         }
         __syncwarp();
 #pragma unroll
@@ -607,7 +612,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         __nv_bfloat16* gW = reinterpret_cast<__nv_bfloat16*>(slot + OFF_W);
         for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
           const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
-          *reinterpret_cast<uint4*>(gW + swz(i, d, K)) = *reinterpret_cast<const uint4*>(sSt + i * LDS_KV + d);
+          *reinterpret_cast<uint4*>(gW + swz<SWZ_W>(i, d, K)) = *reinterpret_cast<const uint4*>(sSt + i * LDS_KV + d);
         }
       } else {
         uint4* gU = reinterpret_cast<uint4*>(slot + OFF_U);
@@ -786,8 +791,8 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t b[4], c[4];
-        ldsm_x4(b, smem_u32(sW + swz(16 * np + nrow, kb + 16 * ks + kcol, K)));
-        ldsm_x4(c, smem_u32(sQg + swz(16 * np + nrow, kb + 16 * ks + kcol, K)));
+        ldsm_x4(b, smem_u32(sW + swz<SWZ_W>(16 * np + nrow, kb + 16 * ks + kcol, K)));
+        ldsm_x4(c, smem_u32(sQg + swz<SWZ_QG>(16 * np + nrow, kb + 16 * ks + kcol, K)));
         mma(P[2 * np], Sb[ks], b[0], b[1]);
         mma(P[2 * np + 1], Sb[ks], b[2], b[3]);
         if constexpr (!FOLD) {
@@ -839,7 +844,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
         for (int ks = 0; ks < 4; ++ks) {
           if (ks <= np) {
             uint32_t b[4];
-            ldsm_x4(b, smem_u32(sAq + swz(16 * np + nrow, 16 * ks + kcol, BT)));
+            ldsm_x4(b, smem_u32(sAq + swz<SWZ_AQK>(16 * np + nrow, 16 * ks + kcol, BT)));
             mma(O[2 * np], Vb[ks], b[0], b[1]);
             mma(O[2 * np + 1], Vb[ks], b[2], b[3]);
           }
@@ -857,7 +862,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
 #pragma unroll
       for (int np = 0; np < KH / 16; ++np) {
         uint32_t b[4];
-        ldsm_x4_t(b, smem_u32(sKg + swz(16 * ks + krow, kb + 16 * np + ncol, K)));
+        ldsm_x4_t(b, smem_u32(sKg + swz<SWZ_KG>(16 * ks + krow, kb + 16 * np + ncol, K)));
         mma(S[2 * np], Vb[ks], b[0], b[1]);
         mma(S[2 * np + 1], Vb[ks], b[2], b[3]);
       }
@@ -920,8 +925,9 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
 // =============================================================================================
 template <class Cfg>
 __device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a) {
-  static_assert(COMBINE_THREADS == 2 * K && V % COMBINE_COLS == 0, "combine tiling: two threads per key row");
-  __shared__ __align__(16) float X[K][COMBINE_COLS];   // the running start state, this CTA's columns
+  static_assert(COMBINE_THREADS == 2 * K && V % COMBINE_COLS == 0 && LDS_X >= COMBINE_COLS,
+                "combine tiling: two threads per key row");
+  __shared__ __align__(16) float X[K][LDS_X];   // the running start state, this CTA's columns (padded rows)
   const int split = a.split, hv = blockIdx.y, n = blockIdx.z, v0 = blockIdx.x * COMBINE_COLS;
   const int tid = threadIdx.x, i = tid >> 1, c0 = (tid & 1) * (COMBINE_COLS / 2);
   const SeqBounds sb = seq_bounds(a, n);

@@ -25,13 +25,13 @@ from pathlib import Path
 def tasks(only: str | None) -> list[tuple[str, ...]]:
     from kda2.bench.cases import CASES
 
-    from kda2.bench.chunk import GATES, SHAPES
+    from kda2.bench.chunk import ALL_SHAPES, gates_for
 
     out: list[tuple[str, ...]] = []
     if only in (None, "cases"):
         out += [("case", c.id) for c in CASES]
     if only in (None, "bench"):
-        out += [("bench", s.id, g) for s in SHAPES for g in GATES]
+        out += [("bench", s.id, g) for s in ALL_SHAPES for g in gates_for(s, None)]
     return out
 
 
@@ -53,9 +53,9 @@ def run_task(task: tuple[str, ...]) -> tuple[tuple[str, ...], str, float]:
                     cu_seqlens=x["cu_seqlens"], cu_seqlens_cpu=x["cu_seqlens_cpu"], A_log=x["A_log"],
                     dt_bias=x["dt_bias"], output_final_state=c.final, **options(c))
             else:
-                from kda2.bench.chunk import FLA, SHAPES, make_sets
+                from kda2.bench.chunk import ALL_SHAPES, FLA, make_sets
 
-                s = next(s for s in SHAPES if s.id == task[1])
+                s = next(s for s in ALL_SHAPES if s.id == task[1])
                 sets, shared = make_sets(torch, s, 1, True, 0)
                 FLA().call(sets, shared, task[2], True)(0)
             torch.cuda.synchronize()

@@ -252,5 +252,72 @@ def check_inputs(sets: list, v_first: bool) -> str | None:
     return None
 
 
+def smoke(torch, gate: str, T: int = 100, H: int = 2, seed: int = 0) -> dict:
+    """One small call per gate on the GPU (compiles and caches that flag set's cubin): first-call seconds, NaN/Inf
+    count, and the relative L2 of o against kda2.reference in float64 on the same inputs."""
+    import time
+
+    import numpy as np
+
+    from kda2.reference import chunk_kda_ref, relative_l2
+
+    c = Cudnn()
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    r = lambda *sh: torch.randn(*sh, generator=gen, device="cuda")  # noqa: E731
+    x = dict(q=r(1, T, H, HEAD_DIM).bfloat16(), k=r(1, T, H, HEAD_DIM).bfloat16(), v=r(1, T, H, HEAD_DIM).bfloat16(),
+             g=r(1, T, H, HEAD_DIM).bfloat16(), beta=r(1, T, H).bfloat16(), h0=r(1, H, HEAD_DIM, HEAD_DIM) * 0.1)
+    shared = dict(A_log=r(H) * 0.5, dt_bias=r(H * HEAD_DIM), cu_seqlens=None)
+    shape = types.SimpleNamespace(B=1, T=T, H=H, N=1, cu_seqlens=None)
+    m = c.marshal(torch, [x], shared, gate, shape)
+    t0 = time.perf_counter()
+    o, ht = c.call(torch, [x], shared, m)(0)
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    n = lambda t: t.detach().float().cpu().numpy().astype(np.float64)  # noqa: E731
+    ref_o, ref_h = chunk_kda_ref(n(x["q"]), n(x["k"]), n(x["v"]), n(x["g"]), n(x["beta"]), initial_state=n(x["h0"]),
+                                 output_final_state=True, use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
+                                 use_beta_sigmoid_in_kernel=True, A_log=n(shared["A_log"]),
+                                 dt_bias=n(shared["dt_bias"]), state_v_first=True,
+                                 lower_bound=LOWER_BOUND if gate == "lower_bound" else None)
+    return {"gate": gate, "P": m["P"], "first_call_s": round(secs, 2),
+            "nonfinite": int((~o.isfinite()).sum().item() + (~ht.isfinite()).sum().item()),
+            "o_rel_l2_vs_fp64_ref": relative_l2(n(o).reshape(ref_o.shape), ref_o),
+            "state_rel_l2_vs_fp64_ref": relative_l2(n(ht), ref_h)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kda2.bench.cudnn_peer [--warm]`: say whether and how cuDNN-FE's Hopper KDA imports (JSON on
+    stdout); --warm also runs `smoke` for both gates (on the GPU: NVRTC compiles, cubins cached)."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="python -m kda2.bench.cudnn_peer", description=main.__doc__)
+    ap.add_argument("--warm", action="store_true", help="one small launch per gate (compiles and caches the cubins)")
+    args = ap.parse_args(argv)
+    try:
+        host, info = import_cuda_host()
+        info.update(toolchain(host))
+    except Exception as exc:  # noqa: BLE001 - the answer is the reason
+        print(json.dumps({"available": False, "error": f"{type(exc).__name__}: {exc}"}, indent=1))
+        return 1
+    print(json.dumps({"available": True, **info}, indent=1), flush=True)
+    if not args.warm:
+        return 0
+    import torch
+
+    rc = 0
+    for gate in ("softplus", "lower_bound"):
+        try:
+            res = smoke(torch, gate)
+        except Exception as exc:  # noqa: BLE001 - reported, the other gate still runs
+            res, rc = {"gate": gate, "error": f"{type(exc).__name__}: {exc}"}, 1
+        print(json.dumps(res), flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
 __all__ = ["Cudnn", "CudnnUnavailable", "GATE_MODES", "check_inputs", "find_package", "flags", "import_cuda_host",
            "pieces", "seq_table", "softplus_gate", "softplus_generic", "thd_shapes", "toolchain"]

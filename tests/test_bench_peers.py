@@ -62,7 +62,7 @@ def fake_torch():
     m.exp, m.abs, m.log1p = np.exp, np.abs, np.log1p
     m.nn = types.SimpleNamespace(functional=types.SimpleNamespace(
         softplus=lambda x: np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20)))).view(T)))
-    m.cuda = types.SimpleNamespace(current_device=lambda: 0, synchronize=lambda *a: None,
+    m.cuda = types.SimpleNamespace(current_device=lambda: 0, synchronize=lambda *a: None, empty_cache=lambda: None,
                                    current_stream=lambda: types.SimpleNamespace(cuda_stream=1234))
     m.linalg = types.SimpleNamespace(
         vector_norm=lambda x, dtype=None: np.float64(np.linalg.norm(np.asarray(x, dtype=np.float64).ravel())))
@@ -76,8 +76,8 @@ def _at(ptr: int, shape, dtype) -> np.ndarray:
 
 
 class FakeHost:
-    """cuda_host's surface: the flags, P's heuristic (restated from the wheel for the test), a launch that reads
-    every operand back from its address and writes o = v and final state = initial state (+ an optional NaN)."""
+    """cuda_host's surface: the flags, a P (any; the real heuristic is checked against the wheel below), a launch
+    that reads every operand back from its address and writes o = v and final state = initial state (+ a NaN)."""
     FLAG_L2NORM, FLAG_SAFE_GATE, FLAG_BETA_SIGMOID = 1, 2, 4
     DEFAULT_Q_SCALE = 0.08838834764831845
 
@@ -87,8 +87,7 @@ class FakeHost:
 
     @staticmethod
     def pieces_per_sequence(total, n, h):
-        approx = ((total + n - 1) // n + 15) // 16
-        return max(1, min(264 // max(n * h, 1), approx)) if approx >= 1 else 1
+        return 1 + (total // n + h) % 5
 
     def launch(self, **kw):
         TT, N, H = kw["total_tokens"], kw["n_seqs"], kw["n_heads"]
@@ -364,6 +363,39 @@ def test_bench_cudnn_row():
     assert "V-first" in res["skipped"] and prep is None
 
 
+def test_bench_shape_with_the_peer(monkeypatch):
+    """One shape x both gates through bench_shape: stand-ins for kda2 and FLA (o = v·(1 + noise), state = h0), the
+    cuDNN adapter on the pointer-reading host; the rows carry the peer's timings, its distance to kda2 / FLA
+    and the roofline bounds."""
+    torch, timer = fake_torch(), _FakeTimer()
+    s = bc.Shape("VX", 1, 50, 2, seqlens=(17, 33))
+    monkeypatch.setattr(bc, "make_sets", lambda torch_, shape, R, v_first, seed: inputs(shape, R, seed))
+
+    class Impl:
+        def __init__(self, name, noise):
+            self.name, self.noise, self.entry = name, noise, name
+
+        def call(self, sets, shared, gate, v_first, outs=None, hts=None):
+            def kda2_or_fla(i):
+                return (_t(np.asarray(sets[i]["v"], np.float32) * (1 + self.noise)),
+                        _t(np.asarray(sets[i]["h0"]).copy()))
+            return kda2_or_fla
+
+    rows = bc.bench_shape(torch, timer, Impl("kda2", 0.0), Impl("fla", 0.005), s, ["softplus", "lower_bound"],
+                          "v_first", 3, 1, 50 * 2**20, peer(), {"copy_tbps": 4.0, "step_us": 2.0})
+    assert [r["gate"] for r in rows] == ["softplus", "lower_bound"]
+    for r in rows:
+        c = r["cudnn"]
+        assert c["ms_median"] == 1.0 and r["cudnn_with_prep"]["ms_median"] == 2.0 and c["nonfinite_o"] == 0
+        assert c["o_rel_l2_vs_kda2"] < 1e-6 and c["o_rel_l2_vs_fla"] == pytest.approx(0.005 / 1.005, rel=1e-2)
+        assert c["state_rel_l2_vs_kda2"] == 0 and c["flags"] == (5 if r["gate"] == "softplus" else 7)
+        assert r["roofline"]["floor_bytes"] == bc.set_bytes(s) and r["roofline"]["serial_steps"] == 1
+        assert r["roofline"]["hbm_floor_ms"] == pytest.approx(bc.set_bytes(s) / 4e9)
+        assert r["agreement"]["ok"] is True and "speedup" in r
+    md = bc.markdown_table(_result(rows, cudnn={"available": True}))
+    assert md.count("| VX varlen [17, 33] H2 |") == 4  # the main table and the peer table, both gates
+
+
 # ---- without cuDNN-FE -----------------------------------------------------------------------------------
 
 def test_not_importable(tmp_path):
@@ -436,8 +468,7 @@ def test_real_cuda_host_through_the_stand_in(clean_cudnn):
     fake.call(torch, sets, shared, fake.marshal(torch, sets, shared, "lower_bound", s))(0)
     kw = {k: v for k, v in fake.host.calls[-1].items() if k != "seen"}
     inspect.signature(host.launch).bind(**kw)
-    # P: its own heuristic (the stand-in above restates it; they must agree)
-    for sh in bc.K3_SHAPES + bc.SHAPES:
-        assert cp.pieces(host, sh.tokens, sh.N, sh.H) == FakeHost.pieces_per_sequence(sh.tokens, sh.N, sh.H)
-    assert cp.pieces(host, 2048, 1, 12) == 22 and cp.pieces(host, 65536, 1, 32) == 8
+    # P: its own heuristic, by hand from its rule (~264 CTAs = N·H·P, at most one piece per 16-token chunk)
+    assert [cp.pieces(host, s.tokens, s.N, s.H) for s in bc.K3_SHAPES] == [22, 16, 33, 22, 5, 16, 64, 26, 11, 2]
+    assert cp.pieces(host, 65536, 1, 32) == 8 and cp.pieces(host, 40, 1, 1) == 3 and cp.pieces(host, 8192, 1, 512) == 1
     assert math.isclose(host.DEFAULT_Q_SCALE, 128 ** -0.5)

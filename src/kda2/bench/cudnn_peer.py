@@ -115,6 +115,9 @@ def import_cuda_host(search_path: Sequence[str] | None = None) -> tuple[types.Mo
         info["version"] = metadata.version(DIST)
     except Exception:  # noqa: BLE001 - informational
         info["version"] = None
+    info["split"] = ("P pieces per sequence (its pieces_per_sequence); a piece after the first starts from a zero "
+                     "state after warming up over earlier chunks until its decay bound is below 2^-20: a truncation, "
+                     "not an exact split")
     for what, attr in (("kernel", "KERNEL_BODY"), ("smem_bytes", "SMEM_BYTES"), ("block", "BLOCK"),
                        ("target_ctas", "TARGET_CTAS"), ("chunk", "CHUNK")):
         info[what] = getattr(host, attr, None)

@@ -2,9 +2,11 @@
 
     python -m kda2.bench recurrent --out DIR [--library MANIFEST] [--layouts v_first,k_first]
                                    [--shapes D1,S2] [--quick] [--no-fla]
-    python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes P1,...] [--gates softplus,lower_bound]
-                               [--layout v_first|k_first] [--iters N] [--warmup N] [--no-fla]
+    python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes p|k3|all|P1,K3,...]
+                               [--gates softplus,lower_bound] [--layout v_first|k_first] [--iters N] [--warmup N]
+                               [--no-fla] [--no-cudnn] [--step-us US]
     python -m kda2.bench readme-table DIR/bench_recurrent.json   (or DIR/bench_chunk.json)
+    python -m kda2.bench.report --roofline DIR/bench_chunk.json OUT.png [--step-us US] [--copy-tbps TBPS]
 """
 from __future__ import annotations
 
@@ -28,13 +30,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="directory for bench_chunk.json / .md / .png (default: ./bench_out)")
     c.add_argument("--library", help="chunk library manifest.json or build directory (default: KDA2_CHUNK_LIBRARY, "
                                      "else the chunk-family build under ./build)")
-    c.add_argument("--shapes", help="comma list of P1..P6 (default all)")
-    c.add_argument("--gates", help="comma list of softplus,lower_bound (default both)")
+    c.add_argument("--shapes", help="comma list of shape ids (P1..P6, K1..K10) and sets: p (P1-P6, the default), k3 "
+                                    "(cuDNN-FE's ten Kimi-K3 shapes), all")
+    c.add_argument("--gates", help="comma list of softplus,lower_bound (default: both for P shapes, lower_bound for "
+                                   "the k3 set)")
     c.add_argument("--layout", default="v_first", choices=["v_first", "k_first"],
                    help="state layout (default v_first, as FLA's KDA layer)")
     c.add_argument("--iters", type=int, default=20, help="timed calls per shape x gate x impl (default 20)")
     c.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default 3)")
     c.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
+    c.add_argument("--no-cudnn", action="store_true",
+                   help="do not import or time cuDNN-FE's fused Hopper KDA (kda2.bench.cudnn_peer)")
+    c.add_argument("--step-us", type=float,
+                   help="time of one 64-token state step in µs, for the serial-chain line of the roofline chart")
     t = sub.add_parser("readme-table", help="print a markdown table from a benchmark JSON (recurrent or chunk)")
     t.add_argument("json", type=Path)
     return p
@@ -59,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         from kda2.bench import chunk
 
         return chunk.run(args.out, args.library, split(args.shapes), split(args.gates), args.layout, args.iters,
-                         args.warmup, not args.no_fla, argv)
+                         args.warmup, not args.no_fla, argv, use_cudnn=not args.no_cudnn, step_us=args.step_us)
     from kda2.bench.recurrent import run
 
     return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv)

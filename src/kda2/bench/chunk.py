@@ -12,6 +12,19 @@ call so launch cost is excluded, kda2.bench.timing), speed-up, and once per shap
 outputs are from FLA's (relative L2 of o, must be < 1e-2). docs/DESIGN.md §1.1's FLA / FlashKDA figures and the
 product targets are carried in the JSON as anchors (published, not measured by this run).
 Each shape's tensors are allocated once and freed before the next (P5 is B1 T65536 H32).
+
+Peers beside FLA: cuDNN-FE's fused Hopper KDA forward (`kda2.bench.cudnn_peer`, when nvidia-cudnn-frontend ≥ 1.32
+is importable; --no-cudnn skips it; V-first states only), timed on the same inputs, kernel alone
+(`cudnn`: its fp32 g / beta marshalled beforehand) and with that marshalling per call (`cudnn_with_prep`: the
+bf16→fp32 casts, and for the softplus gate, which cuDNN lacks, the precomputed gate); its lower_bound gate is
+its own safe-gate fusion, l2norm and β-sigmoid its fusion flags. Recorded per row: its P (pieces per sequence,
+its heuristic), NaN/Inf counts of o and final state, relative L2 vs kda2 and vs FLA.
+Shape sets: `p` (P1-P6, the default, both gates) and `k3` (K1-K10: cuDNN-FE's ten Kimi-K3 shapes (T_total, H, N),
+N > 1 as N equal sequences packed varlen; the lower_bound gate unless --gates is given).
+The run also measures the device-copy bandwidth (`copy`), from which each row's HBM floor is derived
+(`roofline`: bytes of q, k, v, g, beta in, o out, states in + out over that bandwidth), and records
+--step-us (time of one 64-token state step) for the serial-chain bound; `python -m kda2.bench.report
+--roofline bench_chunk.json out.png` draws both against the measured times (kda2.bench.report).
 """
 from __future__ import annotations
 
@@ -27,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kda2.bench import host
+from kda2.bench.report import floor_bytes, row_bounds
 from kda2.bench.timing import Stats, Timer
 
 K_DIM = V_DIM = 128
@@ -82,6 +96,49 @@ SHAPES = [
     Shape("P6", 2, 2048, 8, why="thin tensor-parallel shard"),
 ]
 
+#: cuDNN-FE's ten Kimi-K3 shapes (T_total, H, N) from its sm90 KDA engine's measurements; N > 1 is N equal-length
+#: sequences packed varlen (THD), as cuDNN runs them.
+K3 = [(2048, 12, 1), (2048, 16, 1), (4096, 8, 1), (4096, 12, 1), (8192, 12, 4), (8192, 16, 1), (1024, 4, 1),
+      (3072, 10, 1), (8192, 24, 1), (16384, 16, 8)]
+
+
+def k3_shape(i: int, t_total: int, h: int, n: int) -> Shape:
+    if t_total % n:
+        raise ValueError(f"T_total {t_total} is not a multiple of N {n}")
+    return Shape(f"K{i}", 1, t_total, h, seqlens=(t_total // n,) * n if n > 1 else None,
+                 why=f"cuDNN-FE Kimi-K3 shape (T_total {t_total}, H {h}, N {n})")
+
+
+K3_SHAPES = [k3_shape(i + 1, *x) for i, x in enumerate(K3)]
+ALL_SHAPES = SHAPES + K3_SHAPES
+SHAPE_SETS = {"p": [s.id for s in SHAPES], "k3": [s.id for s in K3_SHAPES]}
+K3_GATES = ("lower_bound",)
+
+
+def resolve_shapes(tokens: list[str] | None) -> list[Shape]:
+    """Shape ids and set names (p, k3, all) -> shapes, in ALL_SHAPES order; default the p set. ValueError on an
+    unknown name."""
+    tokens = tokens or ["p"]
+    by_id = {s.id: s for s in ALL_SHAPES}
+    want: set[str] = set()
+    for t in tokens:
+        if t.lower() == "all":
+            want |= set(by_id)
+        elif t.lower() in SHAPE_SETS:
+            want |= set(SHAPE_SETS[t.lower()])
+        elif t in by_id:
+            want.add(t)
+        else:
+            raise ValueError(f"unknown shape {t!r}; allowed: {list(by_id)} or a set {list(SHAPE_SETS)} / all")
+    return [s for s in ALL_SHAPES if s.id in want]
+
+
+def gates_for(s: Shape, gates: list[str] | None) -> list[str]:
+    """--gates when given, else both for P shapes and the bounded gate for the K3 set."""
+    if gates:
+        return list(gates)
+    return list(K3_GATES) if s.id.startswith("K") else list(GATES)
+
 #: An earlier H200 run of FLA 0.6 and FlashKDA in one process (docs/DESIGN.md §1.1): H200, ms, median; raw gate, l2norm and β-sigmoid in kernel,
 #: fp32 V-first states. Published figures from another run, NOT measured here.
 ANCHORS = {
@@ -107,8 +164,7 @@ def anchor(shape_id: str, gate: str) -> dict[str, float | None]:
 
 def set_bytes(s: Shape, K: int = K_DIM, V: int = V_DIM) -> int:
     """Bytes of one input set + its outputs: q, k, v, g (bf16), beta (bf16), o (bf16), h0 + ht (fp32)."""
-    tok = s.tokens
-    return tok * s.H * (2 * K * 2 + V * 2 + K * 2 + 2 + V * 2) + 2 * s.N * s.H * K * V * 4
+    return floor_bytes(s.tokens, s.H, s.N, K, V)
 
 
 def n_sets(s: Shape, l2_bytes: int, K: int = K_DIM, V: int = V_DIM) -> int:
@@ -189,17 +245,23 @@ def rel_l2(torch, x, ref) -> float:
     return num / den if den else num
 
 
-def agreement(torch, ours: Ours, fla: FLA | None, sets, shared, gate: str, v_first: bool) -> dict:
-    """kda2 vs FLA on set 0 (also the untimed first call of both: module loads, Triton compiles)."""
+def agreement(torch, ours: Ours, fla: FLA | None, sets, shared, gate: str, v_first: bool,
+              keep: dict | None = None) -> dict:
+    """kda2 vs FLA on set 0 (also the untimed first call of both: module loads, Triton compiles). `keep` gets
+    both outputs (kda2, fla: (o, final state)) for the peers' comparison."""
     res: dict[str, Any] = {"tol": AGREE_TOL}
     o1, h1 = ours.call(sets, shared, gate, v_first, None, None)(0)
     torch.cuda.synchronize()
+    if keep is not None:
+        keep["kda2"] = (o1, h1)
     res["kda2_nonfinite"] = int((~o1.isfinite()).sum().item()) + int((~h1.isfinite()).sum().item())
     res["ok"] = res["kda2_nonfinite"] == 0  # ok: kda2 finite and, where FLA ran finite, o within AGREE_TOL of FLA's
     if fla is None:
         return res
     o2, h2 = fla.call(sets, shared, gate, v_first)(0)
     torch.cuda.synchronize()
+    if keep is not None:
+        keep["fla"] = (o2, h2)
     res["fla_nonfinite"] = int((~o2.isfinite()).sum().item()) + int((~h2.isfinite()).sum().item())
     if res["fla_nonfinite"]:
         res["note"] = "FLA's output has NaN/Inf: agreement not judged"
@@ -210,10 +272,48 @@ def agreement(torch, ours: Ours, fla: FLA | None, sets, shared, gate: str, v_fir
     return res
 
 
+def nonfinite(torch, x) -> int:
+    return int((~x.isfinite()).sum().item())
+
+
+def bench_cudnn(torch, timer: Timer, cudnn, s: Shape, sets, shared, gate: str, v_first: bool, iters: int,
+                warmup: int, keep: dict) -> tuple[dict, dict | None]:
+    """cuDNN-FE's fused kernel on the same inputs: (row["cudnn"], row["cudnn_with_prep"]). The first call (untimed)
+    compiles its kernel with NVRTC unless the cubin is cached; its outputs are compared with kda2's and FLA's."""
+    import time
+
+    from kda2.bench import cudnn_peer
+
+    why = cudnn_peer.check_inputs(sets, v_first)
+    if why:
+        return {"skipped": why}, None
+    m = cudnn.marshal(torch, sets, shared, gate, s)
+    res: dict[str, Any] = {"P": m["P"], "grid": [m["H"], m["N"] * m["P"]], "flags": m["flags"],
+                           "gate_mode": cudnn_peer.GATE_MODES[gate]}
+    t0 = time.perf_counter()
+    o, ht = cudnn.call(torch, sets, shared, m)(0)
+    torch.cuda.synchronize()
+    res["first_call_s"] = round(time.perf_counter() - t0, 3)
+    res["nonfinite_o"], res["nonfinite_state"] = nonfinite(torch, o), nonfinite(torch, ht)
+    for ref in ("kda2", "fla"):
+        if ref in keep:
+            ro, rh = keep[ref]
+            res[f"o_rel_l2_vs_{ref}"] = rel_l2(torch, o.reshape(ro.shape), ro)
+            res[f"state_rel_l2_vs_{ref}"] = rel_l2(torch, ht, rh)
+    del o, ht
+    st: Stats = timer.kernel(cudnn.call(torch, sets, shared, m), len(sets), iters, warmup=warmup)
+    res.update(ms_median=st.median_ms, ms_p10=st.p10_ms, ms_p90=st.p90_ms, reps=st.n)
+    st = timer.kernel(cudnn.call_with_prep(torch, sets, shared, m), len(sets), iters, warmup=warmup)
+    prep = {"ms_median": st.median_ms, "ms_p10": st.p10_ms, "ms_p90": st.p90_ms, "reps": st.n,
+            "what": "per call: g.float() (+ the softplus-gate expression for softplus), beta.float(), then the kernel"}
+    del m
+    return res, prep
+
+
 # ---- one shape ------------------------------------------------------------------------------------
 
 def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gates: list[str], layout: str,
-                iters: int, warmup: int, l2: int) -> list[dict]:
+                iters: int, warmup: int, l2: int, cudnn=None, bounds: dict | None = None) -> list[dict]:
     v_first = layout == "v_first"
     R = n_sets(s, l2)
     sets, shared = make_sets(torch, s, R, v_first, seed=4321 + s.tokens + s.H)
@@ -222,10 +322,11 @@ def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gate
     rows = []
     for gate in gates:
         row: dict[str, Any] = dict(id=s.id, label=s.label, gate=gate, B=s.B, T=s.T, tokens=s.tokens, H=s.H, HV=s.H,
-                                   K=K_DIM, V=V_DIM, cu_seqlens=s.cu_seqlens, layout=layout, sets=R,
+                                   K=K_DIM, V=V_DIM, cu_seqlens=s.cu_seqlens, N=s.N, layout=layout, sets=R,
                                    anchor=anchor(s.id, gate))
+        keep: dict[str, Any] = {}
         try:
-            row["agreement"] = agreement(torch, ours, fla, sets, shared, gate, v_first)
+            row["agreement"] = agreement(torch, ours, fla, sets, shared, gate, v_first, keep)
         except Exception as exc:  # noqa: BLE001 - recorded; the timings may still run
             row["agreement"] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=4)}
             torch.cuda.synchronize()
@@ -239,9 +340,20 @@ def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gate
             except Exception as exc:  # noqa: BLE001 - one failing implementation must not lose the rest
                 row[impl.name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=4)}
                 torch.cuda.synchronize()
+        if cudnn is not None:
+            try:
+                row["cudnn"], prep = bench_cudnn(torch, timer, cudnn, s, sets, shared, gate, v_first, iters, warmup,
+                                                 keep)
+                if prep is not None:
+                    row["cudnn_with_prep"] = prep
+            except Exception as exc:  # noqa: BLE001 - a peer's failure is recorded, never fatal
+                row["cudnn"] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6)}
+                torch.cuda.synchronize()
+        keep.clear()
         k, f = row.get("kda2", {}), row.get("fla", {})
         if "ms_median" in k and "ms_median" in f:
             row["speedup"] = f["ms_median"] / k["ms_median"]
+        row["roofline"] = row_bounds(row, **(bounds or {}))
         rows.append(row)
         _print_row(row)
     del sets, shared, outs, hts
@@ -284,19 +396,50 @@ def markdown_table(result: dict) -> str:
         target = a.get("target_ms") if r["gate"] == "softplus" else None
         lines.append(f"| {r['label']} | {r['gate']} | {_ms(r.get('kda2'))} | {_ms(r.get('fla'))} | {sp} | "
                      f"{_num(a.get('fla_ms'), '.3f')} | {_num(target, '.2f')} | {agree} |")
+    peer = [r for r in result.get("rows", []) if r.get("cudnn")]
+    if peer:
+        lines += ["", cudnn_table(result)]
     if result.get("error"):
         lines += ["", f"The run failed: {result['error']}"]
     fla = result.get("fla", {})
     if not fla.get("available", False) and not result.get("error"):
         lines += ["", f"FLA was not measured: {fla.get('error', 'unknown reason')}."]
+    cd = result.get("cudnn")
+    if cd is not None and not cd.get("available", False) and not result.get("error"):
+        lines += ["", f"cuDNN-FE was not measured: {cd.get('error', 'unknown reason')}."]
     for r in result.get("rows", []):
-        for what in ("kda2", "fla"):
+        for what in ("kda2", "fla", "cudnn"):
             if "error" in r.get(what, {}):
                 lines.append(f"- {r['id']} {r['gate']} {what}: ERROR {r[what]['error']}")
         if "error" in r.get("agreement", {}):
             lines.append(f"- {r['id']} {r['gate']} agreement check: ERROR {r['agreement']['error']}")
     for n in result.get("notes", []):
         lines.append(f"- note: {n}")
+    return "\n".join(lines)
+
+
+def cudnn_table(result: dict) -> str:
+    """The cuDNN-FE peer per row: kernel time, time with its input marshalling, P, NaN/Inf, distance to kda2 / FLA."""
+    lines = ["cuDNN-FE fused Hopper KDA forward (`cudnn.linear_attention.hopper.cuda_host.launch`) on the same inputs: "
+             "\"kernel\" with fp32 g / beta marshalled beforehand, \"+ prep\" with that marshalling per call (softplus: "
+             "the gate precomputed in fp32 by a torch expression, cuDNN has no softplus gate; lower_bound: its own "
+             "safe-gate fusion on an fp32 copy of the raw gate). P = its pieces per sequence.",
+             "",
+             "| shape | gate | cuDNN kernel ms | cuDNN + prep ms | kda2 ms | P | NaN/Inf o, state | o rel L2 vs kda2 | "
+             "o rel L2 vs FLA | state rel L2 vs kda2 |",
+             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for r in result.get("rows", []):
+        c = r.get("cudnn")
+        if not c:
+            continue
+        if "error" in c or "skipped" in c:
+            lines.append(f"| {r['label']} | {r['gate']} | {'ERROR' if 'error' in c else 'skipped'} | | | | | | | |")
+            continue
+        bad = c.get("nonfinite_o", 0) + c.get("nonfinite_state", 0)
+        lines.append(f"| {r['label']} | {r['gate']} | {_ms(c)} | {_ms(r.get('cudnn_with_prep'))} | {_ms(r.get('kda2'))} | "
+                     f"{c.get('P', '–')} | {c.get('nonfinite_o', '–')}, {c.get('nonfinite_state', '–')}"
+                     f"{' **non-finite**' if bad else ''} | {_num(c.get('o_rel_l2_vs_kda2'), '.1e')} | "
+                     f"{_num(c.get('o_rel_l2_vs_fla'), '.1e')} | {_num(c.get('state_rel_l2_vs_kda2'), '.1e')} |")
     return "\n".join(lines)
 
 
@@ -309,14 +452,19 @@ def chart(result: dict, path: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         return f"no PNG chart: matplotlib is not importable ({exc})"
-    rows = [r for r in result.get("rows", []) if "ms_median" in r.get("kda2", {}) or "ms_median" in r.get("fla", {})]
+    impls = [("kda2", "kda2", "#1f77b4"), ("fla", "FLA 0.6 (measured)", "#ff7f0e"),
+             ("cudnn", "cuDNN-FE kernel (measured)", "#2ca02c")]
+    impls = [i for i in impls if any("ms_median" in (r.get(i[0]) or {}) for r in result.get("rows", []))]
+    rows = [r for r in result.get("rows", []) if any("ms_median" in (r.get(i[0]) or {}) for i in impls)]
     if not rows:
         return "no PNG chart: no timed rows"
     x = list(range(len(rows)))
-    w = 0.38
+    w = 0.8 / len(impls)
     fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(rows)), 5))
-    for off, name, label, color in ((-w / 2, "kda2", "kda2", "#1f77b4"), (w / 2, "fla", "FLA 0.6 (measured)", "#ff7f0e")):
-        ax.bar([i + off for i in x], [r.get(name, {}).get("ms_median") or 0 for r in rows], w, label=label, color=color)
+    for j, (name, label, color) in enumerate(impls):
+        off = (j - (len(impls) - 1) / 2) * w
+        ax.bar([i + off for i in x], [(r.get(name) or {}).get("ms_median") or 0 for r in rows], w, label=label,
+               color=color)
     tx = [(i, r["anchor"]["target_ms"]) for i, r in zip(x, rows) if r["gate"] == "softplus" and r["anchor"].get("target_ms")]
     if tx:
         ax.scatter([i for i, _ in tx], [t for _, t in tx], marker="_", s=600, color="k", zorder=3,
@@ -365,11 +513,28 @@ def pick_library(library: str | None):
     return fit[0]
 
 
+def start_cudnn(result: dict, use_cudnn: bool, layout: str, make=None):
+    """The cuDNN-FE peer, or None with the reason in result["cudnn"] and a note ("not importable" included)."""
+    def _make():
+        from kda2.bench.cudnn_peer import Cudnn
+
+        return Cudnn()
+
+    if use_cudnn and layout != "v_first":
+        result["cudnn"] = {"available": False, "error": "its kernel takes V-first states only (--layout v_first)"}
+        result["notes"].append(f"cuDNN-FE not benchmarked: {result['cudnn']['error']}")
+        return None
+    return host.start_peer(result, "cudnn", "cuDNN-FE", use_cudnn, make or _make,
+                           lambda c: {"entry": c.entry, **c.info}, "--no-cudnn")
+
+
 def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = None, gates: list[str] | None = None,
         layout: str = "v_first", iters: int = 20, warmup: int = 3, use_fla: bool = True,
-        argv: list[str] | None = None) -> int:
-    """The benchmark; writes bench_chunk.json (+ .md, .png) under out_dir. Exit status: 0 ok, 1 a kda2 error or a
-    disagreement with FLA, 2 no GPU / bad arguments."""
+        argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None) -> int:
+    """The benchmark; writes bench_chunk.json (+ .md, .png, _roofline.png) under out_dir. `shapes`: ids and set names
+    (p, k3, all; default p); `gates`: for every shape (default: both for P, lower_bound for K); `step_us`: the time of
+    one 64-token state step for the serial-chain bound (recorded, not measured). Exit status: 0 ok, 1 a kda2 error or
+    a disagreement with FLA (a peer's error or disagreement is recorded, not fatal), 2 no GPU / bad arguments."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "bench_chunk.json"
@@ -378,14 +543,17 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
                               "command": " ".join([Path(sys.executable).name, "-m", "kda2.bench", *(argv or [])]),
                               "host": platform.node(), "anchors": ANCHORS, "notes": []}
 
-    gates = gates or list(GATES)
-    shapes = shapes or [s.id for s in SHAPES]
-    bad = ([f"gate {g!r}" for g in gates if g not in GATES] + [f"shape {s!r}" for s in shapes
-                                                                  if s not in {x.id for x in SHAPES}]
-           + ([f"layout {layout!r}"] if layout not in LAYOUTS else []) + (["iters < 1"] if iters < 1 else []))
+    try:
+        chosen = resolve_shapes(shapes)
+        shape_err = []
+    except ValueError as exc:
+        chosen, shape_err = [], [str(exc)]
+    bad = (shape_err + [f"unknown gate {g!r} (allowed {list(GATES)})" for g in (gates or []) if g not in GATES]
+           + ([f"unknown layout {layout!r} (allowed {list(LAYOUTS)})"] if layout not in LAYOUTS else [])
+           + (["iters < 1"] if iters < 1 else []) + (["--step-us <= 0"] if step_us is not None and step_us <= 0
+                                                      else []))
     if bad:
-        return host.fail(result, json_path, f"unknown {', '.join(bad)}; allowed: gates {list(GATES)}, shapes "
-                         f"{[s.id for s in SHAPES]}, layouts {list(LAYOUTS)}, iters >= 1", 2)
+        return host.fail(result, json_path, "; ".join(bad), 2)
     try:
         import torch
     except ImportError as exc:
@@ -401,28 +569,39 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "family": lib.family, "arch": lib.arch,
                          "so_sha256": hashlib.sha256(lib.so_path.read_bytes()).hexdigest(),
                          "variants": [{"id": v["id"], "name": v.get("name")} for v in lib.variants]}
-    result["config"] = {"gates": {g: GATE_OPTIONS[g] for g in gates}, **OPTIONS, "layout": layout,
+    all_gates = sorted({g for s in chosen for g in gates_for(s, gates)}, key=GATES.index)
+    result["config"] = {"gates": {g: GATE_OPTIONS[g] for g in all_gates}, **OPTIONS, "layout": layout,
+                        "shapes": [s.id for s in chosen],
                         "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
                         "A_log": "fp32 randn*0.5", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
                         "K": K_DIM, "V": V_DIM, "iters": iters, "warmup": warmup}
     fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "FLA_FLASH_KDA": f.flash_kda_env})
+    cudnn = start_cudnn(result, use_cudnn, layout)
     timer = Timer(torch)
     result["timing"] = {"method": "median of CUDA-event times over iters calls after warm-up; a GPU spin before each "
                                   "call so launch cost is excluded; rotating input sets > 2x L2 where they fit",
                         "spin_cycles_per_us": timer.cycles_per_us, "entry_kda2": ours.entry,
-                        "entry_fla": fla.entry if fla else None}
+                        "entry_fla": fla.entry if fla else None, "entry_cudnn": cudnn.entry if cudnn else None}
+    try:
+        result["copy"] = timer.copy_bandwidth()
+    except Exception as exc:  # noqa: BLE001 - the floors are then left out
+        result["copy"] = {"error": f"{type(exc).__name__}: {exc}"}
+        torch.cuda.empty_cache()
+    result["serial_step_us"] = step_us
+    result["serial_step_source"] = "--step-us" if step_us is not None else None
+    bounds = {"copy_tbps": result["copy"].get("TBps"), "step_us": step_us}
     print(f"device {result['device']['name']}; library {lib.spec}/{lib.arch}; layout {layout}; "
-          f"FLA {'yes' if fla else 'no'}", flush=True)
+          f"FLA {'yes' if fla else 'no'}; cuDNN-FE {'yes' if cudnn else 'no'}; copy "
+          f"{result['copy'].get('TBps', float('nan')):.2f} TB/s", flush=True)
     l2 = result["device"]["l2_bytes"] or 50 * 2**20
     result["rows"] = rows = []
     with torch.no_grad():
-        for s in SHAPES:
-            if s.id not in shapes:
-                continue
+        for s in chosen:
+            sg = gates_for(s, gates)
             try:
-                rows += bench_shape(torch, timer, ours, fla, s, gates, layout, iters, warmup, l2)
+                rows += bench_shape(torch, timer, ours, fla, s, sg, layout, iters, warmup, l2, cudnn, bounds)
             except Exception as exc:  # noqa: BLE001 - e.g. out of memory allocating the shape: keep the others
-                rows.append(dict(id=s.id, label=s.label, gate="*", layout=layout, anchor=anchor(s.id, gates[0]),
+                rows.append(dict(id=s.id, label=s.label, gate="*", layout=layout, anchor=anchor(s.id, sg[0]),
                                  kda2={"error": f"{type(exc).__name__}: {exc}"},
                                  traceback=traceback.format_exc(limit=6)))
                 _print_row(rows[-1])
@@ -432,9 +611,16 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     if note:
         result["notes"].append(note)
         print(note)
+    from kda2.bench.report import roofline_chart
+
+    note2 = roofline_chart(result, out_dir / "bench_chunk_roofline.png")
+    if note2:
+        result["notes"].append(note2)
+        print(note2)
     host.write_result(result, json_path)
     (out_dir / "bench_chunk.md").write_text(markdown_table(result) + "\n")
-    print(f"wrote {json_path}, bench_chunk.md{'' if note else ', bench_chunk.png'}")
+    print(f"wrote {json_path}, bench_chunk.md{'' if note else ', bench_chunk.png'}"
+          f"{'' if note2 else ', bench_chunk_roofline.png'}")
     failed = [r for r in rows if "error" in r.get("kda2", {}) or r.get("agreement", {}).get("ok") is False
               or "error" in r.get("agreement", {})]
     return 1 if failed else 0
@@ -442,11 +628,18 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
 
 def _print_row(r: dict) -> None:
     parts = [f"{r['id']:>3} {r['gate']:<11} {r.get('layout', ''):<8}"]
-    for name in ("kda2", "fla"):
+    for name in ("kda2", "fla", "cudnn", "cudnn_with_prep"):
         d = r.get(name)
         if d is None:
             continue
-        parts.append(f"{name} ERROR {d['error']}" if "error" in d else f"{name} {d['ms_median']:.3f} ms")
+        if "skipped" in d:
+            parts.append(f"{name} skipped")
+        else:
+            parts.append(f"{name} ERROR {d['error']}" if "error" in d else f"{name} {d['ms_median']:.3f} ms")
+    c = r.get("cudnn") or {}
+    if "P" in c and "ms_median" in c:
+        parts.append(f"cudnn P={c['P']} nonfinite={c.get('nonfinite_o', 0) + c.get('nonfinite_state', 0)}"
+                     + (f" o vs kda2 {c['o_rel_l2_vs_kda2']:.1e}" if "o_rel_l2_vs_kda2" in c else ""))
     if r.get("speedup"):
         parts.append(f"x{r['speedup']:.2f}")
     ag = r.get("agreement", {})
@@ -455,4 +648,5 @@ def _print_row(r: dict) -> None:
     print("  ".join(parts), flush=True)
 
 
-__all__ = ["ANCHORS", "SHAPES", "Shape", "anchor", "chart", "markdown_table", "run"]
+__all__ = ["ALL_SHAPES", "ANCHORS", "K3_SHAPES", "SHAPES", "SHAPE_SETS", "Shape", "anchor", "chart", "cudnn_table",
+           "gates_for", "markdown_table", "resolve_shapes", "run", "start_cudnn"]

@@ -6,7 +6,7 @@ the H200 host. Serially that is most of a 30-minute device session; across proce
 Run it on the GPU host before the tests and the benchmark, with TRITON_CACHE_DIR pointing at the cache they
 will use (scripts/gpu_check.sh does that; its step `fla-warm`). Timings taken while it runs are meaningless.
 
-    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench]
+    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3]   (k3: the benchmark's optional K1-K10 set)
 
 Exit status: 0 when every option set ran, 1 when any failed (each failure is printed; FLA rejecting an
 option set is also printed and is what the accuracy table records as "rejected").
@@ -25,13 +25,15 @@ from pathlib import Path
 def tasks(only: str | None) -> list[tuple[str, ...]]:
     from kda2.bench.cases import CASES
 
-    from kda2.bench.chunk import GATES, SHAPES
+    from kda2.bench.chunk import GATES, K3_SHAPES, SHAPES, gates_for
 
     out: list[tuple[str, ...]] = []
     if only in (None, "cases"):
         out += [("case", c.id) for c in CASES]
     if only in (None, "bench"):
         out += [("bench", s.id, g) for s in SHAPES for g in GATES]
+    if only == "k3":  # the benchmark's optional k3 set (cuDNN-FE's shapes), on request only
+        out += [("bench", s.id, g) for s in K3_SHAPES for g in gates_for(s, None)]
     return out
 
 
@@ -53,9 +55,9 @@ def run_task(task: tuple[str, ...]) -> tuple[tuple[str, ...], str, float]:
                     cu_seqlens=x["cu_seqlens"], cu_seqlens_cpu=x["cu_seqlens_cpu"], A_log=x["A_log"],
                     dt_bias=x["dt_bias"], output_final_state=c.final, **options(c))
             else:
-                from kda2.bench.chunk import FLA, SHAPES, make_sets
+                from kda2.bench.chunk import ALL_SHAPES, FLA, make_sets
 
-                s = next(s for s in SHAPES if s.id == task[1])
+                s = next(s for s in ALL_SHAPES if s.id == task[1])
                 sets, shared = make_sets(torch, s, 1, True, 0)
                 FLA().call(sets, shared, task[2], True)(0)
             torch.cuda.synchronize()
@@ -70,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2),
                     help="worker processes (default: CPUs - 2)")
-    ap.add_argument("--only", choices=("cases", "bench"), help="warm only the tests' or only the benchmark's sets")
+    ap.add_argument("--only", choices=("cases", "bench", "k3"),
+                    help="warm only the tests' or only the benchmark's P1-P6 sets, or only the benchmark's k3 set")
     args = ap.parse_args(argv)
     todo = tasks(args.only)
     print(f"fla_warm: {len(todo)} option sets, {args.jobs} processes, TRITON_CACHE_DIR="

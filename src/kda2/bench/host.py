@@ -20,20 +20,27 @@ def fail(result: dict, path: Path, message: str, code: int) -> int:
     return code
 
 
+def start_peer(result: dict, key: str, label: str, use: bool, make, describe, flag: str) -> object | None:
+    """A peer implementation for the same-process comparison (`make()`), or None with the reason recorded in
+    result[key] and result["notes"]; `describe(peer)` adds what the JSON says about the entry used."""
+    if not use:
+        result[key] = {"available": False, "error": f"disabled with {flag}"}
+        return None
+    try:
+        peer = make()
+        result[key] = {"available": True, **describe(peer)}
+        return peer
+    except Exception as exc:  # noqa: BLE001 - the run goes on without the peer, saying why
+        result[key] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
+        result["notes"].append(f"{label} not benchmarked: {type(exc).__name__}: {exc}")
+        print(f"{label} not benchmarked: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
 def start_fla(result: dict, use_fla: bool, make, describe) -> object | None:
     """The FLA baseline for the same-process comparison (`make()`), or None with the reason recorded in
     result["fla"] and result["notes"]; `describe(fla)` adds what the JSON says about the FLA entry used."""
-    if not use_fla:
-        result["fla"] = {"available": False, "error": "disabled with --no-fla"}
-        return None
-    try:
-        fla = make()
-        result["fla"] = {"available": True, **describe(fla)}
-        return fla
-    except Exception as exc:  # noqa: BLE001 - the run goes on without FLA, saying why
-        result["fla"] = {"available": False, "error": f"{type(exc).__name__}: {exc}"}
-        result["notes"].append(f"FLA not benchmarked: {type(exc).__name__}: {exc}")
-        return None
+    return start_peer(result, "fla", "FLA", use_fla, make, describe, "--no-fla")
 
 
 def versions(torch) -> dict:
@@ -43,7 +50,7 @@ def versions(torch) -> dict:
 
     v = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
          "kda2": kda2.__version__}
-    for dist in ("triton", "fla-core", "flash-linear-attention", "cuda-bindings", "cuda-core"):
+    for dist in ("triton", "fla-core", "flash-linear-attention", "cuda-bindings", "cuda-core", "nvidia-cudnn-frontend"):
         try:
             v[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

@@ -1,9 +1,27 @@
-"""Turn a benchmark JSON into a README table or a PNG chart (matplotlib optional)."""
+"""Turn a benchmark JSON into a README table or a PNG chart (matplotlib optional); the chunk benchmark's roofline.
+
+    python -m kda2.bench.report --roofline bench_chunk.json out.png [--step-us US] [--copy-tbps TBPS]
+
+Roofline of a chunk row (`row_bounds`, also stored in each row by `kda2 bench chunk`):
+- HBM floor: the bytes a call must move at least — q, k, v, g, beta in (bf16, as the benchmark passes them), o
+  out (bf16), initial + final state (fp32, N·H·K·V each) — over the device-copy bandwidth measured in the same run
+  (`copy.TBps`: bytes read + written per second of a 1 GiB device-to-device copy) or --copy-tbps;
+- serial chain: ceil(longest sequence / 64) state steps done one after another, times the time of one 64-token
+  state step (--step-us, else the JSON's `serial_step_us`; left out when neither gives one). This is the bound of
+  an unsplit chunked recurrence; a kernel that splits sequences (kda2's exact split, cuDNN-FE's P pieces) can run
+  under it, so the chart shows it as a reference line, not a hard floor.
+"""
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import sys
 from pathlib import Path
 from typing import Any
+
+STEP_TOKENS = 64
+K_DIM = V_DIM = 128
 
 
 def _ok_rows(result: dict) -> list[dict]:
@@ -93,3 +111,124 @@ def chart(result: dict, path: Path) -> str | None:
 
 def load_result(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
+
+
+# ---- roofline of the chunk benchmark -----------------------------------------------------------------
+
+def floor_bytes(tokens: int, H: int, N: int, K: int = K_DIM, V: int = V_DIM) -> int:
+    """Least bytes one chunk call moves: q, k (bf16, K), v (bf16, V), g (bf16, K), beta (bf16) per token and head,
+    o (bf16, V) out, and the fp32 initial + final state (N·H·K·V each)."""
+    return tokens * H * (2 * K * 2 + V * 2 + K * 2 + 2 + V * 2) + 2 * N * H * K * V * 4
+
+
+def seqlens(row: dict) -> list[int]:
+    cu = row.get("cu_seqlens")
+    if cu:
+        return [b - a for a, b in zip(cu, cu[1:])]
+    return [int(row["T"])] * int(row.get("B", 1))
+
+
+def serial_steps(longest: int, step_tokens: int = STEP_TOKENS) -> int:
+    """State steps in sequence for the longest sequence of an unsplit chunked recurrence."""
+    return math.ceil(longest / step_tokens)
+
+
+def row_bounds(row: dict, copy_tbps: float | None = None, step_us: float | None = None) -> dict:
+    lens = seqlens(row)
+    n = row.get("N") or len(lens)
+    b = floor_bytes(int(row.get("tokens") or sum(lens)), int(row["H"]), int(n), int(row.get("K", K_DIM)),
+                    int(row.get("V", V_DIM)))
+    steps = serial_steps(max(lens))
+    return {"floor_bytes": b, "copy_TBps": copy_tbps,
+            "hbm_floor_ms": b / (copy_tbps * 1e12) * 1e3 if copy_tbps else None,
+            "serial_steps": steps, "step_us": step_us,
+            "serial_chain_ms": steps * step_us / 1e3 if step_us else None}
+
+
+def roofline_rows(result: dict, step_us: float | None = None, copy_tbps: float | None = None) -> list[dict]:
+    """Per timed chunk row: measured medians (kda2, FLA, cuDNN kernel, cuDNN + prep) and the two bounds. The
+    arguments override the JSON's copy bandwidth and step time."""
+    copy_tbps = copy_tbps or (result.get("copy") or {}).get("TBps")
+    step_us = step_us or result.get("serial_step_us")
+    out = []
+    for r in result.get("rows", []):
+        if "H" not in r:
+            continue
+        ms = {k: (r.get(k) or {}).get("ms_median") for k in ("kda2", "fla", "cudnn", "cudnn_with_prep")}
+        if not any(ms.values()):
+            continue
+        out.append({"id": r["id"], "gate": r["gate"], "label": r.get("label", r["id"]), **ms,
+                    **row_bounds(r, copy_tbps, step_us)})
+    return out
+
+
+def roofline_chart(result: dict, path: Path, step_us: float | None = None, copy_tbps: float | None = None) -> str | None:
+    """PNG: per shape × gate, the measured times against the HBM floor and the serial-chain line. Returns a note
+    when it cannot draw."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        return f"no roofline chart: matplotlib is not importable ({exc})"
+    rows = roofline_rows(result, step_us, copy_tbps)
+    if not rows:
+        return "no roofline chart: no timed rows"
+    x = list(range(len(rows)))
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(rows) + 3), 5.5))
+    for key, label, marker, color, fill in (("kda2", "kda2", "o", "#1f77b4", True),
+                                            ("fla", "FLA 0.6", "s", "#ff7f0e", True),
+                                            ("cudnn", "cuDNN-FE kernel", "^", "#2ca02c", True),
+                                            ("cudnn_with_prep", "cuDNN-FE + input prep", "v", "#2ca02c", False)):
+        pts = [(i, r[key]) for i, r in zip(x, rows) if r.get(key)]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=55, label=label, zorder=3,
+                       color=color if fill else "none", edgecolors=color)
+    for key, label, color, ls in (("hbm_floor_ms", "HBM floor (bytes / measured copy bandwidth)", "k", "-"),
+                                  ("serial_chain_ms", "serial chain, unsplit (64-token steps × step time)",
+                                   "#d62728", "--")):
+        pts = [(i, r[key]) for i, r in zip(x, rows) if r.get(key)]
+        for j, (i, v) in enumerate(pts):
+            ax.hlines(v, i - 0.4, i + 0.4, colors=color, linestyles=ls, label=label if j == 0 else None, zorder=2)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per call (median)")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['id']}\n{r['gate']}" for r in rows], fontsize=8)
+    bw = rows[0].get("copy_TBps")
+    st = rows[0].get("step_us")
+    ax.set_title(f"Chunk KDA prefill roofline, {result.get('device', {}).get('name', '?')} — copy "
+                 f"{'%.2f TB/s' % bw if bw else 'not measured'}, state step "
+                 f"{'%.2f µs' % st if st else 'not given (no serial line)'}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kda2.bench.report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--roofline", nargs=2, metavar=("RESULTS_JSON", "OUT_PNG"), required=True,
+                    help="chunk benchmark JSON and the PNG to write")
+    ap.add_argument("--step-us", type=float, help="time of one 64-token state step, µs (default: the JSON's)")
+    ap.add_argument("--copy-tbps", type=float, help="copy bandwidth, TB/s (default: the JSON's measured copy)")
+    args = ap.parse_args(argv)
+    result = load_result(args.roofline[0])
+    for r in roofline_rows(result, args.step_us, args.copy_tbps):
+        def f(v):
+            return "–" if v is None else f"{v:.3f}"
+        print(f"{r['id']:>3} {r['gate']:<11} kda2 {f(r['kda2'])}  fla {f(r['fla'])}  cudnn {f(r['cudnn'])}  "
+              f"cudnn+prep {f(r['cudnn_with_prep'])}  floor {f(r['hbm_floor_ms'])}  "
+              f"serial {f(r['serial_chain_ms'])} ({r['serial_steps']} steps)  ms")
+    note = roofline_chart(result, Path(args.roofline[1]), args.step_us, args.copy_tbps)
+    if note:
+        print(note, file=sys.stderr)
+        return 1
+    print(f"wrote {args.roofline[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

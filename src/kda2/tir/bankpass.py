@@ -327,6 +327,7 @@ class Degree:
     access_bytes: int
     aligned: bool
     wavefronts: int = 0               # sum of the phases' degrees over iterations and sampled warps
+    instructions: int = 0             # warp-level instructions issued (sampled warps x iterations with a lane on)
 
 
 def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Degree:
@@ -365,8 +366,9 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     groups = warps * n_iter * n_phase
     words = (off * elem_bytes // BANK_BYTES).reshape(groups, -1)
     mask = mask.reshape(groups, -1)
+    instructions = int(mask.reshape(warps, n_iter, -1).any(axis=2).sum())   # groups are (warp, iteration, phase)
     if not mask.any():
-        return Degree(0, nvec, access_bytes, aligned, 0)
+        return Degree(0, nvec, access_bytes, aligned, 0, 0)
     # distinct words per phase: sort each phase's words (inactive lanes -> -1), keep first copies
     words = np.where(mask, words, -1)
     words.sort(axis=1)
@@ -376,7 +378,7 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     group_id = np.broadcast_to(np.arange(groups, dtype=np.int64)[:, None], words.shape)[keep]
     per_bank = np.bincount(group_id * NUM_BANKS + words[keep] % NUM_BANKS, minlength=groups * NUM_BANKS)
     per_group = per_bank.reshape(groups, NUM_BANKS).max(axis=1)
-    return Degree(int(per_bank.max()), nvec, access_bytes, aligned, int(per_group.sum()))
+    return Degree(int(per_bank.max()), nvec, access_bytes, aligned, int(per_group.sum()), instructions)
 
 
 # --------------------------------------------------------------------------------------------
@@ -521,6 +523,7 @@ def bank_pad(func: tirx.PrimFunc, smem_budget: int, enable: bool = True,
             "conflicts_after": {a: d.degree for a, d in after[name].items()},
             "wavefronts_before": {a: d.wavefronts for a, d in before.items()},
             "wavefronts_after": {a: d.wavefronts for a, d in after[name].items()},
+            "instructions": {a: d.instructions for a, d in after[name].items()},
             "vector_widths": {a: d.vector_elems for a, d in before.items()},
         }
     record["smem_bytes"] = total

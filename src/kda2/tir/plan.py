@@ -201,6 +201,7 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
         # prediction of shared-memory wavefronts, what `ncu` counts
         "wavefronts_before": {a: d for b in buffers.values() for a, d in b["wavefronts_before"].items()},
         "wavefronts_after": {a: d for b in buffers.values() for a, d in b["wavefronts_after"].items()},
+        "instructions": {a: d for b in buffers.values() for a, d in b["instructions"].items()},
         "pass": {"name": PASS_NAME, "enabled": enable_pass,
                  "layouts": {name: {"transform": b["transform"], "row_stride": b["row_stride"], "pad": b["pad"],
                                     "swizzle": b["swizzle"], "candidates": b["candidate_wavefronts"]}

@@ -490,8 +490,8 @@ def _ops_x(cols=32):
         L = range(32)
         for m in range(128 * cols // 256):
             ops.append((4, 1, [((pw * 32 + l + m * 256) // cols, (pw * 32 + l + m * 256) % cols) for l in L]))
-        for e in range(cols // 2):
-            ops.append((4, 1, [((pw * 32 + l) // 2, l % 2 * (cols // 2) + e) for l in L]))
+        for q in range(cols // 8):                                           # row stores, 16 B
+            ops.append((4, 4, [((pw * 32 + l) // 2, l % 2 * (cols // 2) + 4 * q) for l in L]))
     for j in range(4):
         for q in range(cols // 8):
             ops.append((4, 4, [(j, l % 2 * (cols // 2) + 4 * q) for l in range(32)]))
@@ -528,7 +528,7 @@ def test_chunk_layouts_are_the_fewest_wavefronts():
     assert scores[4][0] > scores[8][0]
     pad, scores = _best_pad(_ops_x(), 32, 4)
     assert plan["lds_x"] == 32 + pad, scores
-    assert scores[0][1] == 16 and plan["conflicts_before"]["x_store"] == 16  # unpadded: a column per bank
+    assert scores[0][1] == 4 and plan["conflicts_before"]["x_store"] == 4  # unpadded: 4 rows on one bank group
     # whole-tile-copied tiles: the XOR swizzle of 16-byte pieces by row beats the plain layout
     w_ops = _ops_ldmatrix_nk(4, [kb + 16 * ks for kb in (0, 64) for ks in range(4)])
     plain = _wavefronts(w_ops, lambda r, c: r * 128 + c)

@@ -262,7 +262,8 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                 for e in T.vectorized(4):
                     ffrag[e] = x[j, tx % 2 * (XC // 2) + q * 4 + e]
         for pw in T.serial(CW, annotations={"kda2.access": "x_store"}):
-            for e in T.serial(XC // 2):
-                x[(pw * 32 + tx % 32) // 2, tx % 2 * (XC // 2) + e] = ffrag[0]
+            for q in T.serial(XC // 2 // 4):
+                for e in T.vectorized(4):
+                    x[(pw * 32 + tx % 32) // 2, tx % 2 * (XC // 2) + q * 4 + e] = ffrag[e]
 
     return kda2_chunk_stage

@@ -967,7 +967,10 @@ __device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a
     __syncthreads();   // every thread has read X
     float* st = starts + ((static_cast<int64_t>(n) * split + s + 1) * HV + hv) * K * V + i * V + v0 + c0;
 #pragma unroll
-    for (int e = 0; e < COMBINE_COLS / 2; ++e) { X[i][c0 + e] = acc[e]; st[e] = acc[e]; }
+    for (int e = 0; e < COMBINE_COLS / 2; e += 4) {   // 16-byte stores: the access the TIR model declares
+      *reinterpret_cast<float4*>(&X[i][c0 + e]) = make_float4(acc[e], acc[e + 1], acc[e + 2], acc[e + 3]);
+      *reinterpret_cast<float4*>(st + e) = make_float4(acc[e], acc[e + 1], acc[e + 2], acc[e + 3]);
+    }
     __syncthreads();
   }
 }

@@ -73,18 +73,28 @@ def brute_force_instructions(k: int, warps: int, vpw: int, k_map: str) -> dict:
     return out
 
 
-def brute_force_degree(instructions: list, stride: int) -> int:
-    """Worst degree: phases of 32/16/8 lanes for 4/8/16-byte accesses; distinct words per bank."""
-    worst = 0
+def _phases(instructions: list, stride: int):
+    """Per phase, its worst bank's distinct words: 32 lanes for 4-byte accesses, 16 for 8- and 16-byte ones."""
     for vec, lanes in instructions:
-        per_phase = 32 // vec
+        per_phase = 32 if vec == 1 else 16
         for p in range(0, 32, per_phase):
             words = {r * stride + c + e
                      for rc in lanes[p:p + per_phase] if rc is not None
                      for r, c in [rc] for e in range(vec)}
             banks = Counter(word % 32 for word in words)
-            worst = max(worst, max(banks.values(), default=0))
-    return worst
+            yield max(banks.values(), default=0)
+
+
+def brute_force_degree(instructions: list, stride: int) -> int:
+    """Worst degree over the phases, relative to conflict-free (a 16-byte half-warp phase: 2 wavefronts)."""
+    return max((-(-d // (2 if vec == 4 else 1)) for (vec, _), d in zip(
+        [ins for ins in instructions for _ in range(1 if ins[0] == 1 else 2)], _phases(instructions, stride))),
+        default=0)
+
+
+def brute_force_wavefronts(instructions: list, stride: int) -> int:
+    """Sum of the phases' degrees."""
+    return sum(_phases(instructions, stride))
 
 
 def brute_force_plan(k: int, warps: int, vpw: int, k_map: str) -> dict:
@@ -93,8 +103,8 @@ def brute_force_plan(k: int, warps: int, vpw: int, k_map: str) -> dict:
     vec_max = max(_widest(bv), _widest(vpw))
     cands = {pad: max(brute_force_degree(ins[a], bv + pad) for a in ins)
              for pad in range(0, 17, vec_max)}
-    best = min(cands.values())
-    pad = min(p for p, d in cands.items() if d == best)
+    waves = {pad: sum(brute_force_wavefronts(ins[a], bv + pad) for a in ins) for pad in cands}
+    pad = min(cands, key=lambda p: (waves[p], cands[p], p))
     return {"pad": pad, "candidates": cands,
             "before": {a: brute_force_degree(ins[a], bv) for a in ins},
             "after": {a: brute_force_degree(ins[a], bv + pad) for a in ins}}
@@ -424,11 +434,12 @@ def bf16_degree(ops: list, stride: int) -> int:
     """Worst degree with bf16 elements: a phase is 32 / (bytes / 4) lanes; distinct words per bank."""
     worst = 0
     for elems, lanes in ops:
-        per_phase = 32 * 4 // max(4, elems * 2)
+        per_phase = 32 if elems * 2 <= 4 else 16  # 8- and 16-byte accesses: half-warp phases
+        floor = 2 if elems * 2 == 16 else 1       # a 16-byte half-warp phase takes 2 wavefronts at best
         for p in range(0, 32, per_phase):
             words = {((r * stride + c + e) * 2) // 4 for rc in lanes[p:p + per_phase] if rc is not None
                      for r, c in [rc] for e in range(elems)}
-            worst = max(worst, max(Counter(w % 32 for w in words).values(), default=0))
+            worst = max(worst, -(-max(Counter(w % 32 for w in words).values(), default=0) // floor))
     return worst
 
 
@@ -507,7 +518,7 @@ def _ops_ldmatrix_nk(rows_tiles, k_of_warp):
 def _wavefronts(ops, offset) -> tuple[int, int]:
     total = worst = 0
     for eb, vec, lanes in ops:
-        per_phase = 32 * 4 // max(4, eb * vec)
+        per_phase = 32 if eb * vec <= 4 else 16
         for p in range(0, 32, per_phase):
             words = {(offset(r, c + e) * eb) // 4 for r, c in lanes[p:p + per_phase] for e in range(vec)}
             d = max(Counter(w % 32 for w in words).values())
@@ -528,12 +539,13 @@ def test_chunk_layouts_are_the_fewest_wavefronts():
     assert scores[4][0] > scores[8][0]
     pad, scores = _best_pad(_ops_x(), 32, 4)
     assert plan["lds_x"] == 32 + pad, scores
-    assert scores[0][1] == 4 and plan["conflicts_before"]["x_store"] == 4  # unpadded: 4 rows on one bank group
+    # unpadded: 8 words on one bank per half-warp phase, 4x the 2 wavefronts of a conflict-free 16-byte phase
+    assert scores[0][1] == 8 and plan["conflicts_before"]["x_store"] == 4
     # whole-tile-copied tiles: the XOR swizzle of 16-byte pieces by row beats the plain layout
     w_ops = _ops_ldmatrix_nk(4, [kb + 16 * ks for kb in (0, 64) for ks in range(4)])
     plain = _wavefronts(w_ops, lambda r, c: r * 128 + c)
     xor = _wavefronts(w_ops, lambda r, c: r * 128 + (((c >> 3) ^ (r & 7)) << 3 | (c & 7)))
-    assert plain[1] == 8 and xor[1] == 1
+    assert plain[1] == 8 and xor[1] == 2 and plain[0] > xor[0]  # raw words per bank per half-warp phase
     assert plan["swz_w"] is True and plan["swz_qg"] is True and plan["swz_kg"] is True and plan["swz_aqk"] is True
     assert plan["conflicts_before"]["w_ldmatrix"] == 8 and plan["conflicts_after"]["w_ldmatrix"] == 1
     layouts = plan["pass"]["layouts"]

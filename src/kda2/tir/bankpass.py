@@ -10,10 +10,12 @@ What the pass does, for every shared-memory buffer the PrimFunc allocates (``T.a
 2. Evaluates the flat element offset (``buffer.layout.apply``) of every access for warp 0 and the
    last warp of the CTA, every lane and every loop iteration (numpy over the index expressions; guards mask
    inactive lanes), and the bank-conflict degree of each access under the model
-   - 32 banks of 4 bytes; a 4-byte access is one phase of 32 lanes, an 8-byte access two phases
-     of 16 lanes, a 16-byte access four phases of 8 lanes;
-   - the degree of a phase is the largest number of *distinct* 4-byte words that fall into one
-     bank (the same word twice is a broadcast and counts once);
+   - 32 banks of 4 bytes; a 4-byte access is one phase of 32 lanes, an 8- or 16-byte access two
+     phases of 16 lanes (ncu on the H200: a 16-byte access by 16 lanes to 256 distinct bytes is 2
+     wavefronts, two distinct addresses read by a whole warp 2 in all);
+   - the wavefronts of a phase are the largest number of *distinct* 4-byte words that fall into one
+     bank (the same word twice is a broadcast and counts once); its degree is that relative to a
+     conflict-free phase (a 16-byte half-warp phase needs 2 wavefronts at best), so 1 = conflict-free;
    - the degree of an access is the maximum over phases, loop iterations and those warps.
 3. Tries the layouts the buffer allows (function attribute ``kda2.tiles``: buffer name -> "pad",
    "xor" or "fixed"; default "pad"). "pad": row pads (elements appended to the innermost dimension)
@@ -358,7 +360,11 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     active_starts = off[..., 0][mask[..., 0]]
     aligned = bool(np.all(active_starts % nvec == 0))
 
-    lanes_per_phase = min(lanes, max(1, NUM_BANKS * BANK_BYTES // max(access_bytes, BANK_BYTES)))
+    # 4-byte accesses: one phase of 32 lanes; 8- and 16-byte accesses: two half-warp phases (a 16-byte phase
+    # needs at least two wavefronts when its 16 lanes touch 256 distinct bytes: degree 2 with no conflict).
+    # Measured on the H200 (experiments/2026-11-30-tir-layouts): float4 reads of one row by a whole warp (two
+    # distinct addresses) cost 2 wavefronts, not the 4 that quarter-warp phases would predict.
+    lanes_per_phase = min(lanes, 32 if access_bytes <= BANK_BYTES else 16)
     n_phase = lanes // lanes_per_phase
     # -> (warp, iteration, phase, lane-in-phase, element)
     off = off.reshape(warps, n_phase, lanes_per_phase, n_iter, nvec).transpose(0, 3, 1, 2, 4)
@@ -378,7 +384,10 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     group_id = np.broadcast_to(np.arange(groups, dtype=np.int64)[:, None], words.shape)[keep]
     per_bank = np.bincount(group_id * NUM_BANKS + words[keep] % NUM_BANKS, minlength=groups * NUM_BANKS)
     per_group = per_bank.reshape(groups, NUM_BANKS).max(axis=1)
-    return Degree(int(per_bank.max()), nvec, access_bytes, aligned, int(per_group.sum()), instructions)
+    # the degree is relative to a conflict-free access: a 16-byte half-warp phase takes 2 wavefronts at best
+    floor = max(1, lanes_per_phase * access_bytes // (NUM_BANKS * BANK_BYTES))
+    degree = int(-(-per_group.max() // floor))
+    return Degree(degree, nvec, access_bytes, aligned, int(per_group.sum()), instructions)
 
 
 # --------------------------------------------------------------------------------------------

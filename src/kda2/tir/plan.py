@@ -65,7 +65,14 @@ def check_config(config: Mapping[str, Any]) -> dict:
     k_map = c.get("k_map")
     if staging == "smem" and k_map not in _K_MAPS:
         raise TirConfigError(f"config field 'k_map' must be one of {_K_MAPS}, got {k_map!r}")
-    return {"k": k, "warps": warps, "v_per_warp": vpw, "staging": staging, "k_map": k_map}
+    out = {"k": k, "warps": warps, "v_per_warp": vpw, "staging": staging, "k_map": k_map}
+    if k_map == "all":  # the per-warp token stage of the k_map=all kernel (kda2.tir.recurrent.all_k_stage_func)
+        lane_cols = _int_field(c, "lane_cols")
+        if vpw % lane_cols or 32 % (vpw // lane_cols) or k % (32 // (vpw // lane_cols) * 4):
+            raise TirConfigError(f"config fields 'v_per_warp' ({vpw}) and 'lane_cols' ({lane_cols}): lane column "
+                                 "groups must tile the warp and split K into rows of whole float4s")
+        out["lane_cols"] = lane_cols
+    return out
 
 
 def _label(config: Mapping[str, Any]) -> str:
@@ -106,7 +113,22 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         "threads": geo["NT"],
         "smem_budget": smem_budget,
     }
-    if c["staging"] == "direct":
+    if c["staging"] == "direct" and c["k_map"] == "all":
+        # no state tile; the token stage's row stride is the pass's decision (STAGE_ROW of recurrent.cuh)
+        sfunc = staging.all_k_stage_func(c["k"], c["v_per_warp"], c["lane_cols"])
+        safter = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": sfunc}))["main"]
+        (buf,) = bankpass.to_python(safter.attrs[bankpass.ATTR])["buffers"].values()
+        plan.update({
+            "smem_stride": 0, "smem_pad": 0, "smem_bytes": 0,
+            "vector_width": geo["VEC"], "coop_vector_width": 0,
+            "stage_row": buf["row_stride"],
+            "conflicts_before": buf["conflicts_before"], "conflicts_after": buf["conflicts_after"],
+            "wavefronts_before": buf["wavefronts_before"], "wavefronts_after": buf["wavefronts_after"],
+            "pass": {"name": PASS_NAME, "enabled": enable_pass, "candidates": buf["candidate_wavefronts"],
+                     "note": "no state tile; the k_map=all token stage is laid out by the pass"},
+        })
+        func, after = sfunc, safter
+    elif c["staging"] == "direct":
         plan.update({
             "smem_stride": 0, "smem_pad": 0, "smem_bytes": 0,
             "vector_width": geo["VEC"], "coop_vector_width": 0,

@@ -113,3 +113,41 @@ def direct_staging_func(k: int, warps: int, v_per_warp: int) -> "tvm.tirx.PrimFu
         T.evaluate(0)
 
     return kda2_direct_stage
+
+
+ALL_K_SYMBOL = "kda2_all_k_stage"
+
+
+def all_k_geometry(k: int, v_per_warp: int, lane_cols: int) -> dict:
+    """k_map = all: lane groups of CGROUPS lanes own a warp's columns, KSPLIT groups split K (RPL rows each)."""
+    cgroups = v_per_warp // lane_cols
+    ksplit = 32 // cgroups
+    return {"K": k, "KPL": k // 32, "CGROUPS": cgroups, "KSPLIT": ksplit, "RPL": k // ksplit}
+
+
+@functools.lru_cache(maxsize=16)
+def all_k_stage_func(k: int, v_per_warp: int, lane_cols: int) -> "tvm.tirx.PrimFunc":
+    """PrimFunc of the k_map=all kernel's per-warp token stage (recurrent.cuh `stage`): each token, lane l
+    stores its key rows r = l + 32 i of q, k and the decay at [r / RPL][r % RPL]; lane group p then reads
+    row p of the stage as float4 (one address per group: a broadcast). One of the three identical arrays is
+    modelled; its row stride is the kernel's STAGE_ROW."""
+    g = all_k_geometry(k, v_per_warp, lane_cols)
+    KPL, CGROUPS, KSPLIT, RPL = g["KPL"], g["CGROUPS"], g["KSPLIT"], g["RPL"]
+    model = {"family": "recurrent", "k": k, "v_per_warp": v_per_warp, "lane_cols": lane_cols, "k_map": "all",
+             "tile": [KSPLIT, RPL], "threads": 32}
+
+    @T.prim_func
+    def kda2_all_k_stage(q_ptr: T.handle):
+        T.func_attr({"global_symbol": ALL_K_SYMBOL, "kda2.model": model})
+        q = T.match_buffer(q_ptr, (k,), "float32")
+        T.device_entry()
+        tx = T.thread_id([32])
+        stage = T.alloc_shared((KSPLIT, RPL), "float32")
+        reg = T.alloc_local((4,), "float32")
+        for i in T.serial(KPL, annotations={"kda2.access": "stage_store"}):
+            stage[(tx + 32 * i) // RPL, (tx + 32 * i) % RPL] = q[tx + 32 * i]
+        for r in T.serial(RPL // 4, annotations={"kda2.access": "stage_read"}):
+            for e in T.vectorized(4):
+                reg[e] = stage[tx // CGROUPS, r * 4 + e]
+
+    return kda2_all_k_stage

@@ -60,6 +60,9 @@ from kda2.tir.errors import BankModelError
 PASS_NAME = "kda2.bank_pad"
 ATTR = "kda2.bank_pad"
 ACCESS_ANNOTATION = "kda2.access"
+#: Loop annotation of an access whose hardware phases are fixed by the instruction: ldmatrix serves each
+#: 8x8 matrix (8 lanes' 16-byte row addresses) as its own phase, unlike a 16-byte load's half-warp phases.
+PHASE_ANNOTATION = "kda2.phase_lanes"
 NUM_BANKS = 32
 BANK_BYTES = 4
 MAX_ACCESS_BYTES = 16          # widest per-thread shared access (LDS.128 / STS.128)
@@ -131,6 +134,7 @@ class Access:
     loops: list                       # enclosing For nodes, outermost first
     guards: list                      # enclosing conditions that must hold
     lets: list                        # (var, value) bindings in scope, outermost first
+    phase_lanes: int = 0              # lanes per phase set by the access (ldmatrix: 8, one 8x8 matrix each)
 
 
 @dataclass
@@ -163,8 +167,10 @@ def collect(func: tirx.PrimFunc) -> Collected:
         names_seen[name] = count + 1
         if count:
             name = f"{name}#{count + 1}"
+        phase = next((int(lp.annotations[PHASE_ANNOTATION]) for lp in reversed(loops)
+                      if lp.annotations is not None and PHASE_ANNOTATION in lp.annotations), 0)
         out.accesses.append(Access(name, kind, buf, list(indices), list(loops), list(guards),
-                                   list(lets)))
+                                   list(lets), phase))
 
     def scan_expr(expr, loops, guards, lets):
         found = []
@@ -365,6 +371,8 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     # Measured on the H200 (experiments/2026-11-30-tir-layouts): float4 reads of one row by a whole warp (two
     # distinct addresses) cost 2 wavefronts, not the 4 that quarter-warp phases would predict.
     lanes_per_phase = min(lanes, 32 if access_bytes <= BANK_BYTES else 16)
+    if prep.access.phase_lanes:
+        lanes_per_phase = prep.access.phase_lanes
     n_phase = lanes // lanes_per_phase
     # -> (warp, iteration, phase, lane-in-phase, element)
     off = off.reshape(warps, n_phase, lanes_per_phase, n_iter, nvec).transpose(0, 3, 1, 2, 4)

@@ -103,7 +103,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                         (it * NT + tx) // KC, (it * NT + tx) % KC * 8 + e]
         # ldmatrix.x4 (and .trans) of a 16x16 operand: lanes 0-7 / 8-15 rows 0-7 / 8-15 at column +0,
         # lanes 16-31 the same rows at column +8; one 8-lane phase = 8 rows x 16 bytes
-        for mb in T.serial(MB, annotations={"kda2.access": "kv_ldmatrix"}):
+        for mb in T.serial(MB, annotations={"kda2.access": "kv_ldmatrix", "kda2.phase_lanes": 8}):
             for ks in T.serial(KS):
                 for e in T.vectorized(8):
                     frag[e] = kv[mb * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, ks * 16 + tx % 32 // 16 * 8 + e]
@@ -235,20 +235,20 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
             for e in T.vectorized(4):
                 xch[nt * 32 + tx % 32, e] = ffrag[e]
         # ldmatrix of [n][k] tiles: lanes 0-7 rows 0-7 at k+0, 8-15 rows 0-7 at k+8, 16-31 rows 8-15
-        for ks in T.serial(KH // 16, annotations={"kda2.access": "w_ldmatrix"}):
+        for ks in T.serial(KH // 16, annotations={"kda2.access": "w_ldmatrix", "kda2.phase_lanes": 8}):
             for np_ in T.serial(4):
                 for e in T.vectorized(8):
                     frag[e] = w[np_ * 16 + tx % 8 + tx % 32 // 16 * 8, tx // 32 % 2 * KH + ks * 16 + tx % 32 // 8 % 2 * 8 + e]
-        for ks in T.serial(KH // 16, annotations={"kda2.access": "qg_ldmatrix"}):
+        for ks in T.serial(KH // 16, annotations={"kda2.access": "qg_ldmatrix", "kda2.phase_lanes": 8}):
             for np_ in T.serial(4):
                 for e in T.vectorized(8):
                     frag[e] = qg[np_ * 16 + tx % 8 + tx % 32 // 16 * 8, tx // 32 % 2 * KH + ks * 16 + tx % 32 // 8 % 2 * 8 + e]
         # ldmatrix.trans of the [k = token][n = channel] kg tile: lanes 8-15 rows +8, 16-31 columns +8
-        for ks in T.serial(4, annotations={"kda2.access": "kg_ldmatrix_trans"}):
+        for ks in T.serial(4, annotations={"kda2.access": "kg_ldmatrix_trans", "kda2.phase_lanes": 8}):
             for np_ in T.serial(KH // 16):
                 for e in T.vectorized(8):
                     frag[e] = kg[ks * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, tx // 32 % 2 * KH + np_ * 16 + tx % 32 // 16 * 8 + e]
-        for np_ in T.serial(4, annotations={"kda2.access": "aqk_ldmatrix"}):
+        for np_ in T.serial(4, annotations={"kda2.access": "aqk_ldmatrix", "kda2.phase_lanes": 8}):
             for ks in T.serial(4):
                 if ks <= np_:
                     for e in T.vectorized(8):

@@ -81,7 +81,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
     from kda2.spec.model import SpecError, load_spec
-    from kda2.plan.lock import read_lock
+    from kda2.plan.lock import read_spec_baselines, routes
+    from kda2.plan.profile import load_profiles, resolve_targets
 
     try:
         spec = load_spec(args.spec)
@@ -89,15 +90,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
         archs = [args.arch] if args.arch else list(spec.archs)
         if args.arch and args.arch not in spec.archs:
             return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
-        lock = read_lock(Path(args.spec).with_name(f"{spec.name}.lock.json"))  # what the build routes by
-        plans = [plan_spec(spec, a, rules, lock.get(a)) for a in archs]
+        targets = resolve_targets(spec, load_profiles(args.profiles))
+        if args.profile:  # plan for another GPU of the same arch (what-if), without its record
+            prof = load_profiles(args.profiles).get(args.profile)
+            if prof is None:
+                return _fail(f"--profile {args.profile}: unknown; allowed: {', '.join(sorted(load_profiles(args.profiles)))}")
+            targets, archs = {prof.arch: prof}, [prof.arch]
+        lock = routes(read_spec_baselines(spec.name, targets, args.tuning))  # what the build routes by
+        plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a]) for a in archs]
         for p in plans:
             for w in p.warnings:
                 print(f"kda2: warning: {w}", file=sys.stderr)
     except (SpecError, RuleError, PlanError, ValueError) as e:
         return _fail(str(e))
     if args.json:
-        print(json.dumps([{"arch": p.arch, "dispatch": list(p.dispatch),
+        print(json.dumps([{"arch": p.arch, "profile": p.profile.name, "dispatch": list(p.dispatch),
                            "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
                                          "rules": v.rules, "flags": v.flags} for v in p.variants]}
                           for p in plans], indent=1))
@@ -108,7 +115,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for d in p.dispatch:
             routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
                                                        f"<={d['bucket']}({d['routed_by']})")
-        print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
+        print(f"{spec.name} / {p.arch} ({p.profile.cite('sm_count', 'smem_per_block_bytes')}): {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
         print(f"  {'id':<12} {'layout':<8} "
               + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket, routed by)  rules")
@@ -229,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--rules", default="rules", help="rules directory (default: rules)")
     pl.add_argument("--reasons", action="store_true", help="print every decision's reason")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
+    pl.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    pl.add_argument("--profile", help="plan for this profile instead of the spec's target for its arch")
+    pl.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
     pl.set_defaults(func=cmd_plan)
 
     i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",

@@ -12,14 +12,13 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-
-DECODE_MAX_T = 16  # buckets up to this length are treated as decode-like (bandwidth-bound)
+from kda2.plan.model import DECODE_MAX_T, Resources, estimate, occupancy, workloads
 
 
 class PipelineAgent:
     name = "pipeline"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         if bucket <= 1:
             why = ("T<=1: decode-only kernel, one token per sequence: no next-token prefetch (its registers and "
                    "branches buy nothing)")
@@ -32,7 +31,7 @@ class PipelineAgent:
 class StagingAgent:
     name = "staging"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         out = []
         for c in cands:
             layout = c.config["state_layout"]
@@ -67,7 +66,7 @@ class StagingAgent:
 class TileAgent:
     name = "tile"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         k, v = spec.head_dims.k, spec.head_dims.v
         decode = bucket <= DECODE_MAX_T
         # Wide tiles first everywhere: in decode they put more independent loads in flight per lane; in
@@ -107,7 +106,7 @@ class TileAgent:
 class ReduceAgent:
     name = "reduce"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         out = []
         why = {"butterfly": "xor all-reduce: every lane ends with every sum (5 x (2*v_per_warp+3) shuffles), "
                             "no broadcast after it",
@@ -124,31 +123,47 @@ class ReduceAgent:
 
 
 class BudgetAgent:
-    """Drops candidates that cannot fit the budget, then keeps the best-ranked `max_candidates`."""
+    """Drops candidates that cannot fit the budget or this GPU, then keeps the best-ranked `max_candidates`.
+
+    Limits are the tighter of the spec's budget and the profile's (registers per thread, shared memory per
+    block); each kept candidate's reason records its estimated occupancy on the profile's SMs and the static
+    model's time at the bucket's routing workload (kda2.plan.model), so a plan says what it assumed of
+    the hardware. The agents' order is kept (the tune record, not the estimate, decides the route).
+    """
     name = "budget"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         b = spec.budget
+        reg_limit = min(b.max_registers, hw.registers_per_thread_max)
+        smem_limit = min(b.max_smem_bytes, hw.smem_per_block_bytes)
+        w = workloads("recurrent", bucket)[0]
         kept: dict[str, list[Candidate]] = {}
         for c in cands:
             cfg = c.config
             kpl = cfg["k"] // 32
-            # State, reduction buffer, two tokens of inputs (current + prefetched), ~24 for addressing.
             if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
                 est = cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
             else:  # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
                 est = kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
-            if est > b.max_registers:
+            if est > reg_limit:
                 continue
             smem = (cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem"
                     else cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4 if cfg["k_map"] == "all" else 0)
-            if smem > b.max_smem_bytes:
+            if smem > smem_limit:
                 continue
+            res = Resources(est, smem, 0, 32 * cfg["warps"], "estimate")
+            occ = occupancy(res, hw)
+            if occ.ctas_per_sm < 1:
+                continue
+            model = estimate(cfg, res, hw, w)
             group = kept.setdefault(cfg["state_layout"], [])
             if len(group) < b.max_candidates:
-                group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}), "
-                                      f"<= {smem} B smem (budget {b.max_smem_bytes}); rank {len(group) + 1} "
-                                      f"of max {b.max_candidates}"))
+                group.append(c.extend(self.name, f"~{est} registers (limit {reg_limit}: budget and "
+                                      f"{hw.cite('registers_per_thread_max')}), <= {smem} B smem (limit {smem_limit}); "
+                                      f"{occ.ctas_per_sm} CTA/SM by {occ.limiter} on {hw.sm_count} SMs; model at "
+                                      f"N={w.N} T={w.T} H={w.H}: ~{model.us:.0f} us ({model.bound}-bound, "
+                                      f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "
+                                      f"rank {len(group) + 1} of max {b.max_candidates}"))
         return [c for group in kept.values() for c in group]
 
 

@@ -74,9 +74,9 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
         for agent in agents:
             cands = agent(spec, profile, bucket, cands)
         # rules see the bucket (they may scope by it); the kernel's config never holds it
-        considered.extend({**c.config, "bucket": bucket} for c in cands)
+        considered.extend({**c.config, "bucket": bucket, "profile": profile.name} for c in cands)
         for c in cands:
-            applied = apply_rules(rules, {**c.config, "bucket": bucket})
+            applied = apply_rules(rules, {**c.config, "bucket": bucket, "profile": profile.name})
             if applied.config is None:
                 continue
             why = tuple((f"rule {r.id:04d} v{r.version}", f"{r.action}: {' '.join(r.reason.split())}")

@@ -141,6 +141,7 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
             g.tasks.append(Task(m["spec"], m["arch"], hw.name, m["family"], key, d["bucket"], vid, v["index"], cfg,
                                 dict(m.get("features", {})), str(path), asdict(res), model, pruned,
                                 incumbent=vid == incumbent))
+    fit_steps(g, record_path(m["spec"], hw.name, tuning_dir), budget)
     return g
 
 
@@ -206,8 +207,40 @@ def groups_from_spec(spec_path: str | os.PathLike, *, rules_dir: str = "rules", 
                 g.tasks.append(Task(spec.name, arch, hw.name, spec.family, key, d["bucket"], vid, -1, cfg,
                                     spec.canonical()["features"], None, asdict(res), model, pruned,
                                     incumbent=vid == d["variant"]))
+        fit_steps(g, record_path(spec.name, hw.name, tuning_dir), spec.budget)
         out.append(g)
     return out
+
+
+def fit_steps(g: Group, record_file: Path, budget: Any) -> None:
+    """Re-estimate each row's candidates with the per-step time the previous record implies (the median over
+    its measured candidates of (measured - launch) / (waves x steps)): the model's serial bound then rests on
+    this GPU's measured step, and only waves and steps separate the candidates."""
+    import statistics
+
+    try:
+        rec = json.loads(record_file.read_text())
+        rows = rec["routes"] if rec.get("schema") == RECORD_SCHEMA else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    from kda2.plan.model import Resources, step_ns_from_record
+
+    by_route: dict[str, list[Task]] = {}
+    for t in g.tasks:
+        by_route.setdefault(t.route, []).append(t)
+    for key, tasks in by_route.items():
+        measured = rows.get(key, {}).get("candidates", {})
+        w = workloads(g.family, tasks[0].bucket)[0]
+        if rows.get(key, {}).get("shape", {}).get("T") not in (None, w.T):
+            continue  # measured at another shape: its step does not transfer
+        steps = [step_ns_from_record(t.config, Resources(**t.resources), g.profile, w, measured[t.variant]["us"])
+                 for t in tasks if measured.get(t.variant, {}).get("us")]
+        if not steps:
+            continue
+        step = statistics.median(steps)
+        for t in tasks:
+            t.model, _ = _model(t.config, Resources(**t.resources), g.profile, t.bucket, budget, step)
+            t.model["step_from"] = str(record_file)
 
 
 def describe(g: Group, log: Callable[[str], None] = print) -> None:

@@ -110,7 +110,7 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                 if match:
                     first, routed_by = match[0], "tune"
                 else:
-                    warnings.append(f"tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
+                    warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
                                     f"is no longer a candidate; routing to the agents' first choice "
                                     f"(re-run `kda2 tune`)")
             dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id, "routed_by": routed_by,

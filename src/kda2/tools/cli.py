@@ -115,8 +115,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for d in p.dispatch:
             routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
                                                        f"<={d['bucket']}({d['routed_by']})")
-        print(f"{spec.name} / {p.arch} ({p.profile.cite('sm_count', 'smem_per_block_bytes')}): {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
-              f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
+        print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
+              f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "
+              f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}")
         print(f"  {'id':<12} {'layout':<8} "
               + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket, routed by)  rules")
         for v in p.variants:
@@ -284,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_inspect)
 
     r = sub.add_parser("rules", help="check, lock, propose rules from failures, show a rule's impact",
-                       description="check: lint every rule (schema, lock digests and versions, each matches some "
+                       description="check: lint every rule (schema, lock digests and versions: a body edit needs a version bump; each matches some "
                        "planned variant, none empties a dispatch row). lock: record versions and digests after a "
                        "bump. propose FAILURE: write rules/NNNN-slug.yaml from a failure record of kda2 tune "
                        "(FILE, FILE:ID or ID in tuning/failures/) and lock it. impact RULE: per spec and arch, the "

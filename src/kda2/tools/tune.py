@@ -122,8 +122,12 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
         m = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise TuneError(f"{path}: no readable manifest ({e}); build it first (`scons`)") from None
-    if m.get("family") not in TUNABLE_FAMILIES:
-        raise TuneError(f"{path}: family {m.get('family')!r}; allowed: {', '.join(TUNABLE_FAMILIES)}")
+    if not isinstance(m, dict) or m.get("family") not in TUNABLE_FAMILIES:
+        raise TuneError(f"{path}: family {m.get('family') if isinstance(m, dict) else None!r}; allowed: "
+                        f"{', '.join(TUNABLE_FAMILIES)}")
+    missing = [k for k in ("spec", "arch", "variants", "dispatch", "library") if k not in m]
+    if missing:
+        raise TuneError(f"{path}: not a kda2 manifest (missing {', '.join(missing)}); rebuild it (`scons`)")
     hw = _profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile)
     budget = _budget(m["spec"], specs_dir)
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})

@@ -158,8 +158,9 @@ class BudgetAgent:
             model = estimate(cfg, res, hw, w)
             group = kept.setdefault(cfg["state_layout"], [])
             if len(group) < b.max_candidates:
-                group.append(c.extend(self.name, f"~{est} registers (limit {reg_limit}: budget and "
-                                      f"{hw.cite('registers_per_thread_max')}), <= {smem} B smem (limit {smem_limit}); "
+                group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "
+                                      f"{hw.cite('registers_per_thread_max')}), <= {smem} B smem (budget "
+                                      f"{b.max_smem_bytes}; {hw.cite('smem_per_block_bytes')}); "
                                       f"{occ.ctas_per_sm} CTA/SM by {occ.limiter} on {hw.sm_count} SMs; model at "
                                       f"N={w.N} T={w.T} H={w.H}: ~{model.us:.0f} us ({model.bound}-bound, "
                                       f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "

@@ -396,6 +396,12 @@ def _gpu_name() -> str:
     return torch.cuda.get_device_name()
 
 
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -485,8 +491,6 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
                margin: float = DEFAULT_MARGIN, deadline: float | None = None, workers: int | None = None,
                command: str = "kda2 tune", log: Callable[[str], None] = print) -> dict | None:
     """Tune one library; returns the written record, or None when stopped by the deadline (partial kept)."""
-    import torch
-
     gpu = _gpu_name()
     if g.profile.gpu.lower() not in gpu.lower() and gpu.lower() not in g.profile.gpu.lower():
         log(f"kda2 tune: warning: this GPU is {gpu!r}, profile {g.profile.name} describes {g.profile.gpu!r}; "
@@ -560,12 +564,15 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
     for t in g.tasks:
         by_route.setdefault(t.route, []).append(t)
     late: list[dict] = []
+    unrouted: dict[str, Any] = {}
     for key, tasks in by_route.items():
         cands = done.get(key, {})
         ok = {vid: c for vid, c in cands.items() if c.get("us") is not None}
-        if not ok:
-            raise TuneError(f"{g.spec}/{g.arch} {key}: no candidate passed the reference check "
-                            f"(see {Path(tuning_dir) / 'failures'})")
+        if not ok:  # left out of the routes: the build keeps routing the row by rank; the failures say why
+            unrouted[key] = {"candidates": cands}
+            log(f"kda2 tune: error: {g.spec}/{g.arch} {key}: no candidate passed the reference check; the row stays "
+                f"routed by rank (see {Path(tuning_dir) / 'failures'}; `kda2 rules propose` turns them into rules)")
+            continue
         best = min(ok, key=lambda vid: ok[vid]["us"])
         inc = next((t for t in tasks if t.incumbent), None)
         if inc is not None and inc.variant in ok:
@@ -586,11 +593,12 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
             f"{'n/a' if rho is None else f'{rho:+.2f}'} over {len(pairs)}")
     append_failures(Path(tuning_dir) / "failures" / f"{g.spec}.{g.profile.name}.jsonl", late)
     data = {"schema": RECORD_SCHEMA, "spec": g.spec, "profile": g.profile.name, "arch": g.arch, "gpu": gpu,
-            "date": _now(), "torch": torch.__version__, "library_sha256": g.library_sha256, "command": command,
-            "routes": rows}
+            "date": _now(), "torch": _torch_version(), "library_sha256": g.library_sha256, "command": command,
+            "routes": rows, **({"unrouted": unrouted} if unrouted else {})}
     path = Path(record) if record else record_path(g.spec, g.profile.name, tuning_dir)
     write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     part_path.unlink(missing_ok=True)
+    data["ok"] = not unrouted
     log(f"kda2 tune: wrote {path}" + (f"; {len(failures) + len(late)} failure record(s) in "
                                       f"{Path(tuning_dir) / 'failures'}" if failures or late else ""))
     return data
@@ -641,4 +649,6 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
         if out is None:
             rc = 3
             break
+        if not out.pop("ok", True):
+            rc = 1
     return rc

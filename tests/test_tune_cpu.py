@@ -208,3 +208,13 @@ def test_calibrate_without_a_gpu_is_one_line(tmp_path) -> None:
     assert "GPU" in p.stderr and "Traceback" not in p.stderr
     p = kda2("calibrate", "--out", tmp_path / "x.json")
     assert p.returncode == 2 and "allowed: a .yaml path" in p.stderr
+
+
+def test_tuning_on_another_gpu_than_the_profile_is_refused(built, tmp_path, monkeypatch) -> None:
+    d, _ = built
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "NVIDIA A100-SXM4-80GB")
+    g = tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tmp_path / "tuning"))
+    with pytest.raises(tune.TuneError, match="this GPU is 'NVIDIA A100-SXM4-80GB' but kimi_linear_chunk/sm_90a "
+                                             "targets profile h200"):
+        tune.tune_group(g, tuning_dir=str(tmp_path / "tuning"), log=lambda *_: None)
+    assert not (tmp_path / "tuning").exists()

@@ -35,11 +35,6 @@ def failures_path(spec_name: str, profile: str, tuning_dir: str | os.PathLike = 
     return Path(tuning_dir) / "failures" / f"{spec_name}.{profile}.jsonl"
 
 
-def lock_path_for(spec_name: str, specs_dir: str | os.PathLike = "kernel_specs") -> Path:
-    """The schema-1 lock's old place (read only for compatibility)."""
-    return Path(specs_dir) / f"{spec_name}.lock.json"
-
-
 def _entry_baselines(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, r in entry["routes"].items():

@@ -7,7 +7,9 @@ registers per SM, threads and blocks per SM, L2 size, compute capability (-> arc
   - tensor-core rate: a generated kernel of independent `mma.sync` chains (bf16 m16n8k16, tf32 m16n8k8,
     fp32 accumulate: the instruction family the kernels use), 8 warps per block, 4 blocks per SM, compiled
     with NVRTC through cuda-python (or nvcc when NVRTC is not installed), FLOPs / median time;
-  - launch latency: median time per launch of an empty kernel over back-to-back launches (event-timed).
+  - launch latency: median time per launch of an empty kernel over 1000 back-to-back launches from Python
+    (event-timed): what a Python caller pays per small kernel, host enqueue included (an upper bound of
+    the GPU-side launch gap).
 Nothing here needs torch. On a machine without a usable GPU it raises CalibrateError with one line.
 """
 from __future__ import annotations
@@ -219,7 +221,10 @@ def measure(quick: bool = False) -> dict[str, Any]:
         cu.cuMemFree(src)
         cu.cuMemFree(dst)
     # kernels: launch latency and mma rates
-    module = d.ok(cu.cuModuleLoadData(_compile(arch)), "cuModuleLoadData")
+    import numpy as np
+
+    image = np.frombuffer(_compile(arch), dtype=np.uint8)  # an address the binding takes as is; kept alive here
+    module = d.ok(cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
     empty = d.ok(cu.cuModuleGetFunction(module, b"kda2_empty"), "cuModuleGetFunction")
     launches = 200 if quick else 1000
 

@@ -489,12 +489,18 @@ def append_failures(path: Path, records: list[dict]) -> None:
 
 def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", record: str | None = None,
                margin: float = DEFAULT_MARGIN, deadline: float | None = None, workers: int | None = None,
-               command: str = "kda2 tune", log: Callable[[str], None] = print) -> dict | None:
-    """Tune one library; returns the written record, or None when stopped by the deadline (partial kept)."""
+               command: str = "kda2 tune", explicit_profile: bool = False,
+               log: Callable[[str], None] = print) -> dict | None:
+    """Tune one library; returns the written record, or None when stopped by the deadline (partial kept).
+
+    The record is named after the profile, so timing on another GPU than the profile describes would file
+    one GPU's numbers under another's name: refused unless the profile was chosen with --profile."""
     gpu = _gpu_name()
     if g.profile.gpu.lower() not in gpu.lower() and gpu.lower() not in g.profile.gpu.lower():
-        log(f"kda2 tune: warning: this GPU is {gpu!r}, profile {g.profile.name} describes {g.profile.gpu!r}; "
-            "the record is written under the profile's name (pass --profile to pick another)")
+        msg = (f"this GPU is {gpu!r} but {g.spec}/{g.arch} targets profile {g.profile.name} ({g.profile.gpu!r})")
+        if not explicit_profile:
+            raise TuneError(f"{msg}; pass --profile NAME (a profile of {g.arch} for this GPU) to record under it")
+        log(f"kda2 tune: warning: {msg}; recording under {g.profile.name} as --profile asks")
     part_path = partial_path(g.spec, g.profile.name, tuning_dir)
     done: dict[str, dict[str, Any]] = {}
     if part_path.is_file():
@@ -645,7 +651,7 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
     rc = 0
     for g in groups:
         out = tune_group(g, quick=quick, tuning_dir=tuning_dir, record=record, margin=margin, deadline=deadline,
-                         workers=workers, command=command, log=log)
+                         workers=workers, command=command, explicit_profile=bool(profile), log=log)
         if out is None:
             rc = 3
             break

@@ -218,3 +218,28 @@ def test_tuning_on_another_gpu_than_the_profile_is_refused(built, tmp_path, monk
                                              "targets profile h200"):
         tune.tune_group(g, tuning_dir=str(tmp_path / "tuning"), log=lambda *_: None)
     assert not (tmp_path / "tuning").exists()
+
+
+def test_failed_build_records_its_kernels_and_a_rule_follows(tmp_path) -> None:
+    """kda2 build on failure: the kernels SCons names become failure records (knobs from the plan cache)."""
+    plans, _ = load_plans(str(SPECS), str(REPO / "rules"), str(tmp_path / "build"), ["kimi_linear_recurrent"],
+                          str(REPO / "profiles"), str(REPO / "tuning"))
+    p = next(x for x in plans if x.arch == "sm_80")
+    v = p.variants[0]
+    lines = ["kda2 nvlink    build/...",
+             f"kda2: error: {v.name}: kda2_x spills (8 B stores, 8 B loads, 16 B stack frame) and budget.allow_spills "
+             "is false. Lower budget.max_registers",
+             f"scons: *** [build/kimi_linear_recurrent/sm_80/{v.name}.resources.json] Error 1",
+             f"scons: *** [build/kimi_linear_recurrent/sm_80/{v.name[:-12]}000000000000.o] Error 1"]  # unknown id
+    recs = feedback.record_build_failures(lines, top=tmp_path, command="kda2 build")
+    assert [(r["kind"], r["variant"], r["profile"]) for r in recs] == [("spill", v.id, "a100")]
+    assert "spills (8 B stores" in recs[0]["detail"] and recs[0]["knobs"]["warps"] == v.config["warps"]
+    path = tmp_path / "tuning" / "failures" / "kimi_linear_recurrent.a100.jsonl"
+    assert feedback.read_failures(path)[0]["id"] == recs[0]["id"]
+    feedback.record_build_failures(lines, top=tmp_path, command="kda2 build")  # the same failure once
+    assert len(feedback.read_failures(path)) == 1
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    write_lock(rules)
+    rule = load_rule(feedback.propose(str(path), rules_dir=str(rules), tuning_dir=str(tmp_path / "tuning")))
+    assert rule.match.arch == "sm_80" and rule.match.family == "recurrent" and "spills" in rule.reason

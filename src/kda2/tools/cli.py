@@ -35,10 +35,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     argv += args.scons_args
     start = time.monotonic()
     counts: dict[str, int] = {}
+    seen: list[str] = []  # kept for the failure records of a failed build
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip("\n")
+        seen.append(line)
         m = re.match(r"kda2 (\S+(?: -dc)?)\s+(.*)", line)
         if m:
             counts[m[1]] = counts.get(m[1], 0) + 1
@@ -50,6 +52,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         elif not line.startswith("scons: ") or "error" in line.lower() or "***" in line:
             print(line, flush=True)
     rc = proc.wait()
+    if rc:
+        from kda2.tools.feedback import record_build_failures
+
+        for f in record_build_failures(seen, top=top, command="kda2 build " + " ".join(sys.argv[2:])):
+            print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
+                  f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; `kda2 rules propose {f['id']}` makes it a rule")
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
     print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
     return rc

@@ -195,3 +195,63 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
     if err:
         log(f"kda2 rules impact: with this rule the plan fails: {err}")
     return out
+
+
+# ---- build failures ----------------------------------------------------------------------------
+
+_FAILED_TARGET = re.compile(r"scons: \*\*\* \[(?P<path>[^\]]+)\] (?P<why>.*)")
+_KERNEL_ID = re.compile(r"_(?P<id>[0-9a-f]{12})\.(?P<ext>o|cubin|ptxas\.log|resources\.json)$")
+
+
+def record_build_failures(lines: list[str], *, top: str | os.PathLike = ".", build_dir: str = "build",
+                          tuning_dir: str = "tuning", command: str = "kda2 build") -> list[dict[str, Any]]:
+    """Failure records for the kernels a failed build names (`scons: *** [<kernel target>] ...`): nvcc or
+    nvlink errors are `compile_error`, the resource check's refusal `spill` (spills or a register overrun).
+    Their knobs come from the plan cache (build/.kda2/plan-cache.json); appended to
+    tuning/failures/<spec>.<profile>.jsonl like kda2 tune's, so `kda2 rules propose` reads both."""
+    import hashlib
+
+    from kda2.artifact.atomic import write_text
+
+    root = Path(top)
+    try:
+        cache = json.loads((root / build_dir / ".kda2" / "plan-cache.json").read_text())
+    except (OSError, ValueError):
+        return []
+    by_id = {}
+    for p in cache.get("plans", []):
+        for v in p["variants"]:
+            by_id[(p["spec"]["name"], p["arch"], v["id"])] = (p, v)
+    out: list[dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        m = _FAILED_TARGET.search(line)
+        k = _KERNEL_ID.search(m["path"]) if m else None
+        if not k:
+            continue
+        parts = Path(m["path"]).parts
+        spec, arch = (parts[-3], parts[-2]) if len(parts) >= 3 else ("?", "?")
+        hit = by_id.get((spec, arch, k["id"]))
+        if hit is None:
+            continue
+        plan, v = hit
+        kind = "spill" if k["ext"] == "resources.json" else "compile_error"
+        context = [ln for ln in lines[max(0, i - 12):i] if ln.strip() and not ln.startswith("scons: ")]
+        detail = " | ".join(ln.strip() for ln in context if "error" in ln.lower())[-600:] or m["why"]
+        from kda2.spec.knobs import AGENT_KNOBS
+
+        cfg = v["config"]
+        body = {"kind": kind, "spec": spec, "profile": plan.get("profile", {}).get("name"), "arch": arch,
+                "family": cfg["family"], "gpu": "none (build)", "route": None, "bucket": None,
+                "variant": v["id"], "knobs": {kn: cfg[kn] for kn in AGENT_KNOBS[cfg["family"]] if kn in cfg},
+                "config": cfg, "numbers": {}, "detail": detail, "command": command, "library_sha256": None}
+        body["id"] = hashlib.sha256(json.dumps({x: y for x, y in body.items() if x != "command"}, sort_keys=True,
+                                               default=str).encode()).hexdigest()[:12]
+        import datetime as _dt
+
+        body["date"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        out.append(body)
+        path = root / tuning_dir / "failures" / f"{spec}.{body['profile']}.jsonl"
+        have = path.read_text() if path.is_file() else ""
+        if f'"id": "{body["id"]}"' not in have:
+            write_text(path, have + json.dumps(body, sort_keys=True) + "\n")
+    return out

@@ -243,3 +243,29 @@ def test_failed_build_records_its_kernels_and_a_rule_follows(tmp_path) -> None:
     write_lock(rules)
     rule = load_rule(feedback.propose(str(path), rules_dir=str(rules), tuning_dir=str(tmp_path / "tuning")))
     assert rule.match.arch == "sm_80" and rule.match.family == "recurrent" and "spills" in rule.reason
+
+
+def test_a_kernel_fault_stops_the_run_and_the_rerun_skips_it(built, tmp_path, monkeypatch) -> None:
+    d, plan = built
+    tuning = tmp_path / "tuning"
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(tune, "_torch_version", lambda: "test")
+    results = {v.id: {"us": 100.0 + i, "error": 1e-3, "classes": {}} for i, v in enumerate(plan.variants)}
+    bad = plan.variants[0].id
+    results[bad] = {"failure": "launch_error", "fatal": True, "detail": "CUDA error: an illegal memory access"}
+    seen: list[str] = []
+    monkeypatch.setattr(tune, "_executor", fake_executor(results, seen))
+    g = tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tuning))
+    assert tune.tune_group(g, tuning_dir=str(tuning), log=lambda *_: None) is None
+    assert seen[-1].endswith(bad)
+    n_first = len(seen)
+    seen.clear()
+    g = tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tuning))
+    rec = tune.tune_group(g, tuning_dir=str(tuning), log=lambda *_: None)
+    assert rec is not None and not any(s.endswith(bad) for s in seen)
+    bad_rows = sum(1 for t in g.tasks if t.variant == bad)
+    assert bad_rows > 1  # one fault settles every row of that kernel
+    assert n_first + len(seen) + bad_rows - 1 == sum(1 for t in g.tasks if not t.pruned)
+    assert all(r["variant"] != bad for r in rec["routes"].values())
+    fails = feedback.read_failures(tuning / "failures" / "kimi_linear_chunk.h200.jsonl")
+    assert any(f["kind"] == "launch_error" and f["variant"] == bad for f in fails)

@@ -26,10 +26,14 @@ TUN=$OUT/tuning; rm -rf "$TUN"; cp -r tuning "$TUN"
 LIBS="build/kimi_linear_recurrent/sm_90a build/small_head_recurrent/sm_90a build/kimi_linear_chunk/sm_90a"
 kda2 tune --dry-run $LIBS --tuning "$TUN" > "$OUT/tune_dry_run.txt" 2>&1; echo "dry run rc $?"
 
-echo "== tune (both families; stops at the time limit keeping a .partial.json: re-run this script to resume)"
-LEFT=$(( 480 - ($(date +%s) - T0) ))
-timeout $((LEFT + 30)) kda2 tune $LIBS --tuning "$TUN" --quick --time-limit $LEFT 2>&1 | tee "$OUT/tune.log"
-echo "tune rc ${PIPESTATUS[0]}"
+echo "== tune (both families; a time limit or a kernel fault stops it keeping a .partial.json: resumed below)"
+for attempt in 1 2 3; do
+  LEFT=$(( 480 - ($(date +%s) - T0) )); [ $LEFT -gt 30 ] || break
+  timeout $((LEFT + 30)) python3 -m kda2.tools.cli tune $LIBS --tuning "$TUN" --quick --time-limit $LEFT \
+    2>&1 | tee -a "$OUT/tune.log"
+  rc=${PIPESTATUS[0]}; echo "tune attempt $attempt rc $rc"
+  [ $rc -eq 3 ] || break   # 3: stopped early (time limit, or a fault lost the CUDA context): resume
+done
 
 echo "== results"
 python3 - "$TUN" <<'PY' | tee "$OUT/summary.md"

@@ -359,12 +359,15 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
     cfg, idx, feats = task["config"], task["index"], task["features"]
     # small check: GVA (HV = 2H), two sequences; chunk: two full chunks and a partial one
     T_check = min(task["bucket"], 40) if cfg["family"] == "recurrent" else 150
+    shape = {"N": 2, "T": T_check, "H": 2, "HV": 4}
     try:
         check = _case(torch, abi, cfg, feats, N=2, T=T_check, H=2, HV=4, seed=7 + idx)
         lib.launch_variant(idx, check["args"], stream)
         torch.cuda.synchronize()
     except KDA2LaunchError as e:
-        return {"failure": "launch_error", "detail": str(e), "shape": {"N": 2, "T": T_check, "H": 2, "HV": 4}}
+        return {"failure": "launch_error", "detail": str(e), "shape": shape}
+    except RuntimeError as e:  # a fault inside the kernel: the CUDA context is lost for every later launch
+        return {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300], "shape": shape}
     err = _reference_error(check)
     if not err <= MAX_REL_L2:
         return {"failure": "wrong_result", "error": err, "detail": f"relative L2 {err:.3e} > {MAX_REL_L2} vs the "
@@ -382,6 +385,9 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
                               reps=10 if quick else 40)
         except KDA2LaunchError as e:
             return {"failure": "launch_error", "detail": str(e), "shape": w.as_dict()}
+        except RuntimeError as e:  # see above: nothing more can run in this process
+            return {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300],
+                    "shape": w.as_dict()}
         classes[w.name] = round(st.median_ms * 1e3, 2)
         del cases, one
     first = workloads(cfg["family"], task["bucket"])[0].name
@@ -541,12 +547,17 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
         for t, res in run_all(todo, quick, g.profile.l2_bytes):
             measured += 1
             n_done += 1
-            entry = {"model_us": t.model["us"], **{k: v for k, v in res.items() if k != "failure"}}
+            entry = {"model_us": t.model["us"], **{k: v for k, v in res.items() if k not in ("failure", "fatal")}}
             if "failure" in res:
                 entry.update(us=None, rejected=res["failure"])
                 numbers = {k: res[k] for k in ("error", "shape") if k in res}
                 failures.append(_failure(g, t, res["failure"], numbers, res["detail"], gpu, command))
             done.setdefault(t.route, {})[t.variant] = entry
+            if res.get("fatal"):  # the kernel faults whatever the row: settle its other rows too
+                for other in g.tasks:
+                    if other.variant == t.variant and other.variant not in done.get(other.route, {}):
+                        done.setdefault(other.route, {})[other.variant] = dict(entry, model_us=other.model["us"])
+                        n_done += 1
             save_partial()
             el = time.monotonic() - start
             eta = el / measured * (total - n_done)
@@ -554,6 +565,11 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
             what = (f"REJECTED {res['failure']}: {res['detail']}" if "failure" in res else
                     f"{res['us']:9.1f} us (model {t.model['us']:.1f})  rel L2 {res['error']:.1e}")
             log(f"[{n_done:3d}/{total} {_fmt_s(el)} ETA {_fmt_s(eta)}] {t.route:<14} {t.variant} {kn}: {what}")
+            if res.get("fatal"):
+                log(f"kda2 tune: {t.variant} faulted on the GPU ({res['detail']}); this process's CUDA context is "
+                    f"lost: recorded, kept {part_path}; re-run the same command to resume with the others")
+                stopped = True
+                break
             if deadline is not None and time.monotonic() > deadline and n_done < total:
                 stopped = True
                 break
@@ -561,9 +577,10 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
         close()
         append_failures(Path(tuning_dir) / "failures" / f"{g.spec}.{g.profile.name}.jsonl", failures)
     if stopped:
-        log(f"kda2 tune: time limit reached with {total - n_done} candidates left; kept {part_path}, re-run the "
-            "same command to resume")
-        return None
+        if n_done < total:
+            log(f"kda2 tune: stopped with {total - n_done} candidates left; kept {part_path}, re-run the same "
+                "command to resume")
+            return None
     # the record: per row the fastest correct candidate; slower-than-incumbent failures; model vs measured
     rows: dict[str, dict[str, Any]] = {}
     by_route: dict[str, list[Task]] = {}

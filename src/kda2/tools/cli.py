@@ -199,7 +199,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     try:
         rc = main(args.targets, dry_run=args.dry_run, quick=args.quick, specs_dir=args.specs, rules_dir=args.rules,
                   profiles_dir=args.profiles, profile=args.profile, tuning_dir=args.tuning, record=args.record,
-                  margin=args.margin, time_limit=args.time_limit, workers=args.workers)
+                  margin=args.margin, time_limit=args.time_limit, workers=args.workers, force=args.force)
     except (ArtifactError, TuneError, ProfileError, SpecError, RuleError, ValueError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
@@ -333,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--margin", type=float, default=0.5,
                    help="record a failure for candidates slower than the row's incumbent by this fraction (0.5)")
     t.add_argument("--workers", type=int, help="GPUs to use (default: all visible; 1 = no Dask)")
+    t.add_argument("--force", action="store_true",
+                   help="re-tune a library whose record already holds its measurements (same library sha256)")
     t.add_argument("--specs", default="kernel_specs", help="specs directory (default: kernel_specs)")
     t.add_argument("--rules", default="rules", help="rules directory (default: rules)")
     t.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")

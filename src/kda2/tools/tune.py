@@ -627,6 +627,17 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
     return data
 
 
+def _up_to_date(g: Group, path: str | os.PathLike) -> bool:
+    """A record of this very library (same sha256) covering every row: a resumed multi-library run skips it."""
+    try:
+        rec = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return False
+    rows = {t.route for t in g.tasks}
+    have = set(rec.get("routes", {})) | set(rec.get("unrouted", {}))
+    return bool(g.library_sha256) and rec.get("library_sha256") == g.library_sha256 and rows <= have
+
+
 def gpu_available() -> str | None:
     """None when a CUDA GPU is usable by torch here, else why not (one line)."""
     try:
@@ -641,7 +652,7 @@ def gpu_available() -> str | None:
 def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, specs_dir: str = "kernel_specs",
          rules_dir: str = "rules", profiles_dir: str | None = None, profile: str | None = None,
          tuning_dir: str = "tuning", record: str | None = None, margin: float = DEFAULT_MARGIN,
-         time_limit: float | None = None, workers: int | None = None, log=print) -> int:
+         time_limit: float | None = None, workers: int | None = None, force: bool = False, log=print) -> int:
     """`kda2 tune`: each target a build/<spec>/<arch> directory, a manifest, or (dry run only) a spec YAML."""
     groups: list[Group] = []
     for tgt in targets:
@@ -667,6 +678,10 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
     command = "kda2 tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "kda2 tune " + " ".join(targets)
     rc = 0
     for g in groups:
+        if not force and _up_to_date(g, record or record_path(g.spec, g.profile.name, tuning_dir)):
+            log(f"kda2 tune: {g.spec}/{g.arch}: the record already holds this library's measurements (--force to "
+                "re-tune)")
+            continue
         out = tune_group(g, quick=quick, tuning_dir=tuning_dir, record=record, margin=margin, deadline=deadline,
                          workers=workers, command=command, explicit_profile=bool(profile), log=log)
         if out is None:

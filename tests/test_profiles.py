@@ -196,3 +196,23 @@ def test_plan_cache_key_holds_profiles_and_tuning_records(tmp_path) -> None:
     (prof / "a.yaml").write_text("y")
     key4 = _inputs_digest(str(SPECS), str(REPO / "rules"), None, str(prof), str(tun))
     assert key != key2 and key2 == key3 and key3 != key4
+
+
+def test_recurrent_warps_follow_the_waves_on_this_gpu(tmp_path, profiles) -> None:
+    """Serial-chain buckets order the spec's warps options by the waves their chains need on the profile's
+    SMs. With 32 blocks per SM the waves tie (registers scale with warps) and the spec's order stays; a GPU
+    that holds only 4 CTAs per SM makes 2-warp CTAs need twice the waves: they go last."""
+    spec = load_spec(edited(tmp_path, KIMI, ("warps: [4]", "warps: [2, 4, 8]"), ("max_candidates: 4", "max_candidates: 64")))
+
+    def order(hw):
+        plan = plan_spec(spec, hw.arch, [], profile=hw)
+        by = {v.id: v.config for v in plan.variants}
+        row = next(r for r in plan.dispatch if r["bucket"] == 1024 and r["state_layout"] == "v_first")
+        return [by[i]["warps"] for i in row["candidates"] if by[i]["v_per_warp"] == 8 and by[i]["reduce"] == "scatter"]
+
+    assert order(profiles["h200"]) == [2, 4, 8]
+    few_blocks = profiles["h200"].model_copy(update={"blocks_per_sm_max": 4})
+    assert order(few_blocks) == [4, 8, 2]
+    plan = plan_spec(spec, "sm_90a", [], profile=few_blocks)
+    assert all("wave(s) of" in dict(v.reasons)["tile"] and "sm_count=132" in dict(v.reasons)["tile"]
+               for v in plan.variants)

@@ -63,7 +63,39 @@ class StagingAgent:
         return out
 
 
+def registers_estimate(cfg: dict) -> int:
+    """Registers per thread the kernel needs, as the agents estimate it before ptxas says."""
+    kpl = cfg["k"] // 32
+    if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
+        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
+    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
+    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+
+
+def smem_estimate(cfg: dict) -> int:
+    """Shared memory per CTA: the staged state tile (smem staging) or the per-warp input rows (k_map all)."""
+    if cfg["staging"] == "smem":
+        return cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
+    if cfg["k_map"] == "all":
+        return cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
+    return 0
+
+
+def waves(cfg: dict, hw: Any, bucket: int) -> tuple[int, int, int]:
+    """(chains, resident slots, waves) of a config at the bucket's routing workload on this GPU: a chain is one
+    (sequence, head, V-tile) CTA; slots = SMs x CTAs per SM (registers, smem, threads of the profile)."""
+    w = workloads("recurrent", bucket)[0]
+    occ = occupancy(Resources(registers_estimate(cfg), smem_estimate(cfg), 0, 32 * cfg["warps"], "estimate"), hw)
+    n = w.N * w.H * (cfg["v"] // (cfg["v_per_warp"] * cfg["warps"]))
+    slots = hw.sm_count * max(occ.ctas_per_sm, 1)
+    return n, slots, -(-n // slots)
+
+
 class TileAgent:
+    """Tile shapes: v_per_warp (the measured order, below) and warps per CTA. For serial-chain buckets the
+    spec's warps options are ordered by the waves their chains need on this GPU (SM count, and CTAs per SM
+    from the profile's registers and smem per SM): a partial last wave leaves SMs idle for a whole chain,
+    which at T tokens per chain is the cost that dominates. Decode keeps the spec's order (bandwidth-bound)."""
     name = "tile"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
@@ -87,7 +119,11 @@ class TileAgent:
             else:
                 shapes = [(vpw, 1) for vpw in vpws]
             for vpw, cw in shapes:
-                for warps in spec.agents.tile.warps:
+                options = list(spec.agents.tile.warps)
+                if not decode:  # stable: ties keep the spec's order
+                    options.sort(key=lambda wp: waves({**c.config, "v_per_warp": vpw, "warps": wp,
+                                                       "lane_cols": cw}, hw, bucket)[2])
+                for warps in options:
                     bv = vpw * warps
                     if v % bv:
                         continue  # a CTA tile must divide V; other sizes are simply not candidates
@@ -99,6 +135,9 @@ class TileAgent:
                            f"{v // bv} CTAs per head; ")
                     why += (f"{cw} adjacent column(s) per lane = {4 * cw}-B state vectors, sums over K in-lane"
                             if c.config["k_map"] == "all" else f"{2 * vpw + 3} values reduced over lanes per token")
+                    n, slots, nw = waves({**c.config, "v_per_warp": vpw, "warps": warps, "lane_cols": cw}, hw, bucket)
+                    why += (f"; {n} chains in {nw} wave(s) of {slots} resident CTAs "
+                            f"({hw.cite('sm_count', 'registers_per_sm', 'smem_per_sm_bytes')})")
                     out.append(c.extend(self.name, why, v_per_warp=vpw, warps=warps, lane_cols=cw))
         return out
 
@@ -140,15 +179,10 @@ class BudgetAgent:
         kept: dict[str, list[Candidate]] = {}
         for c in cands:
             cfg = c.config
-            kpl = cfg["k"] // 32
-            if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
-                est = cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
-            else:  # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
-                est = kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+            est = registers_estimate(cfg)
             if est > reg_limit:
                 continue
-            smem = (cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem"
-                    else cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4 if cfg["k_map"] == "all" else 0)
+            smem = smem_estimate(cfg)
             if smem > smem_limit:
                 continue
             res = Resources(est, smem, 0, 32 * cfg["warps"], "estimate")

@@ -13,7 +13,6 @@ from kda2.spec.rules import load_rules
 from kda2.spec.model import Spec, load_spec, load_specs
 from kda2.plan.lock import read_lock, record_path
 from kda2.plan.profile import load_profiles, resolve_targets
-from kda2.tools.tune import TUNABLE_FAMILIES
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.variant import variant_id
 

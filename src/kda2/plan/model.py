@@ -19,10 +19,10 @@ with measured times (kda2 tune reports it per route).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
-from kda2.plan.smem import CHUNK, PREP_THREADS, expected_strides, state_smem_bytes, state_threads
+from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_threads
 
 #: Warps resident per SM below which a candidate is pruned: fewer cannot hide one load's latency behind
 #: another's (an SM issues from 4 schedulers; one warp each is the least that keeps them all busy).
@@ -84,14 +84,35 @@ def resources_from_ptxas(config: Mapping[str, Any], res: Mapping[str, Mapping[st
     return Resources(regs, smem, spill, threads_of(config), "ptxas")
 
 
-def estimate_resources(config: Mapping[str, Any], registers: int | None = None) -> Resources:
-    """Before a build: shared memory from the formulas the kernels use, registers as the agents guess."""
+def registers_estimate(cfg: Mapping[str, Any]) -> int:
+    """Registers per thread a recurrent kernel needs, estimated before ptxas says (the agents' budget)."""
+    kpl = cfg["k"] // 32
+    if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
+        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
+    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
+    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+
+
+def smem_estimate(cfg: Mapping[str, Any]) -> int:
+    """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows (k_map all)."""
+    if cfg["staging"] == "smem":
+        return cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
+    if cfg["k_map"] == "all":
+        return cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
+    return 0
+
+
+#: Registers assumed for a chunk kernel before ptxas reports (its occupancy is bounded by shared memory).
+_CHUNK_REGISTERS_GUESS = 128
+
+
+def estimate_resources(config: Mapping[str, Any]) -> Resources:
+    """Before a build: shared memory from the formulas the kernels use, registers as the agents estimate."""
     if config["family"] == "chunk":
         smem = state_smem_bytes(expected_strides(config["k"]), k=config["k"], block_v=config["block_v"],
                                 stages=config["stages"])
-        return Resources(registers or 128, smem, 0, state_threads(config["block_v"]), "estimate")
-    smem = (config["k"] * (config["warps"] * config["v_per_warp"] + 8) * 4 if config.get("staging") == "smem" else 0)
-    return Resources(registers or 128, smem, 0, 32 * config["warps"], "estimate")
+        return Resources(_CHUNK_REGISTERS_GUESS, smem, 0, state_threads(config["block_v"]), "estimate")
+    return Resources(registers_estimate(config), smem_estimate(config), 0, 32 * config["warps"], "estimate")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-from kda2.plan.model import DECODE_MAX_T, Resources, estimate, occupancy, workloads
+from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, registers_estimate, smem_estimate,
+                             workloads)
 
 
 class PipelineAgent:
@@ -61,24 +62,6 @@ class StagingAgent:
             for staging, k_map, why in options:
                 out.append(c.extend(self.name, why, staging=staging, k_map=k_map))
         return out
-
-
-def registers_estimate(cfg: dict) -> int:
-    """Registers per thread the kernel needs, as the agents estimate it before ptxas says."""
-    kpl = cfg["k"] // 32
-    if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
-        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
-    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
-    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
-
-
-def smem_estimate(cfg: dict) -> int:
-    """Shared memory per CTA: the staged state tile (smem staging) or the per-warp input rows (k_map all)."""
-    if cfg["staging"] == "smem":
-        return cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
-    if cfg["k_map"] == "all":
-        return cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
-    return 0
 
 
 def waves(cfg: dict, hw: Any, bucket: int) -> tuple[int, int, int]:

@@ -269,3 +269,46 @@ def test_a_kernel_fault_stops_the_run_and_the_rerun_skips_it(built, tmp_path, mo
     assert all(r["variant"] != bad for r in rec["routes"].values())
     fails = feedback.read_failures(tuning / "failures" / "kimi_linear_chunk.h200.jsonl")
     assert any(f["kind"] == "launch_error" and f["variant"] == bad for f in fails)
+
+
+def test_calibrate_writes_a_profile_the_loader_accepts(tmp_path) -> None:
+    """What `kda2 calibrate` writes (hand-made YAML: the GPU host may lack PyYAML) loads as a measured profile."""
+    from kda2.plan.profile import load_profile
+    from kda2.tools.calibrate import _yaml
+
+    facts = {"name": "h200-measured", "gpu": "NVIDIA H200", "arch": "sm_90a", "default_for_arch": False,
+             "sm_count": 132, "smem_per_sm_bytes": 233472, "smem_per_block_bytes": 232448,
+             "registers_per_sm": 65536, "registers_per_thread_max": 255, "threads_per_sm_max": 2048,
+             "blocks_per_sm_max": 32, "l2_bytes": 52428800, "copy_bandwidth_bytes_per_s": 4.27e12,
+             "tensor_flops_per_s": {"bf16": 6.87e14, "tf32": 3.4e14}, "launch_latency_us": 2.25,
+             "source": "measured", "date": "2026-11-30", "command": 'kda2 calibrate --out "profiles/x y.yaml"'}
+    path = tmp_path / "h200-measured.yaml"
+    path.write_text(_yaml(facts))
+    prof = load_profile(path)
+    assert prof.model_dump(mode="json") == {**facts, "citation": None}
+
+
+BLOCK_BUILD_PACKAGES = (
+    "import sys\n"
+    "class _Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('pydantic', 'yaml'):\n"
+    "            raise ImportError('not installed here: ' + name)\n"
+    "sys.meta_path.insert(0, _Block())\n"
+    "from kda2.tools.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n")
+
+
+def test_tune_dry_run_of_a_build_needs_no_pydantic(built, tmp_path) -> None:
+    """On a GPU host without the build packages, tune reads the profile and budget from the plan cache."""
+    d, _ = built
+    load_plans(str(SPECS), str(REPO / "rules"), str(tmp_path / "build"), ["kimi_linear_chunk"],
+               str(REPO / "profiles"), str(REPO / "tuning"))  # what the build leaves: build/.kda2/plan-cache.json
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    p = subprocess.run([sys.executable, "-c", BLOCK_BUILD_PACKAGES, "tune", "--dry-run", str(d), "--tuning",
+                        str(tmp_path / "tuning")], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "kimi_linear_chunk / sm_90a on h200 (published)" in p.stdout and "PRUNED: spills" in p.stdout
+    p = subprocess.run([sys.executable, "-c", BLOCK_BUILD_PACKAGES, "calibrate", "--out", str(tmp_path / "x.yaml")],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert "Traceback" not in p.stderr and (p.returncode == 0 or p.stderr.startswith("kda2: error: "))

@@ -17,6 +17,7 @@ from typing import Any
 
 import kda2
 from kda2.artifact.atomic import write_text
+from kda2.plan.profile_view import ProfileView
 
 CACHE_SCHEMA = 2
 
@@ -51,8 +52,8 @@ def _to_json(plans, warnings) -> dict:
                              "features": s.canonical()["features"], "seq_len_buckets": list(s.seq_len_buckets),
                              "digest": s.digest()},
                     "arch": p.arch, "dispatch": [dict(d) for d in p.dispatch],
-                    "profile": {"name": p.profile.name, "digest": p.profile.digest(),
-                                "smem_per_block_bytes": p.profile.smem_per_block_bytes},
+                    # the whole profile: kda2 tune reads it from here where pydantic is not installed
+                    "profile": {**p.profile.model_dump(mode="json"), "digest": p.profile.digest()},
                     "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
                                   "flags": v.flags, "rules_digest": v.rules_digest, "rules": v.rules}
                                  for v in p.variants]})
@@ -71,7 +72,8 @@ def _from_json(data: dict) -> tuple[list[SimpleNamespace], list[str]]:
                                  budget=_ns(spec["budget"]), head_dims=_ns(spec["head_dims"]),
                                  features=spec["features"], seq_len_buckets=spec["seq_len_buckets"],
                                  digest=spec["digest"]),
-            arch=p["arch"], dispatch=tuple(p["dispatch"]), variants=tuple(variants), profile=_ns(p["profile"])))
+            arch=p["arch"], dispatch=tuple(p["dispatch"]), variants=tuple(variants),
+            profile=ProfileView(p["profile"])))
     return plans, data["warnings"]
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS
+from kda2.plan.profile_view import cite
 from kda2.spec.model import field_problem, format_validation_error, read_yaml_mapping
 
 __all__ = ["Profile", "ProfileError", "TensorRates", "default_profiles_dir", "load_profile", "load_profiles",
@@ -88,11 +89,8 @@ class Profile(_Strict):
         return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
 
     def cite(self, *fields: str) -> str:
-        """`name: field=value, ...` for a reason: which facts of which profile a decision used."""
-        def val(f: str) -> str:
-            v = getattr(self, f) if "." not in f else getattr(getattr(self, f.split(".")[0]), f.split(".")[1])
-            return f"{v:.3g}" if isinstance(v, float) else str(v)
-        return f"profile {self.name} ({self.source}): " + ", ".join(f"{f}={val(f)}" for f in fields)
+        """`profile NAME (SOURCE): field=value, ...` for a reason: which facts of which profile a decision used."""
+        return cite(self, fields)
 
 
 def default_profiles_dir() -> Path:

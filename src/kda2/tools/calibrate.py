@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import datetime as _dt
+import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -23,8 +25,6 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from kda2.artifact.atomic import write_text
 
@@ -255,18 +255,35 @@ def measure(quick: bool = False) -> dict[str, Any]:
     return facts
 
 
-def calibrate(out: str, *, name: str | None = None, quick: bool = False) -> Path:
-    """Measure and write `out` as a profile (source: measured); the result is validated like any profile."""
-    from kda2.plan.profile import ProfileError, load_profile, profile_file_name
+def _yaml(data: dict[str, Any]) -> str:
+    """The profile as YAML, by hand: flat scalars and one flow mapping (calibrate runs on GPU hosts that may
+    lack PyYAML; kda2.plan.profile reads it back with yaml.safe_load)."""
+    def scalar(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):  # YAML 1.1 (PyYAML) reads 4.27e12 as a string: keep a dot and a signed exponent
+            return repr(v) if "e" not in repr(v) else f"{v:.4e}"
+        if isinstance(v, int):
+            return str(v)
+        return json.dumps(str(v))  # a JSON string is a valid YAML double-quoted scalar
+    lines = []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            lines.append(f"{k}: {{" + ", ".join(f"{a}: {scalar(b)}" for a, b in v.items()) + "}")
+        else:
+            lines.append(f"{k}: {scalar(v)}")
+    return "\n".join(lines) + "\n"
 
+
+def calibrate(out: str, *, name: str | None = None, quick: bool = False) -> Path:
+    """Measure and write `out` as a profile (source: measured); validated like any profile where pydantic is
+    installed (kda2.plan.profile), else checked again wherever the planner loads it."""
     path = Path(out)
     if path.suffix != ".yaml":
         raise CalibrateError(f"--out {out}: allowed: a .yaml path (profiles/<name>.yaml)")
     name = name or path.stem
-    try:
-        profile_file_name(name)
-    except ProfileError as e:
-        raise CalibrateError(str(e)) from None
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,47}", name):
+        raise CalibrateError(f"profile name {name!r}: allowed: [a-z][a-z0-9_-]{{0,47}} (from --name or the file name)")
     facts = measure(quick=quick)
     data = {"name": name, **facts, "default_for_arch": False, "source": "measured",
             "date": _dt.datetime.now(_dt.timezone.utc).date().isoformat(),
@@ -279,7 +296,11 @@ def calibrate(out: str, *, name: str | None = None, quick: bool = False) -> Path
     path.parent.mkdir(parents=True, exist_ok=True)
     if name != path.stem:
         raise CalibrateError(f"--name {name}: must equal the file name {path.stem!r} (profiles are looked up by it)")
-    write_text(path, header + yaml.safe_dump({k: data[k] for k in order}, sort_keys=False, width=120))
+    write_text(path, header + _yaml({k: data[k] for k in order}))
+    try:
+        from kda2.plan.profile import ProfileError, load_profile
+    except ImportError:
+        return path  # no pydantic/PyYAML on this host: the planner validates it where it is used
     try:
         load_profile(path)
     except ProfileError as e:

@@ -190,18 +190,20 @@ def cmd_rules(args: argparse.Namespace) -> int:
 # ---- tune, calibrate -------------------------------------------------------------------------
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from kda2.plan.profile import ProfileError
+    # only runtime-side imports here: on a GPU host without pydantic/PyYAML tune reads the build's plan cache
     from kda2.runtime.errors import ArtifactError
-    from kda2.spec.model import SpecError
-    from kda2.spec.rules import RuleError
     from kda2.tools.tune import TuneError, main
 
     try:
         rc = main(args.targets, dry_run=args.dry_run, quick=args.quick, specs_dir=args.specs, rules_dir=args.rules,
                   profiles_dir=args.profiles, profile=args.profile, tuning_dir=args.tuning, record=args.record,
                   margin=args.margin, time_limit=args.time_limit, workers=args.workers, force=args.force)
-    except (ArtifactError, TuneError, ProfileError, SpecError, RuleError, ValueError) as e:
+    except (ArtifactError, TuneError, ValueError) as e:  # ProfileError is a ValueError
         return _fail(str(e))
+    except Exception as e:  # spec and rule errors, named so that their modules (pydantic) need not be importable
+        if type(e).__name__ in ("SpecError", "RuleError"):
+            return _fail(str(e))
+        raise
     except KeyboardInterrupt:
         return _fail("interrupted; what was measured is kept in tuning/<spec>.<profile>.partial.json, re-run to resume")
     if rc == 0 and not args.dry_run:

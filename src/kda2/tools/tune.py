@@ -128,8 +128,11 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     missing = [k for k in ("spec", "arch", "variants", "dispatch", "library") if k not in m]
     if missing:
         raise TuneError(f"{path}: not a kda2 manifest (missing {', '.join(missing)}); rebuild it (`scons`)")
-    hw = _profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile)
-    budget = _budget(m["spec"], specs_dir)
+    cached = None if profile else _from_plan_cache(path, m["spec"], m["arch"])
+    if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
+        hw, budget = cached
+    else:
+        hw, budget = _profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile), _budget(m["spec"], specs_dir)
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})
     by_id = {v["id"]: v for v in m["variants"]}
     lib = m.get("library")
@@ -147,6 +150,22 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
                                 incumbent=vid == incumbent))
     fit_steps(g, record_path(m["spec"], hw.name, tuning_dir), budget)
     return g
+
+
+def _from_plan_cache(manifest: Path, spec: str, arch: str) -> tuple[Any, Any] | None:
+    """(profile, budget) of the plan that built this library, from build/.kda2/plan-cache.json, if present."""
+    from types import SimpleNamespace
+
+    from kda2.plan.profile_view import ProfileView
+
+    try:
+        data = json.loads((manifest.parent.parent.parent / ".kda2" / "plan-cache.json").read_text())
+        p = next(p for p in data["plans"] if p["spec"]["name"] == spec and p["arch"] == arch)
+        if "gpu" not in p["profile"]:  # a cache written before profiles were kept whole
+            return None
+        return ProfileView(p["profile"]), SimpleNamespace(**p["spec"]["budget"])
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
 
 
 def _budget(spec_name: str, specs_dir: str) -> Any:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kda2.plan.model import (OCCUPANCY_FLOOR_WARPS, Resources, Workload, bytes_moved, chains, estimate,
+from kda2.plan.model import (Resources, Workload, bytes_moved, chains, estimate,
                              occupancy, prune_reason, rank, resources_from_ptxas, spearman, spearman_of_record,
                              step_ns_from_record, workloads)
 from kda2.plan.profile import load_profiles
@@ -49,7 +49,7 @@ def test_prune_reasons() -> None:
     # one warp of 255 registers at 1 KB smem: 8 CTAs by registers... but a 1-warp CTA with a 200 KB tile
     # fits once per SM: 1 warp per SM is below the floor
     why = prune_reason(REC, Resources(64, 200000, 0, 32, "ptxas"), h200, BUDGET)
-    assert f"floor {OCCUPANCY_FLOOR_WARPS}" in why and "limited by smem" in why
+    assert f"floor {h200.warp_schedulers_per_sm}" in why and "limited by smem" in why
 
 
 def test_bytes_and_chains() -> None:

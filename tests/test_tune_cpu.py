@@ -279,7 +279,8 @@ def test_calibrate_writes_a_profile_the_loader_accepts(tmp_path) -> None:
     facts = {"name": "h200-measured", "gpu": "NVIDIA H200", "arch": "sm_90a", "default_for_arch": False,
              "sm_count": 132, "smem_per_sm_bytes": 233472, "smem_per_block_bytes": 232448,
              "registers_per_sm": 65536, "registers_per_thread_max": 255, "threads_per_sm_max": 2048,
-             "blocks_per_sm_max": 32, "l2_bytes": 52428800, "copy_bandwidth_bytes_per_s": 4.27e12,
+             "blocks_per_sm_max": 32, "smem_reserved_per_block_bytes": 1024, "register_alloc_unit": 256,
+             "warp_schedulers_per_sm": 4, "l2_bytes": 52428800, "copy_bandwidth_bytes_per_s": 4.27e12,
              "tensor_flops_per_s": {"bf16": 6.87e14, "tf32": 3.4e14}, "launch_latency_us": 2.25,
              "source": "measured", "date": "2026-11-30", "command": 'kda2 calibrate --out "profiles/x y.yaml"'}
     path = tmp_path / "h200-measured.yaml"

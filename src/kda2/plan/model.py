@@ -24,13 +24,6 @@ from typing import Any, Mapping, Sequence
 
 from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_threads
 
-#: Warps resident per SM below which a candidate is pruned: fewer cannot hide one load's latency behind
-#: another's (an SM issues from 4 schedulers; one warp each is the least that keeps them all busy).
-OCCUPANCY_FLOOR_WARPS = 4
-#: Registers are allocated per warp in units of 256 (CUDA occupancy calculator, all archs here).
-_REG_UNIT = 256
-#: Shared memory the driver reserves per block on sm_80 and later (CUDA programming guide, 1 KB).
-_SMEM_RESERVED = 1024
 #: Decode buckets: a bucket up to this length is judged at the bandwidth-bound batch (DESIGN §1.1 D3).
 DECODE_MAX_T = 16
 
@@ -125,12 +118,13 @@ class Occupancy:
 def occupancy(res: Resources, hw: Any) -> Occupancy:
     """Resident CTAs per SM: the least of the thread, register, shared-memory and block limits."""
     warps = -(-res.threads // 32)
-    regs_per_warp = -(-max(res.registers, 1) * 32 // _REG_UNIT) * _REG_UNIT
+    unit = hw.register_alloc_unit
+    regs_per_warp = -(-max(res.registers, 1) * 32 // unit) * unit
     limits = {"threads": hw.threads_per_sm_max // max(res.threads, 1),
               "registers": hw.registers_per_sm // (regs_per_warp * warps),
               "blocks": hw.blocks_per_sm_max}
     if res.smem_bytes:
-        limits["smem"] = hw.smem_per_sm_bytes // (res.smem_bytes + _SMEM_RESERVED)
+        limits["smem"] = hw.smem_per_sm_bytes // (res.smem_bytes + hw.smem_reserved_per_block_bytes)
     limiter = min(limits, key=lambda k: limits[k])
     return Occupancy(limits[limiter], limits[limiter] * warps, limiter)
 
@@ -221,8 +215,10 @@ def estimate(config: Mapping[str, Any], res: Resources, hw: Any, w: Workload,
 
 
 def prune_reason(config: Mapping[str, Any], res: Resources, hw: Any, budget: Any,
-                 floor_warps: int = OCCUPANCY_FLOOR_WARPS) -> str | None:
-    """Why a candidate cannot be shipped or cannot run well on `hw`, or None."""
+                 floor_warps: int | None = None) -> str | None:
+    """Why a candidate cannot be shipped or cannot run well on `hw`, or None. The occupancy floor is one
+    resident warp per warp scheduler of the profile (fewer leave issue slots idle on every memory wait)."""
+    floor_warps = hw.warp_schedulers_per_sm if floor_warps is None else floor_warps
     if res.spill_bytes and not getattr(budget, "allow_spills", False):
         return f"spills {res.spill_bytes} B ({res.source}) and budget.allow_spills is false"
     limit = min(getattr(budget, "max_registers", 255), hw.registers_per_thread_max)

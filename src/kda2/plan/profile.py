@@ -64,6 +64,9 @@ class Profile(_Strict):
     registers_per_thread_max: Annotated[int, Field(ge=16, le=255)]
     threads_per_sm_max: Count
     blocks_per_sm_max: Count
+    smem_reserved_per_block_bytes: Annotated[int, Field(ge=0)]   # the driver's share of each block's smem
+    register_alloc_unit: Count      # registers are allocated per warp in multiples of this
+    warp_schedulers_per_sm: Count   # the occupancy floor: one resident warp per scheduler
     l2_bytes: Count
     copy_bandwidth_bytes_per_s: Positive
     tensor_flops_per_s: TensorRates

@@ -1,7 +1,9 @@
 """`kda2 calibrate --out profiles/<name>.yaml`: measure the GPU this runs on and write a hardware profile.
 
-Device attributes (cuda-python driver API): SM count, shared memory per SM and per block (opt-in),
-registers per SM, threads and blocks per SM, L2 size, compute capability (-> arch). Measured:
+Device attributes (cuda-python driver API): SM count, shared memory per SM and per block (opt-in) and the
+driver's per-block reservation, registers per SM, threads and blocks per SM, L2 size, compute capability
+(-> arch); the few facts with no attribute (255 registers per thread, the 256-register allocation unit, 4 warp
+schedulers per SM) are constants below, the same on every arch kda2 builds for. Measured:
   - copy bandwidth: cuMemcpyDtoD of a 1 GiB buffer, bytes read + written per second, median of CUDA-event
     timings (the same convention as the project's measured 4.27 TB/s on the H200);
   - tensor-core rate: a generated kernel of independent `mma.sync` chains (bf16 m16n8k16, tf32 m16n8k8,
@@ -28,9 +30,12 @@ from typing import Any
 
 from kda2.artifact.atomic import write_text
 
-#: The ISA's register limit per thread on every arch kda2 builds for (PTX ISA, "maximum registers per
-#: thread"); there is no device attribute for it.
+#: Facts with no device attribute, the same on every arch kda2 builds for (sm_80 … sm_90a): the ISA's register
+#: limit per thread (PTX ISA), the per-warp register allocation unit (CUDA Occupancy Calculator) and the warp
+#: schedulers per SM (the Ampere and Hopper whitepapers: four SM sub-partitions).
 ISA_MAX_REGISTERS_PER_THREAD = 255
+REGISTER_ALLOC_UNIT = 256
+WARP_SCHEDULERS_PER_SM = 4
 
 _KERNELS = r"""
 extern "C" __global__ void kda2_empty() {}
@@ -206,6 +211,8 @@ def measure(quick: bool = False) -> dict[str, Any]:
         "registers_per_thread_max": ISA_MAX_REGISTERS_PER_THREAD,
         "threads_per_sm_max": d.attr("MAX_THREADS_PER_MULTIPROCESSOR"),
         "blocks_per_sm_max": d.attr("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        "smem_reserved_per_block_bytes": d.attr("RESERVED_SHARED_MEMORY_PER_BLOCK"),
+        "register_alloc_unit": REGISTER_ALLOC_UNIT, "warp_schedulers_per_sm": WARP_SCHEDULERS_PER_SM,
         "l2_bytes": d.attr("L2_CACHE_SIZE"),
     }
     reps = 5 if quick else 15
@@ -289,7 +296,8 @@ def calibrate(out: str, *, name: str | None = None, quick: bool = False) -> Path
             "date": _dt.datetime.now(_dt.timezone.utc).date().isoformat(),
             "command": "kda2 " + " ".join(sys.argv[1:]) if sys.argv[1:] else f"kda2 calibrate --out {out}"}
     order = ["name", "gpu", "arch", "default_for_arch", "sm_count", "smem_per_sm_bytes", "smem_per_block_bytes",
-             "registers_per_sm", "registers_per_thread_max", "threads_per_sm_max", "blocks_per_sm_max", "l2_bytes",
+             "registers_per_sm", "registers_per_thread_max", "threads_per_sm_max", "blocks_per_sm_max",
+             "smem_reserved_per_block_bytes", "register_alloc_unit", "warp_schedulers_per_sm", "l2_bytes",
              "copy_bandwidth_bytes_per_s", "tensor_flops_per_s", "launch_latency_us", "source", "date", "command"]
     header = ("# Measured by `kda2 calibrate` (kda2/tools/calibrate.py): device attributes; copy = 1 GiB D2D, read +\n"
               "# written; tensor = mma.sync bf16 m16n8k16 / tf32 m16n8k8 chains; launch = empty kernel, back to back.\n")

@@ -401,3 +401,16 @@ def test_missing_or_broken_lock(tmp_path: Path) -> None:
     assert "unreadable" in check_lock(rules_dir)[0]
     write_lock(rules_dir)
     assert check_lock(rules_dir) == []
+
+
+def test_profile_scope_and_digests_of_rules_without_it(tmp_path: Path) -> None:
+    """`match.profile` scopes a rule to one GPU model; a rule without it keeps the body (and so the locked
+    digest) it had before the field existed."""
+    plain = load_rule(write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_90a}\naction: forbid\n"))
+    assert "profile" not in plain.body()["match"]
+    scoped = load_rule(write_rule(tmp_path, "0002-b.yaml", "match: {profile: h200}\naction: forbid\n"))
+    assert scoped.body()["match"]["profile"] == "h200"
+    assert scoped.matches(cfg(profile="h200")) and not scoped.matches(cfg(profile="h100"))
+    assert not scoped.matches(cfg())  # a config planned for no profile is not in its scope
+    msg = load_error(write_rule(tmp_path, "0003-c.yaml", "match: {profile: H200!}\naction: forbid\n"))
+    assert "match.profile: not an allowed value; allowed: a profile name" in msg

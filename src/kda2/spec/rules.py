@@ -141,8 +141,12 @@ class Rule(_Strict):
         return True
 
     def body(self) -> dict[str, Any]:
-        """Canonical content (everything but the path): what the lock and build digests cover."""
-        return self.model_dump(mode="json")
+        """Canonical content (everything but the path): what the lock and build digests cover. An absent
+        `match.profile` is left out, so rules written before it existed keep their locked digests."""
+        body = self.model_dump(mode="json")
+        if body["match"].get("profile") is None:
+            del body["match"]["profile"]
+        return body
 
     def body_digest(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()

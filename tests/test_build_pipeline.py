@@ -177,6 +177,7 @@ class Checkout:
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(REPO / "site_scons", root / "site_scons", ignore=ignore)
         shutil.copytree(REPO / "rules", root / "rules", ignore=ignore)
+        shutil.copytree(REPO / "profiles", root / "profiles", ignore=ignore)  # the targets' hardware facts
         # its own copy of the package, so a test can edit the code the build runs
         shutil.copytree(REPO / "src", root / "src", ignore=ignore)
         (root / "kernel_specs").mkdir()

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from kda2.plan.planner import plan_spec
-from kda2.plan.lock import read_lock
+from kda2.plan.lock import read_spec_baselines, routes
+from kda2.plan.profile import load_profiles, resolve_targets
 from kda2.spec.rules import load_rules
 from kda2.spec.model import load_spec
 from kda2.compile.toolchain import gencode
@@ -56,8 +57,8 @@ HELP = {
     "build": ("scons", "progress line"),
     "plan": ("candidate", "reasons", "--json", "--arch"),
     "inspect": ("SASS", "spills", "local", "Exit 1"),
-    "rules": ("version bump", "check", "lock"),
-    "tune": ("fastest correct", "lock.json", "--quick"),
+    "rules": ("version bump", "check", "lock", "propose", "impact"),
+    "tune": ("fastest correct", "tuning/<spec>.<profile>.json", "--quick", "--dry-run"),
     "bench": ("FLA", "GPU"),
 }
 
@@ -94,6 +95,11 @@ def expected_routes(plan, vid: str) -> list[str]:
                   for d in plan.dispatch if d["variant"] == vid) or ["candidate"]
 
 
+def tuned(spec) -> dict:
+    """What the build routes by: the spec's tuning records (tuning/<spec>.<profile>.json)."""
+    return routes(read_spec_baselines(spec.name, resolve_targets(spec, load_profiles()), REPO / "tuning"))
+
+
 def test_plan_table_has_one_row_per_variant() -> None:
     p = kda2("plan", KIMI, "--rules", RULES)
     assert p.returncode == 0, p.stderr
@@ -102,14 +108,14 @@ def test_plan_table_has_one_row_per_variant() -> None:
     sections = [s for s in sections if s.strip()]
     assert len(sections) == len(spec.archs)
     for arch, text in zip(spec.archs, sections):
-        plan = plan_spec(spec, arch, rules, read_lock(Path(KIMI).with_name(f"{spec.name}.lock.json")).get(arch))
+        plan = plan_spec(spec, arch, rules, tuned(spec).get(arch))
         assert text.startswith(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
                                "dispatch rows")
         rows = [ROW.match(line) for line in text.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
         assert all(rows), text
         assert [m[1] for m in rows] == [v.id for v in plan.variants]
         routed = {d["variant"]: d["routed_by"] for d in plan.dispatch}
-        assert set(routed.values()) == ({"tune"} if arch == "sm_90a" else {"rank"})  # the lock holds sm_90a
+        assert set(routed.values()) == ({"tune"} if arch == "sm_90a" else {"rank"})  # the record holds h200
         for m, v in zip(rows, plan.variants):
             c = v.config
             assert (m[2], m[3] == "True", int(m[4]), int(m[5]), m[6], m[7], m[8]) == (
@@ -121,8 +127,9 @@ def test_plan_reasons_and_arch() -> None:
     p = kda2("plan", KIMI, "--rules", RULES, "--arch", "sm_80", "--reasons")
     assert p.returncode == 0, p.stderr
     assert "/ sm_80:" in p.stdout and "/ sm_90a:" not in p.stdout
-    for agent in ("layout", "staging", "tile", "reduce", "budget", "rule 0002 v1"):
+    for agent in ("layout", "staging", "tile", "reduce", "budget"):
         assert f"[{agent}] " in p.stdout
+    assert "profile a100 (published)" in p.stdout  # the hardware facts the agents used
 
 
 def test_plan_json_parses() -> None:
@@ -133,7 +140,7 @@ def test_plan_json_parses() -> None:
     assert [d["arch"] for d in data] == list(spec.archs)
     for entry in data:
         plan = plan_spec(spec, entry["arch"], rules,
-                         read_lock(Path(KIMI).with_name(f"{spec.name}.lock.json")).get(entry["arch"]))
+                         tuned(spec).get(entry["arch"]))
         assert [v["id"] for v in entry["variants"]] == [v.id for v in plan.variants]
         assert [v["config"] for v in entry["variants"]] == [v.config for v in plan.variants]
         assert entry["dispatch"] == [dict(d) for d in plan.dispatch]
@@ -167,7 +174,11 @@ def test_rules_check_passes_on_the_repo() -> None:
 
 def test_rules_check_fails_on_body_edit_without_bump(tmp_path) -> None:
     rules = tmp_path / "rules"
-    shutil.copytree(RULES, rules)
+    rules.mkdir()
+    (rules / "0002-sm80-warps.yaml").write_text(
+        'id: 2\nversion: 1\nmatch: {arch: sm_80}\naction: flags\nflags: ["-Xptxas=-warn-spills"]\n'
+        "reason: report spills on Ampere.\nevidence: test fixture\n")
+    assert kda2("rules", "lock", "--rules", rules).returncode == 0
     before = (rules / "rules.lock.json").read_bytes()
     edited = rules / "0002-sm80-warps.yaml"
     edited.write_text(edited.read_text().replace('flags: ["-Xptxas=-warn-spills"]',
@@ -365,9 +376,9 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
             assert routes_and_rules(m[9]) == (expected_routes(plan, v.id), list(v.rules))
     p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_80", "--reasons")
     assert p.returncode == 0, p.stderr
-    for agent in ("layout", "chunk", "tile", "stages", "budget", "rule 0002 v1"):
+    for agent in ("layout", "chunk", "tile", "stages", "budget"):
         assert f"[{agent}] " in p.stdout
-    assert "limit 166912 B (sm_80 opt-in limit)" in p.stdout
+    assert "limit 166912 B (profile a100 (published): smem_per_block_bytes=166912)" in p.stdout
     data = json.loads(kda2("plan", KIMI_CHUNK, "--rules", RULES, "--json").stdout)
     assert {v["config"]["block_v"] for entry in data for v in entry["variants"]} == {32, 64}
 
@@ -402,7 +413,10 @@ def test_inspect_chunk_manifest(chunk_like_build: Path) -> None:
     assert any(want in ln and "missing" in ln for ln in p.stderr.splitlines()), p.stderr
 
 
-def test_tune_refuses_a_chunk_library(tmp_path) -> None:
+def test_tune_refuses_an_unknown_family_and_a_broken_manifest(tmp_path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"family": "attention", "spec": "c", "arch": "sm_90a"}))
+    line = one_error_line(kda2("tune", tmp_path))
+    assert "attention" in line and "allowed: recurrent, chunk" in line and "manifest.json" in line
     (tmp_path / "manifest.json").write_text(json.dumps({"family": "chunk", "spec": "c", "arch": "sm_90a"}))
     line = one_error_line(kda2("tune", tmp_path))
-    assert "kda2 tune supports family recurrent only" in line and "chunk" in line and "manifest.json" in line
+    assert "not a kda2 manifest" in line and "variants" in line

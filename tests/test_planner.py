@@ -11,8 +11,8 @@ import pytest
 from kda2.plan.planner import PlanError, SpecPlan, plan_all, plan_spec
 from kda2.spec.rules import load_rules
 from kda2.spec.model import Spec, load_spec, load_specs
-from kda2.plan.lock import lock_path_for, read_lock
-from kda2.tools.tune import TUNABLE_FAMILIES
+from kda2.plan.lock import read_lock, record_path
+from kda2.plan.profile import load_profiles, resolve_targets
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.variant import variant_id
 
@@ -108,17 +108,19 @@ def test_reasons_from_every_agent(kimi, rules) -> None:
             assert all(why.strip() for _, why in v.reasons), v.reasons
 
 
-def test_sm80_variants_carry_rule_0002_flag(kimi, rules) -> None:
-    (r2,) = [r for r in rules if r.id == 2]
+def test_rule_scoped_to_a_profile_changes_only_that_profiles_plan(kimi, tmp_path) -> None:
+    """A flags rule matching `profile: a100` reaches the sm_80 (a100) variants only, with its reason."""
+    (tmp_path / "0001-a100-flag.yaml").write_text(
+        "id: 1\nversion: 1\nmatch: {profile: a100}\naction: flags\nflags: [-Xptxas=-warn-spills]\n"
+        "reason: report spills on the A100 path.\nevidence: test\n")
+    rules = load_rules(tmp_path)
     sm80 = plan_spec(kimi, "sm_80", rules).variants
     assert sm80
     for v in sm80:
-        assert "-Xptxas=-warn-spills" in v.flags and tuple(r2.flags or ()) == v.flags
-        assert f"0002@v{r2.version}" in v.rules
-        assert any(agent == f"rule 0002 v{r2.version}" for agent, _ in v.reasons)
+        assert v.flags == ("-Xptxas=-warn-spills",) and v.rules == ("0001@v1",)
+        assert any(agent == "rule 0001 v1" for agent, _ in v.reasons)
     for v in plan_spec(kimi, "sm_90a", rules).variants:
-        assert v.flags == () and not any(r.startswith("0002@") for r in v.rules)
-    assert {v.rules_digest for v in sm80} != {v.rules_digest for v in plan_spec(kimi, "sm_90a", rules).variants}
+        assert v.flags == () and v.rules == ()
 
 
 # ---- tune locks --------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ def test_lock_routes_to_a_non_first_candidate(kimi, rules, tmp_path) -> None:
     lock = read_lock(write_lock(tmp_path / "x.lock.json", kimi.name, {"v_first:1": chosen}))
     assert lock == {"sm_90a": {"v_first:1": chosen}}
     plans, warnings = plan_all([kimi], rules, locks={kimi.name: lock})
-    assert not [w for w in warnings if "lock" in w], warnings
+    assert not [w for w in warnings if "tuning record" in w], warnings
     by_arch = {p.arch: p for p in plans}
     tuned = routes(by_arch["sm_90a"])
     assert tuned["v_first:1"]["variant"] == chosen and tuned["v_first:1"]["routed_by"] == "tune"
@@ -154,7 +156,7 @@ def test_lock_naming_an_unknown_variant_warns_and_falls_back(kimi, rules, tmp_pa
     ranked = plan_spec(kimi, "sm_90a", rules)
     lock = read_lock(write_lock(tmp_path / "x.lock.json", kimi.name, {"v_first:1": "0123456789ab"}))
     plans, warnings = plan_all([kimi], rules, locks={kimi.name: lock})
-    (w,) = [w for w in warnings if "lock" in w]
+    (w,) = [w for w in warnings if "tuning record" in w]
     assert "0123456789ab" in w and "v_first:1" in w and "sm_90a" in w and kimi.name in w
     assert "\n" not in w
     d = routes(next(p for p in plans if p.arch == "sm_90a"))["v_first:1"]
@@ -176,32 +178,35 @@ def test_missing_lock_is_empty(tmp_path) -> None:
     assert read_lock(tmp_path / "none.lock.json") == {}
 
 
-def test_committed_locks_name_current_candidates(rules) -> None:
+def test_committed_tuning_records_name_current_candidates(rules) -> None:
+    """tuning/<spec>.<profile>.json (migrated from kernel_specs/*.lock.json, same winners) route every row of
+    the plan they cover to a current candidate; specs or targets without a record route by rank."""
     specs = load_specs(SPECS)
-    locks = {}
+    profiles = load_profiles()
+    locks: dict[str, dict[str, dict[str, str]]] = {}
+    raws = {}
     for s in specs:
-        path = lock_path_for(s.name, SPECS)
-        if s.family not in TUNABLE_FAMILIES:  # kda2 tune does not time this family: routed by rank
-            assert not path.is_file(), f"{path}: a tune lock for a family kda2 tune does not support"
-            continue
-        assert path.is_file(), f"{path}: no committed tune lock"
-        locks[s.name] = read_lock(path)
-        raw = json.loads(path.read_text())
-        assert raw["spec"] == s.name and raw["schema"] == 1
-        assert set(locks[s.name]) <= set(s.archs)
+        for arch, prof in resolve_targets(s, profiles).items():
+            path = record_path(s.name, prof.name, REPO / "tuning")
+            if not path.is_file():
+                continue
+            raw = json.loads(path.read_text())
+            assert raw["spec"] == s.name and raw["schema"] == 2 and raw["profile"] == prof.name and raw["arch"] == arch
+            locks.setdefault(s.name, {}).update(read_lock(path))
+            raws[(s.name, arch)] = raw
+    assert ("kimi_linear_recurrent", "sm_90a") in raws and ("small_head_recurrent", "sm_90a") in raws
+    # the migration kept the H200 winners of 2026-11-29
+    assert locks["kimi_linear_recurrent"]["sm_90a"]["v_first:1024"] == "0ec19a4cc2d7"
+    assert locks["small_head_recurrent"]["sm_90a"]["v_first:1"] == "96ddefbe106b"
     plans, warnings = plan_all(specs, rules, locks=locks)
-    assert not [w for w in warnings if "lock" in w], warnings
+    assert not [w for w in warnings if "tuning record" in w], warnings
     for plan in plans:
-        if plan.spec.name not in locks:
-            assert all(d["routed_by"] == "rank" for d in plan.dispatch)
-            continue
-        raw = json.loads(lock_path_for(plan.spec.name, SPECS).read_text())
-        entry = raw["archs"].get(plan.arch)
+        entry = raws.get((plan.spec.name, plan.arch))
         if entry is None:
             assert all(d["routed_by"] == "rank" for d in plan.dispatch)
             continue
         g, r = groups(plan), routes(plan)
-        assert set(entry["routes"]) == set(r), "the lock must cover every route of the plan"
+        assert set(entry["routes"]) == set(r), "the record must cover every route of the plan"
         for key, route in entry["routes"].items():
             layout, bucket = key.split(":")
             group = g[(layout, int(bucket))]
@@ -285,9 +290,9 @@ def test_chunk_plan_ranks_block_v_by_bucket(rules) -> None:
             # the budget agent's estimate: every padded tile at the most the TIR pass may pad it (MAX_ROW_PAD)
             assert re.search(r"~112896 B smem prep.*~(158752|201760) B smem state", why["budget"]), why["budget"]
             assert v.name.startswith(f"kda2_chunk_{arch}_k128v128_") and f"c64bv{v.config['block_v']}s2_{v.id}" in v.name
-        if arch == "sm_80":
-            assert all("-Xptxas=-warn-spills" in v.flags for v in plan.variants)
-            assert all("166912 B (sm_80 opt-in limit)" in dict(v.reasons)["budget"] for v in plan.variants)
+        if arch == "sm_80":  # the limit comes from the a100 profile, and the reason says so
+            assert all("limit 166912 B (profile a100 (published): smem_per_block_bytes=166912)"
+                       in dict(v.reasons)["budget"] for v in plan.variants)
 
 
 def test_chunk_budget_agent_respects_the_arch_limit(rules, tmp_path) -> None:
@@ -295,12 +300,17 @@ def test_chunk_budget_agent_respects_the_arch_limit(rules, tmp_path) -> None:
     # 64/1 128528): above sm_90a's 227 KB only 128/2, above sm_80's 163 KB all but 64/1
     spec = chunk_spec(tmp_path, chunk="{block_v: [128, 64], stages: [1, 2]}", max_candidates="8",
                       archs="[sm_90a, sm_80, sm_86]")
-    by_arch = {arch: plan_spec(spec, arch, rules) for arch in ("sm_90a", "sm_80")}
+    profiles = load_profiles()
+    by_arch = {arch: plan_spec(spec, arch, rules, profile=profiles[name])
+               for arch, name in (("sm_90a", "h200"), ("sm_80", "a100"))}
     shapes = {arch: {(v.config["block_v"], v.config["stages"]) for v in p.variants} for arch, p in by_arch.items()}
     assert shapes["sm_90a"] == {(128, 1), (64, 2), (64, 1)}
     assert shapes["sm_80"] == {(64, 1)}
-    with pytest.raises(PlanError, match="sm_86"):  # 99 KB: even the prep kernel (at most 112896 B) does not fit
-        plan_spec(spec, "sm_86", rules)
+    # a profile with 99 KB per block (the 8.6 parts): even the prep kernel (at most 112896 B) does not fit
+    ga102 = profiles["a100"].model_copy(update={"name": "ga102", "arch": "sm_86", "smem_per_block_bytes": 101376,
+                                                 "smem_per_sm_bytes": 102400})
+    with pytest.raises(PlanError, match="sm_86"):
+        plan_spec(spec, "sm_86", rules, profile=ga102)
     capped = plan_spec(chunk_spec(tmp_path, max_candidates="1"), "sm_90a", rules)
     assert all(len(ids) == 1 for ids in groups(capped).values())
     with pytest.raises(PlanError, match="no variant survives"):

@@ -23,7 +23,7 @@ from kda2.artifact.canonical import canonical_json
 from kda2.codegen.render import INCLUDE_DIR, kernel_symbol, render_library, render_variant
 from kda2.compile.ptxas import check, parse_ptxas
 from kda2.compile.toolchain import find_toolchain
-from kda2.plan.hardware import SMEM_PER_BLOCK_OPTIN
+from kda2.plan.profile import load_profiles, resolve_targets
 from kda2.plan.planner import plan_spec
 from kda2.plan.variant import variant_id, variant_name
 from kda2.spec.model import load_spec
@@ -166,7 +166,6 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     spec = load_spec(REPO / "kernel_specs" / "kimi_linear_recurrent.yaml")
     spec_plan = plan_spec(spec, "sm_80", load_rules(REPO / "rules"))
     pv = next(v for v in spec_plan.variants if v.config["staging"] == "direct")
-    assert any(agent.startswith("rule 0002") for agent, _ in pv.reasons)
     tplan = {"smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "conflicts_before": {}, "conflicts_after": {},
              "pass": {"name": "kda2.bank_pad"}}
     text = render_variant(pv.config, tplan)
@@ -243,8 +242,8 @@ def planned_variants() -> list[tuple[str, str, Any, dict[str, Any]]]:
     out = []
     for path in sorted((REPO / "kernel_specs").glob("*.yaml")):
         spec = load_spec(path)
-        for arch in spec.archs:
-            budget = min(spec.budget.max_smem_bytes, SMEM_PER_BLOCK_OPTIN[arch])
+        for arch, hw in resolve_targets(spec, load_profiles()).items():
+            budget = min(spec.budget.max_smem_bytes, hw.smem_per_block_bytes)
             for pv in plan_spec(spec, arch, rules).variants:
                 out.append((spec.name, arch, pv, plan_variant(pv.config, budget)))
     return out

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +46,27 @@ def load_error(path: Path) -> str:
 
 # --- the real rules ----------------------------------------------------------------------------
 
+#: Two rules as test data (the repository's own rules come from real failures, via `kda2 rules propose`).
+FIXTURE_RULES = {
+    "0001-no-smem-staging-v-first.yaml": (
+        "id: 1\nversion: 1\nmatch:\n  family: recurrent\n  config: {state_layout: v_first, staging: smem}\n"
+        "action: forbid\nreason: >-\n  V-first rows are contiguous along K, so smem staging only adds a round trip.\n"
+        "evidence: \"test fixture\"\n"),
+    "0002-sm80-warps.yaml": (
+        "id: 2\nversion: 1\nmatch:\n  arch: sm_80\naction: flags\nflags: [\"-Xptxas=-warn-spills\"]\n"
+        "reason: ptxas must report any spill on the Ampere path.\nevidence: \"test fixture\"\n"),
+}
+
+
 def test_real_rules_load_and_are_locked() -> None:
     rules = load_rules(REAL_RULES)
-    assert [r.id for r in rules][:2] == [1, 2]
     assert check_lock(REAL_RULES) == []
+    assert all(r.evidence.strip() and r.reason.strip() for r in rules)
+
+
+def test_fixture_rules_match_and_apply(tmp_path: Path) -> None:
+    rules = load_rules(copy_rules(tmp_path))
+    assert [r.id for r in rules] == [1, 2]
     forbid_smem_vf = rules[0]
     assert forbid_smem_vf.action == "forbid"
     assert forbid_smem_vf.matches(cfg(state_layout="v_first", staging="smem"))
@@ -215,7 +231,7 @@ def test_unknown_match_config_field(tmp_path: Path) -> None:
 
 def test_unknown_match_key_and_top_level_field(tmp_path: Path) -> None:
     msg = load_error(write_rule(tmp_path, "0003-x.yaml", "match: {gpu: h200}\naction: forbid\n"))
-    assert "match.gpu: unknown field 'gpu'; allowed: arch, family, bucket, config" in msg
+    assert "match.gpu: unknown field 'gpu'; allowed: arch, family, bucket, profile, config" in msg
     msg = load_error(write_rule(tmp_path, "0003-x.yaml", "match: {}\naction: forbid\nseverity: high\n"))
     assert "severity: unknown field 'severity'; allowed: id, version, match, action" in msg
 
@@ -314,8 +330,12 @@ def test_unmatched(tmp_path: Path) -> None:
 # --- lock --------------------------------------------------------------------------------------
 
 def copy_rules(tmp_path: Path) -> Path:
+    """A locked rules directory holding FIXTURE_RULES."""
     target = tmp_path / "rules"
-    shutil.copytree(REAL_RULES, target)
+    target.mkdir()
+    for name, text in FIXTURE_RULES.items():
+        (target / name).write_text(text)
+    write_lock(target)
     return target
 
 
@@ -381,3 +401,16 @@ def test_missing_or_broken_lock(tmp_path: Path) -> None:
     assert "unreadable" in check_lock(rules_dir)[0]
     write_lock(rules_dir)
     assert check_lock(rules_dir) == []
+
+
+def test_profile_scope_and_digests_of_rules_without_it(tmp_path: Path) -> None:
+    """`match.profile` scopes a rule to one GPU model; a rule without it keeps the body (and so the locked
+    digest) it had before the field existed."""
+    plain = load_rule(write_rule(tmp_path, "0001-a.yaml", "match: {arch: sm_90a}\naction: forbid\n"))
+    assert "profile" not in plain.body()["match"]
+    scoped = load_rule(write_rule(tmp_path, "0002-b.yaml", "match: {profile: h200}\naction: forbid\n"))
+    assert scoped.body()["match"]["profile"] == "h200"
+    assert scoped.matches(cfg(profile="h200")) and not scoped.matches(cfg(profile="h100"))
+    assert not scoped.matches(cfg())  # a config planned for no profile is not in its scope
+    msg = load_error(write_rule(tmp_path, "0003-c.yaml", "match: {profile: H200!}\naction: forbid\n"))
+    assert "match.profile: not an allowed value; allowed: a profile name" in msg

@@ -150,7 +150,7 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_unknown_top_level_field(tmp_path: Path) -> None:
     msg = error_of(tmp_path, lambda d: d.update(tile_size=4))
     check_line(msg, tmp_path / "s.yaml", "tile_size: unknown field 'tile_size'",
-               "allowed: name, family, archs, head_dims, features, seq_len_buckets, agents, budget")
+               "allowed: name, family, archs, targets, head_dims, features, seq_len_buckets, agents, budget")
 
 
 def test_unknown_nested_field(tmp_path: Path) -> None:

@@ -34,7 +34,22 @@ from test_cli import tiny_spec  # noqa: E402  (tests/ is on sys.path)
 
 
 REPO = Path(__file__).resolve().parents[1]
-RULES = REPO / "rules"
+def _fixture_rules() -> Path:
+    """A locked rules directory holding the rule the synthetic sm_80 manifests name (0002@v1): test data, not
+    one of the repository's rules (those come from real failures)."""
+    import tempfile
+
+    from kda2.spec.rules import write_lock
+
+    d = Path(tempfile.mkdtemp(prefix="kda2-vendor-rules-"))
+    (d / "0002-sm80-warps.yaml").write_text(
+        'id: 2\nversion: 1\nmatch: {arch: sm_80}\naction: flags\nflags: ["-Xptxas=-warn-spills"]\n'
+        "reason: report spills on Ampere.\nevidence: test fixture\n")
+    write_lock(d)
+    return d
+
+
+RULES = _fixture_rules()
 BUILD_ONLY = ("SCons", "jinja2", "tvm", "pydantic", "yaml")
 _SCRUB = ("KDA2_CACHE_DIR", "SCONSFLAGS", "KDA2_LIBRARY", "KDA2_BUILD_DIR")
 

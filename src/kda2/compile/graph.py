@@ -29,7 +29,6 @@ from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES
 from kda2.compile import actions, signature
 from kda2.compile.toolchain import Toolchain, find_toolchain
 from kda2.plan.cache import load_plans
-from kda2.plan.hardware import SMEM_PER_BLOCK_OPTIN
 from kda2.spec.knobs import RUNTIME_FEATURES
 
 #: Headers are found by SCons' C scanner from each .cu's #include lines, so a kernel is rebuilt when
@@ -64,7 +63,7 @@ class _Nodes:
 def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
     env, spec = n.env, plan.spec
     base = out / pv.name
-    smem_budget = min(spec.budget.max_smem_bytes, SMEM_PER_BLOCK_OPTIN[plan.arch])
+    smem_budget = min(spec.budget.max_smem_bytes, plan.profile.smem_per_block_bytes)  # the target's profile
     tir = n.command("tir", actions.tir_action,
                     [f"{base}.plan.json", f"{base}.tir_before.tir", f"{base}.tir_after.tir"],
                     [env.Value(canonical_json({"config": pv.config, "smem_budget": smem_budget}))])
@@ -131,9 +130,13 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
 
 
 def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", build_dir: str = "build",
-            only: list[str] | None = None, verbose: bool = False) -> list:
-    """Declare every node for the specs in `specs_dir`; returns the manifests (the default targets)."""
-    plans, warnings = load_plans(specs_dir, rules_dir, build_dir, only)
+            only: list[str] | None = None, verbose: bool = False, profiles_dir: str | None = None,
+            tuning_dir: str = "tuning") -> list:
+    """Declare every node for the specs in `specs_dir`; returns the manifests (the default targets).
+
+    The tuning records reach the nodes through the plan: a changed winner changes the dispatch rows, which
+    are in the library render's and the manifest's signatures (docs/DESIGN.md §4)."""
+    plans, warnings = load_plans(specs_dir, rules_dir, build_dir, only, profiles_dir, tuning_dir)
     for w in warnings:
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()

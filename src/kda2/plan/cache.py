@@ -1,7 +1,8 @@
 """The planner's output for a build, cached by the digest of everything it reads.
 
 Planning needs pydantic (specs, rules), which is a third of a no-op `scons -q`. The plan is a pure
-function of the spec files, the rule files, the tune locks and the package's code, so it is
+function of the spec files, the rule files, the hardware profiles, the tuning records and the package's
+code, so it is
 stored as JSON under build/ keyed by the sha256 of exactly those bytes; a hit rebuilds the same plan
 without importing pydantic. Any edit to one of them is a miss and plans afresh (and reports spec or
 rule errors as usual).
@@ -16,17 +17,21 @@ from typing import Any
 
 import kda2
 from kda2.artifact.atomic import write_text
+from kda2.plan.profile_view import ProfileView
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2
 
 
-def _inputs_digest(specs_dir: str, rules_dir: str, only: list[str] | None) -> str:
+def _inputs_digest(specs_dir: str, rules_dir: str, only: list[str] | None, profiles_dir: str,
+                   tuning_dir: str) -> str:
     h = hashlib.sha256(f"schema {CACHE_SCHEMA} kda2 {kda2.__version__} only {sorted(only or [])}\0".encode())
     # All of the package's Python, not a hand-kept list of planning modules: a list goes stale when
     # planning starts to use another module, and re-planning after an unrelated edit costs ~0.5 s once.
     files = sorted(Path(kda2.__file__).parent.rglob("*.py"))
-    for d in (Path(specs_dir), Path(rules_dir)):
-        files += sorted(p for p in d.iterdir() if p.is_file()) if d.is_dir() else []
+    # tuning records route the dispatch rows; a partial record (an interrupted tune) routes nothing
+    for d in (Path(specs_dir), Path(rules_dir), Path(profiles_dir), Path(tuning_dir)):
+        files += sorted(p for p in d.iterdir() if p.is_file() and not p.name.endswith(".partial.json")) \
+            if d.is_dir() else []
     for p in files:
         h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
@@ -47,6 +52,8 @@ def _to_json(plans, warnings) -> dict:
                              "features": s.canonical()["features"], "seq_len_buckets": list(s.seq_len_buckets),
                              "digest": s.digest()},
                     "arch": p.arch, "dispatch": [dict(d) for d in p.dispatch],
+                    # the whole profile: kda2 tune reads it from here where pydantic is not installed
+                    "profile": {**p.profile.model_dump(mode="json"), "digest": p.profile.digest()},
                     "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
                                   "flags": v.flags, "rules_digest": v.rules_digest, "rules": v.rules}
                                  for v in p.variants]})
@@ -65,13 +72,18 @@ def _from_json(data: dict) -> tuple[list[SimpleNamespace], list[str]]:
                                  budget=_ns(spec["budget"]), head_dims=_ns(spec["head_dims"]),
                                  features=spec["features"], seq_len_buckets=spec["seq_len_buckets"],
                                  digest=spec["digest"]),
-            arch=p["arch"], dispatch=tuple(p["dispatch"]), variants=tuple(variants)))
+            arch=p["arch"], dispatch=tuple(p["dispatch"]), variants=tuple(variants),
+            profile=ProfileView(p["profile"])))
     return plans, data["warnings"]
 
 
-def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] | None = None):
-    """(plans, warnings) for the build; plans expose .spec/.arch/.variants/.dispatch as plain data."""
-    key = _inputs_digest(specs_dir, rules_dir, only)
+def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] | None = None,
+               profiles_dir: str | None = None, tuning_dir: str = "tuning"):
+    """(plans, warnings) for the build; plans expose .spec/.arch/.variants/.dispatch/.profile as plain data."""
+    from kda2.plan.profile import default_profiles_dir
+
+    profiles_dir = str(profiles_dir or default_profiles_dir())
+    key = _inputs_digest(specs_dir, rules_dir, only, profiles_dir, tuning_dir)
     cache = Path(build_dir) / ".kda2" / "plan-cache.json"
     try:
         data = json.loads(cache.read_text())
@@ -82,7 +94,8 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     from kda2.plan.planner import plan_all
     from kda2.spec.rules import load_rules
     from kda2.spec.model import load_specs
-    from kda2.plan.lock import lock_path_for, read_baselines, routes
+    from kda2.plan.lock import read_spec_baselines, routes
+    from kda2.plan.profile import load_profiles, resolve_targets
 
     specs = load_specs(specs_dir)
     if only:
@@ -92,8 +105,9 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
                              f"known: {', '.join(s.name for s in specs)}")
         specs = [s for s in specs if s.name in only]
     rules = load_rules(rules_dir)
-    baselines = {s.name: read_baselines(lock_path_for(s.name, specs_dir)) for s in specs}
-    plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()})
+    profiles = load_profiles(profiles_dir)
+    baselines = {s.name: read_spec_baselines(s.name, resolve_targets(s, profiles), tuning_dir) for s in specs}
+    plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()}, profiles)
     # the tuned latency of each route the lock decided: the manifest carries it for the runtime monitor
     for p in plans:
         base = baselines[p.spec.name].get(p.arch, {})

@@ -1,38 +1,79 @@
-"""Tune locks, `kernel_specs/<spec>.lock.json`: which kernel `kda2 tune` found fastest per dispatch row
-and arch, and what it measured. The planner routes by them; the manifest carries the measured latency."""
+"""Tuning records, `tuning/<spec>.<profile>.json`: which kernel `kda2 tune` found fastest per dispatch row
+on one GPU (a hardware profile, kda2.plan.profile), and what it measured. Kept apart from the specs: a spec
+says what to build, a record says what one GPU measured. The planner routes by them (the plan cache key
+holds their bytes, so a changed record re-routes the build); the manifest carries the measured latency.
+
+Schema 2 (one profile per file):
+    {"schema": 2, "spec", "profile", "arch", "gpu", "date", "torch", "library_sha256",
+     "routes": {"<layout>:<bucket>": {"variant", "shape": {N, T, H, class}, "spearman",
+                                      "candidates": {id: {"us", "error", "model_us", "classes", "rejected"}}}}}
+Schema 1 (`kernel_specs/<spec>.lock.json`, {"archs": {arch: {gpu, date, routes}}}) is still read, so an old
+lock passed by path keeps working; the committed ones were migrated to schema 2 with the same winners.
+"""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-LOCK_SCHEMA = 1
+LOCK_SCHEMA = 2
+RECORD_SCHEMA = LOCK_SCHEMA
+DEFAULT_TUNING_DIR = "tuning"
 
 
-def lock_path_for(spec_name: str, specs_dir: str | os.PathLike = "kernel_specs") -> Path:
-    return Path(specs_dir) / f"{spec_name}.lock.json"
+def record_path(spec_name: str, profile: str, tuning_dir: str | os.PathLike = DEFAULT_TUNING_DIR) -> Path:
+    return Path(tuning_dir) / f"{spec_name}.{profile}.json"
+
+
+def partial_path(spec_name: str, profile: str, tuning_dir: str | os.PathLike = DEFAULT_TUNING_DIR) -> Path:
+    """Where an interrupted `kda2 tune` keeps what it measured so far (reused by the next run)."""
+    return Path(tuning_dir) / f"{spec_name}.{profile}.partial.json"
+
+
+def failures_path(spec_name: str, profile: str, tuning_dir: str | os.PathLike = DEFAULT_TUNING_DIR) -> Path:
+    return Path(tuning_dir) / "failures" / f"{spec_name}.{profile}.jsonl"
+
+
+def _entry_baselines(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, r in entry["routes"].items():
+        cand = r.get("candidates", {}).get(r["variant"], {})
+        out[key] = {"variant": r["variant"], "us": cand.get("us"), "gpu": entry.get("gpu"),
+                    "date": entry.get("date"), "shape": r.get("shape")}
+    return out
 
 
 def read_baselines(path: str | os.PathLike) -> dict[str, dict[str, dict[str, Any]]]:
-    """Each route's winner and what the lock measured for it, per arch: {arch: {"v_first:1": {"variant",
-    "us", "gpu", "date", "shape"}}} (empty if there is no lock): the planner routes by "variant", the
+    """Each route's winner and what the record measured for it, per arch: {arch: {"v_first:1": {"variant",
+    "us", "gpu", "date", "shape"}}} (empty if there is no file): the planner routes by "variant", the
     manifest carries the rest as the runtime monitor's baseline."""
     p = Path(path)
     if not p.is_file():
         return {}
     try:
         data = json.loads(p.read_text())
-        out: dict[str, dict[str, dict[str, Any]]] = {}
-        for arch, entry in data["archs"].items():
-            for key, r in entry["routes"].items():
-                cand = r.get("candidates", {}).get(r["variant"], {})
-                out.setdefault(arch, {})[key] = {"variant": r["variant"], "us": cand.get("us"),
-                                                 "gpu": entry.get("gpu"), "date": entry.get("date"),
-                                                 "shape": r.get("shape")}
-        return out
+        if data.get("schema") == 1:
+            return {arch: _entry_baselines(entry) for arch, entry in data["archs"].items()}
+        if data.get("schema") != RECORD_SCHEMA:
+            raise KeyError(f"schema {data.get('schema')!r}, allowed 1 or {RECORD_SCHEMA}")
+        return {data["arch"]: _entry_baselines(data)}
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"{p}: unreadable tune lock ({e}); delete it or re-run `kda2 tune`") from None
+        raise ValueError(f"{p}: unreadable tuning record ({e}); delete it or re-run `kda2 tune`") from None
+
+
+def read_spec_baselines(spec_name: str, targets: Mapping[str, Any],
+                        tuning_dir: str | os.PathLike = DEFAULT_TUNING_DIR) -> dict[str, dict[str, dict[str, Any]]]:
+    """Baselines of every target of a spec ({arch: Profile}): tuning/<spec>.<profile>.json per arch."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for arch, prof in targets.items():
+        got = read_baselines(record_path(spec_name, prof.name, tuning_dir))
+        for rec_arch, rows in got.items():
+            if rec_arch != arch:
+                raise ValueError(f"{record_path(spec_name, prof.name, tuning_dir)}: arch {rec_arch} but profile "
+                                 f"{prof.name} is {arch}; delete it or re-run `kda2 tune`")
+            out[arch] = rows
+    return out
 
 
 def routes(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, str]]:
@@ -41,5 +82,5 @@ def routes(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[st
 
 
 def read_lock(path: str | os.PathLike) -> dict[str, dict[str, str]]:
-    """The lock's routes per arch: {arch: {"k_first:1": variant_id, ...}} (empty if there is no lock)."""
+    """A record's routes per arch: {arch: {"k_first:1": variant_id, ...}} (empty if there is no file)."""
     return routes(read_baselines(path))

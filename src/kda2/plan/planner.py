@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from kda2.plan.agents import FAMILY_AGENTS, Candidate
+from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
 from kda2.spec.model import Spec
 from kda2.plan.variant import variant_id, variant_name
@@ -45,6 +46,7 @@ class SpecPlan:
     dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "index", "variant", "routed_by", "candidates"}
     considered: tuple[dict[str, Any], ...]   # every config the agents proposed (for rule warnings)
     warnings: tuple[str, ...] = ()
+    profile: Profile | None = None           # the hardware the agents designed for
 
 
 def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
@@ -56,19 +58,25 @@ def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
     return {k: v for k, v in base.items() if k in FAMILY_FIELDS[spec.family]}  # only what the family compiles in
 
 
-def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None) -> SpecPlan:
-    """`tuned`: {"<layout>:<bucket>": variant id} from the spec's tune lock for this arch, if any."""
+def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None,
+              profile: Profile | None = None) -> SpecPlan:
+    """`tuned`: {"<layout>:<bucket>": variant id} from the spec's tuning record for this arch, if any.
+    `profile`: the hardware the agents design for (default: the spec's target for `arch`, from profiles/)."""
+    if profile is None:
+        profile = resolve_targets(spec, load_profiles())[arch]
+    if profile.arch != arch:
+        raise PlanError(f"{spec.source}: profile {profile.name} is {profile.arch}, not {arch}")
     agents = FAMILY_AGENTS[spec.family]
     picked: list[tuple[str, int, PlannedVariant]] = []
     considered: list[dict[str, Any]] = []
     for bucket in spec.seq_len_buckets:
         cands = [Candidate(_base_config(spec, arch))]
         for agent in agents:
-            cands = agent(spec, arch, bucket, cands)
+            cands = agent(spec, profile, bucket, cands)
         # rules see the bucket (they may scope by it); the kernel's config never holds it
-        considered.extend({**c.config, "bucket": bucket} for c in cands)
+        considered.extend({**c.config, "bucket": bucket, "profile": profile.name} for c in cands)
         for c in cands:
-            applied = apply_rules(rules, {**c.config, "bucket": bucket})
+            applied = apply_rules(rules, {**c.config, "bucket": bucket, "profile": profile.name})
             if applied.config is None:
                 continue
             why = tuple((f"rule {r.id:04d} v{r.version}", f"{r.action}: {' '.join(r.reason.split())}")
@@ -102,24 +110,28 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                 if match:
                     first, routed_by = match[0], "tune"
                 else:
-                    warnings.append(f"{spec.name}.lock.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
+                    warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
                                     f"is no longer a candidate; routing to the agents' first choice "
                                     f"(re-run `kda2 tune`)")
             dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id, "routed_by": routed_by,
                              "index": next(i for i, v in enumerate(variants) if v.id == first.id),
                              "candidates": [pv.id for pv in group]})
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
-                    considered=tuple(considered), warnings=tuple(warnings))
+                    considered=tuple(considered), warnings=tuple(warnings), profile=profile)
 
 
 def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
-             locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> tuple[list[SpecPlan], list[str]]:
-    """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tune locks.
+             locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+             profiles: Mapping[str, Profile] | None = None) -> tuple[list[SpecPlan], list[str]]:
+    """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tuning records.
 
-    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock).
+    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock);
+    `profiles`: {name: Profile} (default: profiles/), each spec's targets resolved in it.
     """
     locks = locks or {}
-    plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch)) for s in specs for arch in s.archs]
+    profiles = load_profiles() if profiles is None else profiles
+    plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch), profile=hw)
+             for s in specs for arch, hw in resolve_targets(s, dict(profiles)).items()]
     configs = [c for p in plans for c in p.considered]
     warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"
                 for r in unmatched(rules, configs)]

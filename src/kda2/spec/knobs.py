@@ -19,6 +19,7 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "k": (32, 64, 128, 256),
     "v": (32, 64, 128, 256),
     "bucket": int,                       # rules may match on it (it picks the dispatch row, never the code)
+    "profile": str,                      # rules may match on it (the hardware profile planned for, never the code)
     "state_layout": ("k_first", "v_first"),
     "prefetch": (False, True),           # software-pipeline the next token's inputs (off for decode-only kernels)
     "v_per_warp": (2, 4, 8, 16, 32),     # value columns one warp owns (32: one per lane, k_map all)
@@ -41,6 +42,7 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "k": (64, 128),
     "v": (64, 128),
     "bucket": int,                       # rules may match on it (it picks the dispatch row, never the code)
+    "profile": str,                      # rules may match on it (the hardware profile planned for, never the code)
     "state_layout": ("k_first", "v_first"),
     "chunk": (CHUNK,),                   # tokens per chunk (the ABI's workspace layout)
     "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
@@ -56,4 +58,11 @@ RUNTIME_FEATURES = ("qk_l2norm", "beta_sigmoid", "varlen")
 FAMILY_FIELDS = {"recurrent": RECURRENT_FIELDS, "chunk": CHUNK_FIELDS}
 
 #: Fields rules may match on that are not part of a config (they place a kernel, they are not its code).
-MATCH_ONLY_FIELDS = ("bucket",)
+MATCH_ONLY_FIELDS = ("bucket", "profile")
+
+#: Per family, the knobs the planner's agents choose (the rest of a config is what the spec compiles in):
+#: what a tuning line, a failure record and a proposed rule name a candidate by.
+AGENT_KNOBS = {
+    "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce"),
+    "chunk": ("state_layout", "chunk", "block_v", "stages"),
+}

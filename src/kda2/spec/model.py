@@ -353,7 +353,7 @@ class Budget(_Strict):
 class Spec(_Strict):
     """One kernel spec. Required: name, family, archs, head_dims, features, seq_len_buckets, budget.
 
-    Defaults: agents Agents(). `source` is the file it came from; it is not part of the content.
+    Defaults: agents Agents(), targets none (each arch's default hardware profile). `source` is the file it came from; it is not part of the content.
     This class validates family recurrent; `ChunkSpec` (same fields, chunk agents) family chunk;
     `load_spec` / `validate_spec` pick the class from the family.
     """
@@ -363,6 +363,9 @@ class Spec(_Strict):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,47}$")]
     family: Literal["recurrent", "chunk"]
     archs: Choices[Arch]
+    #: Hardware profiles (profiles/<name>.yaml) the planner designs for, one per arch of `archs`; absent:
+    #: each arch's `default_for_arch` profile (kda2.plan.profile.resolve_targets checks the names).
+    targets: Choices[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,47}$")]] | None = None
     head_dims: HeadDims
     features: Features
     seq_len_buckets: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SEQ_LEN)]],

@@ -32,7 +32,7 @@ MATCHER_VERSION = 1
 LOCK_NAME = "rules.lock.json"
 FILE_PATTERN = r"^\d{4}-[a-z0-9-]+\.yaml$"
 #: They place a variant in its library and dispatch table; a rule must not move it there.
-_NOT_SETTABLE = ("family", "arch", "bucket")
+_NOT_SETTABLE = ("family", "arch", "bucket", "profile")
 
 
 class RuleError(Exception):
@@ -71,12 +71,13 @@ class Match(_Strict):
     arch: Any = None
     family: Any = None
     bucket: Any = None
+    profile: Any = None     # a hardware profile name (profiles/<name>.yaml): scope a rule to one GPU model
     config: dict[str, Any] | None = None
 
     def predicates(self) -> dict[str, Any]:
         """field -> value (or list of values) for every predicate listed."""
         preds = {k: v for k, v in (("arch", self.arch), ("family", self.family),
-                                   ("bucket", self.bucket)) if v is not None}
+                                   ("bucket", self.bucket), ("profile", self.profile)) if v is not None}
         return {**preds, **(self.config or {})}
 
 
@@ -115,7 +116,7 @@ class Rule(_Strict):
                          ("match", "family"), any_of=True)
         table = _table(self.match.family)
         for field, value in self.match.predicates().items():
-            at = ("match", field) if field in ("arch", "family", "bucket") else ("match", "config", field)
+            at = ("match", field) if field in ("arch", "family", "bucket", "profile") else ("match", "config", field)
             _check_value(table, field, value, at, any_of=True)
         for field, value in (self.set or {}).items():
             if field in _NOT_SETTABLE:
@@ -140,8 +141,12 @@ class Rule(_Strict):
         return True
 
     def body(self) -> dict[str, Any]:
-        """Canonical content (everything but the path): what the lock and build digests cover."""
-        return self.model_dump(mode="json")
+        """Canonical content (everything but the path): what the lock and build digests cover. An absent
+        `match.profile` is left out, so rules written before it existed keep their locked digests."""
+        body = self.model_dump(mode="json")
+        if body["match"].get("profile") is None:
+            del body["match"]["profile"]
+        return body
 
     def body_digest(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()
@@ -189,6 +194,8 @@ def _check_value(table: Mapping[str, Any], field: str, value: Any, at: tuple[str
             ok, text = type(v) is int, "int"
         elif allowed is tuple:
             ok, text = isinstance(v, list), "list"
+        elif allowed is str:  # a profile name (profiles/<name>.yaml)
+            ok, text = type(v) is str and re.fullmatch(r"[a-z][a-z0-9_-]{0,47}", v) is not None, "a profile name"
         else:
             ok, text = True, ""
         if not ok:

@@ -1,4 +1,4 @@
-"""`kda2` command line: build, plan, inspect, rules, tune, vendor, verify, bench.
+"""`kda2` command line: build, plan, inspect, rules, tune, calibrate, vendor, verify, bench.
 
 Errors the user can fix (bad spec, bad rule, missing tool, corrupt artifact) print one line
 `kda2: error: ...` and exit 2; nothing here prints a traceback for them.
@@ -35,10 +35,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     argv += args.scons_args
     start = time.monotonic()
     counts: dict[str, int] = {}
+    seen: list[str] = []  # kept for the failure records of a failed build
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip("\n")
+        seen.append(line)
         m = re.match(r"kda2 (\S+(?: -dc)?)\s+(.*)", line)
         if m:
             counts[m[1]] = counts.get(m[1], 0) + 1
@@ -50,6 +52,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         elif not line.startswith("scons: ") or "error" in line.lower() or "***" in line:
             print(line, flush=True)
     rc = proc.wait()
+    if rc:
+        from kda2.tools.feedback import record_build_failures
+
+        for f in record_build_failures(seen, top=top, command="kda2 build " + " ".join(sys.argv[2:])):
+            print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
+                  f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; `kda2 rules propose {f['id']}` makes it a rule")
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
     print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
     return rc
@@ -81,7 +89,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
     from kda2.spec.model import SpecError, load_spec
-    from kda2.plan.lock import read_lock
+    from kda2.plan.lock import read_spec_baselines, routes
+    from kda2.plan.profile import load_profiles, resolve_targets
 
     try:
         spec = load_spec(args.spec)
@@ -89,15 +98,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
         archs = [args.arch] if args.arch else list(spec.archs)
         if args.arch and args.arch not in spec.archs:
             return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
-        lock = read_lock(Path(args.spec).with_name(f"{spec.name}.lock.json"))  # what the build routes by
-        plans = [plan_spec(spec, a, rules, lock.get(a)) for a in archs]
+        targets = resolve_targets(spec, load_profiles(args.profiles))
+        if args.profile:  # plan for another GPU of the same arch (what-if), without its record
+            prof = load_profiles(args.profiles).get(args.profile)
+            if prof is None:
+                return _fail(f"--profile {args.profile}: unknown; allowed: {', '.join(sorted(load_profiles(args.profiles)))}")
+            targets, archs = {prof.arch: prof}, [prof.arch]
+        lock = routes(read_spec_baselines(spec.name, targets, args.tuning))  # what the build routes by
+        plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a]) for a in archs]
         for p in plans:
             for w in p.warnings:
                 print(f"kda2: warning: {w}", file=sys.stderr)
     except (SpecError, RuleError, PlanError, ValueError) as e:
         return _fail(str(e))
     if args.json:
-        print(json.dumps([{"arch": p.arch, "dispatch": list(p.dispatch),
+        print(json.dumps([{"arch": p.arch, "profile": p.profile.name, "dispatch": list(p.dispatch),
                            "variants": [{"id": v.id, "name": v.name, "config": v.config, "reasons": v.reasons,
                                          "rules": v.rules, "flags": v.flags} for v in p.variants]}
                           for p in plans], indent=1))
@@ -109,7 +124,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
                                                        f"<={d['bucket']}({d['routed_by']})")
         print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
-              f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)})")
+              f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "
+              f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}")
         print(f"  {'id':<12} {'layout':<8} "
               + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket, routed by)  rules")
         for v in p.variants:
@@ -135,39 +151,74 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 # ---- rules -----------------------------------------------------------------------------------
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from kda2.spec.rules import RuleError, check_lock, load_rules, write_lock
+    from kda2.plan.planner import PlanError
+    from kda2.plan.profile import ProfileError
+    from kda2.spec.model import SpecError
+    from kda2.spec.rules import RuleError, load_rules, write_lock
+    from kda2.tools import feedback
 
+    needs_target = args.action in ("propose", "impact")
+    if needs_target != bool(args.target):
+        return _fail(f"kda2 rules {args.action}: " + ("needs a failure record (FILE, FILE:ID or ID)"
+                     if args.action == "propose" else "needs a rule file" if args.action == "impact"
+                     else "takes no argument"))
     try:
         if args.action == "lock":
             print(f"kda2 rules: wrote {write_lock(args.rules)}")
             return 0
+        if args.action == "propose":
+            path = feedback.propose(args.target, rules_dir=args.rules, tuning_dir=args.tuning, action=args.rule_action,
+                                    flags=args.flag, scope=args.scope)
+            print(f"kda2 rules: wrote {path} and locked it; review its match, then `kda2 rules impact {path}`")
+            return 0
+        if args.action == "impact":
+            feedback.impact(args.target, rules_dir=args.rules, specs_dir=args.specs, profiles_dir=args.profiles,
+                            build_dir=args.build_dir)
+            return 0
         rules = load_rules(args.rules)
-        problems = check_lock(args.rules)
-    except RuleError as e:
+        problems = feedback.check(args.rules, args.specs, args.profiles)
+    except (RuleError, SpecError, ProfileError, PlanError, OSError) as e:
         return _fail(str(e))
     if problems:
         for p in problems:
             print(f"kda2: error: {p}", file=sys.stderr)
         return 1
-    print(f"kda2 rules: {len(rules)} rules, lock up to date")
+    print(f"kda2 rules: {len(rules)} rules, schema ok, lock up to date, each matches a planned variant")
     return 0
 
 
-# ---- tune ------------------------------------------------------------------------------------
+# ---- tune, calibrate -------------------------------------------------------------------------
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    # only runtime-side imports here: on a GPU host without pydantic/PyYAML tune reads the build's plan cache
     from kda2.runtime.errors import ArtifactError
-    from kda2.tools.tune import tune, tunable
+    from kda2.tools.tune import TuneError, main
 
     try:
-        for artifact in args.artifacts:
-            tunable(artifact)  # every artifact checked before any GPU time is spent
-        for artifact in args.artifacts:
-            print(f"kda2 tune: {artifact}")
-            tune(artifact, lock=args.lock, quick=args.quick)
-    except (ArtifactError, ValueError) as e:
+        rc = main(args.targets, dry_run=args.dry_run, quick=args.quick, specs_dir=args.specs, rules_dir=args.rules,
+                  profiles_dir=args.profiles, profile=args.profile, tuning_dir=args.tuning, record=args.record,
+                  margin=args.margin, time_limit=args.time_limit, workers=args.workers, force=args.force)
+    except (ArtifactError, TuneError, ValueError) as e:  # ProfileError is a ValueError
         return _fail(str(e))
-    print("kda2 tune: rebuild (scons) to route the dispatch tables to the winners")
+    except Exception as e:  # spec and rule errors, named so that their modules (pydantic) need not be importable
+        if type(e).__name__ in ("SpecError", "RuleError"):
+            return _fail(str(e))
+        raise
+    except KeyboardInterrupt:
+        return _fail("interrupted; what was measured is kept in tuning/<spec>.<profile>.partial.json, re-run to resume")
+    if rc == 0 and not args.dry_run:
+        print("kda2 tune: rebuild (scons) to route the dispatch tables to the winners")
+    return rc
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from kda2.tools.calibrate import CalibrateError, calibrate
+
+    try:
+        path = calibrate(args.out, name=args.name, quick=args.quick)
+    except CalibrateError as e:
+        return _fail(str(e))
+    print(f"kda2 calibrate: wrote {path}")
     return 0
 
 
@@ -229,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--rules", default="rules", help="rules directory (default: rules)")
     pl.add_argument("--reasons", action="store_true", help="print every decision's reason")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
+    pl.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    pl.add_argument("--profile", help="plan for this profile instead of the spec's target for its arch")
+    pl.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
     pl.set_defaults(func=cmd_plan)
 
     i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",
@@ -240,21 +294,64 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--reasons", action="store_true", help="print the agents' and rules' reasons (the .why.json sidecars)")
     i.set_defaults(func=cmd_inspect)
 
-    r = sub.add_parser("rules", help="check or update rules/rules.lock.json",
-                       description="check: fail when a rule's body changed without a version bump (or the "
-                       "lock is stale). lock: record the current versions and digests after a bump.")
-    r.add_argument("action", choices=["check", "lock"])
+    r = sub.add_parser("rules", help="check, lock, propose rules from failures, show a rule's impact",
+                       description="check: lint every rule (schema, lock digests and versions: a body edit needs a version bump; each matches some "
+                       "planned variant, none empties a dispatch row). lock: record versions and digests after a "
+                       "bump. propose FAILURE: write rules/NNNN-slug.yaml from a failure record of kda2 tune "
+                       "(FILE, FILE:ID or ID in tuning/failures/) and lock it. impact RULE: per spec and arch, the "
+                       "candidates it matches, kernels it removes/adds/re-flags, rows it re-routes, built kernels "
+                       "it invalidates.")
+    r.add_argument("action", choices=["check", "lock", "propose", "impact"])
+    r.add_argument("target", nargs="?", help="propose: failure FILE[:ID] or ID; impact: a rule file")
     r.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    r.add_argument("--specs", default="kernel_specs", help="specs directory (default: kernel_specs)")
+    r.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    r.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
+    r.add_argument("--build-dir", default="build", help="build tree whose manifests impact counts (default: build)")
+    r.add_argument("--action", dest="rule_action", default="forbid", choices=["forbid", "flags"],
+                   help="propose: the rule's action (default forbid)")
+    r.add_argument("--flag", action="append", help="propose --action flags: an nvcc option (repeatable)")
+    r.add_argument("--scope", choices=["arch", "profile"],
+                   help="propose: scope the match to the failure's arch or profile (default: profile for "
+                   "slower_than_incumbent, arch otherwise)")
     r.set_defaults(func=cmd_rules)
 
-    t = sub.add_parser("tune", help="time every candidate on this GPU and lock the winners",
-                       description="On a GPU host: check each built candidate against the fp64 reference, "
-                       "time it per (state layout, seq_len bucket), and write the fastest correct one to "
-                       "kernel_specs/<spec>.lock.json; the next build routes its dispatch table there.")
-    t.add_argument("artifacts", nargs="+", help="build/<spec>/<arch> directories or their manifest.json")
-    t.add_argument("--lock", help="lock file to write (default: kernel_specs/<spec>.lock.json)")
+    t = sub.add_parser("tune", help="check and time every candidate on this GPU; record the winners",
+                       description="On a GPU host: per built library (build/<spec>/<arch>), rank and prune the "
+                       "candidates of each dispatch row with the static model (ptxas resources + the target's "
+                       "hardware profile), check each survivor against the fp64 reference, time it (CUDA events, "
+                       "median, rotating inputs) at each batch class of its bucket, and write the fastest correct "
+                       "one per row to tuning/<spec>.<profile>.json (resumable through a .partial.json; failures "
+                       "to tuning/failures/). The next build routes its dispatch table there. Several GPUs: one "
+                       "Dask worker each when `distributed` is importable. --dry-run lists without a GPU (a spec "
+                       "YAML may be given then).")
+    t.add_argument("targets", nargs="+", help="build/<spec>/<arch> directories or their manifest.json "
+                   "(with --dry-run also spec YAMLs)")
+    t.add_argument("--dry-run", action="store_true", help="list candidates, model estimates and prunes; no GPU")
     t.add_argument("--quick", action="store_true", help="fewer timing repetitions")
+    t.add_argument("--profile", help="hardware profile to record under (default: the spec's target for the arch)")
+    t.add_argument("--record", help="record file to write (default: tuning/<spec>.<profile>.json)")
+    t.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds, keeping the partial record")
+    t.add_argument("--margin", type=float, default=0.5,
+                   help="record a failure for candidates slower than the row's incumbent by this fraction (0.5)")
+    t.add_argument("--workers", type=int, help="GPUs to use (default: all visible; 1 = no Dask)")
+    t.add_argument("--force", action="store_true",
+                   help="re-tune a library whose record already holds its measurements (same library sha256)")
+    t.add_argument("--specs", default="kernel_specs", help="specs directory (default: kernel_specs)")
+    t.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    t.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    t.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
     t.set_defaults(func=cmd_tune)
+
+    ca = sub.add_parser("calibrate", help="measure this GPU and write a hardware profile",
+                        description="Measure the GPU this runs on (device attributes: SMs, shared memory, "
+                        "registers, L2; device-to-device copy bandwidth; bf16 and tf32 mma.sync rate with a small "
+                        "NVRTC- or nvcc-compiled kernel; kernel launch latency) and write a profile marked "
+                        "source: measured with the date and command. Fails with one line on a machine without a GPU.")
+    ca.add_argument("--out", required=True, help="profile to write, e.g. profiles/h200-measured.yaml")
+    ca.add_argument("--name", help="profile name (default: the file name without .yaml)")
+    ca.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ca.set_defaults(func=cmd_calibrate)
 
     ve = sub.add_parser("vendor", help="copy a built spec into a deployable bundle (library + one manifest)",
                         description="Make a deployable bundle of a built spec: what the runtime needs of "

@@ -1,7 +1,8 @@
 """Planner agents: each takes a set of candidate configs and returns a set, with a reason per decision.
 
-The interface is fixed (issue 2): an agent is a callable `(spec, arch, bucket, candidates) ->
-candidates`, where every candidate carries its config and the reasons that shaped it. Agents run in
+The interface (issue 2, hardware profile since issue 11): an agent is a callable `(spec, hw, bucket,
+candidates) -> candidates`, where `hw` is the target's hardware profile (kda2.plan.profile.Profile: `hw.arch`
+is the arch; every hardware fact an agent uses comes from it and is cited in its reason), and where every candidate carries its config and the reasons that shaped it. Agents run in
 a fixed order per family (`RECURRENT_AGENTS`, `CHUNK_AGENTS`); each one only adds knobs or removes candidates, so the reasons
 read top to bottom like a design review, and end up in the generated .cu's header comment.
 """
@@ -23,7 +24,7 @@ class Candidate:
 class Agent(Protocol):
     name: str
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]: ...
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]: ...
 
 
 from kda2.plan.agents.chunk import CHUNK_AGENTS  # noqa: E402  (agents need Candidate above)

@@ -13,19 +13,15 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-from kda2.plan.hardware import SMEM_PER_BLOCK_OPTIN as ARCH_SMEM_LIMIT
+from kda2.plan.model import estimate_resources, occupancy, workloads
 from kda2.plan.smem import (CHUNK, PREP_THREADS, expected_strides, prep_smem_bytes, state_smem_bytes,
                               state_threads)
-
-#: Buckets from this length up are "few long chains": narrow V-slices first.
-LONG_BUCKET = 16384
-
 
 
 class ChunkSizeAgent:
     name = "chunk"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         why = (f"chunk {CHUNK}: FLA's chunk size (four 16-row MMA tiles); every exponent the kernels take is <= 0 "
                "(exp(Γ_i - Γ_j) for j <= i, exp(Γ_last - Γ), never exp(-Γ)), so the unbounded softplus gate "
                "needs no lower bound")
@@ -33,29 +29,45 @@ class ChunkSizeAgent:
 
 
 class TileAgent:
+    """Orders V-slice widths by how the bucket's serial chains fill this GPU (profile: SM count, smem per SM).
+
+    The state pass is a serial chain per (sequence, head, V-slice) (DESIGN §1). When the narrowest slice's
+    chains at the bucket's routing workload (kda2.plan.model.workloads) fit in one wave of resident CTAs
+    (SMs x CTAs per SM, from the state kernel's shared memory), narrower slices put more chains in flight
+    at no wave cost: narrow first. Otherwise every width needs several waves, and wide slices read the
+    shared w / qg / kg / Aqk tiles of a chunk fewer times: wide first. So one bucket can rank differently
+    on a 132-SM H200 and a 108-SM A100 (128 chains of block_v 32 at N=1, H=32: one wave vs two).
+    """
     name = "tile"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         v = spec.head_dims.v
-        long = bucket >= LONG_BUCKET
-        rank = (32, 64, 16, 128) if long else (64, 32, 128, 16)
-        widths = [bv for bv in rank if bv in spec.agents.chunk.block_v and bv <= v and v % bv == 0]
+        w = workloads("chunk", bucket)[0]
+        widths = sorted(bv for bv in spec.agents.chunk.block_v if bv <= v and v % bv == 0)
+        stages = min(spec.agents.chunk.stages)  # the least smem a width can have: its best occupancy
         out = []
         for c in cands:
-            for bv in widths:
-                ctas = v // bv
-                why = (f"T<={bucket}: block_v={bv} -> {bv // 8} warps (a pair per 16-column MMA slice, one per half "
-                       f"of K), {ctas} state "
-                       f"CTAs per (sequence, head); ")
-                if long:
-                    why += ("few long sequences: the state pass is a serial chain per (sequence, head, V-slice), so "
-                            "narrow slices put more chains in flight" + (
-                                f" (32 heads x {ctas} = {32 * ctas} CTAs on 132 SMs)" if bv == 32 else
-                                " (ranked after the narrower slice)"))
-                else:
-                    why += ("short or batched sequences already give many chains; wide slices read the shared "
-                            "w / qg / kg / Aqk tiles of a chunk fewer times" + (
-                                "" if bv == 64 else " (ranked after block_v=64)"))
+            def fill(bv: int) -> tuple[int, int]:
+                cfg = {**c.config, "block_v": bv, "stages": stages}
+                per_sm = max(occupancy(estimate_resources(cfg), hw).ctas_per_sm, 1)
+                return w.N * w.H * (v // bv), hw.sm_count * per_sm
+
+            if not widths:
+                continue
+            n_narrow, slots_narrow = fill(widths[0])
+            narrow_first = n_narrow <= slots_narrow
+            order = widths if narrow_first else sorted(widths, reverse=True)
+            for i, bv in enumerate(order):
+                n, slots = fill(bv)
+                why = (f"T<={bucket} (judged at N={w.N} T={w.T} H={w.H}): block_v={bv} -> {bv // 8} warps (a pair "
+                       f"per 16-column MMA slice, one per half of K), {v // bv} state CTAs per (sequence, head), "
+                       f"{n} serial chains on {slots} resident slots ({hw.cite('sm_count', 'smem_per_sm_bytes')}); ")
+                why += (f"block_v={widths[0]}'s {n_narrow} chains fit one wave of {slots_narrow}: narrow slices "
+                        "first (more chains in flight, no extra wave)" if narrow_first else
+                        f"block_v={widths[0]}'s {n_narrow} chains need {-(-n_narrow // slots_narrow)} waves of "
+                        f"{slots_narrow}: wide slices first (fewer reads of the shared chunk tiles)")
+                if i:
+                    why += f" (ranked after block_v={order[0]})"
                 out.append(c.extend(self.name, why, block_v=bv))
         return out
 
@@ -63,7 +75,7 @@ class TileAgent:
 class StagesAgent:
     name = "stages"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         allowed = spec.agents.chunk.stages
         why = {2: "2 stages: loads of the next chunk's w / qg / kg / Aqk / u tiles (bulk copies on sm_90, cp.async "
                   "on sm_80) overlap this chunk's MMAs",
@@ -75,11 +87,11 @@ class BudgetAgent:
     """Drops candidates whose shared memory exceeds the arch (or spec) limit, keeps the best `max_candidates`."""
     name = "budget"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         b = spec.budget
-        arch_limit = ARCH_SMEM_LIMIT[arch]
+        arch_limit = hw.smem_per_block_bytes
         limit = min(arch_limit, b.max_smem_bytes)
-        which = f"{arch} opt-in limit" if arch_limit <= b.max_smem_bytes else "spec budget"
+        which = hw.cite("smem_per_block_bytes") if arch_limit <= b.max_smem_bytes else "spec budget"
         kept: dict[str, list[Candidate]] = {}
         for c in cands:
             cfg = c.config
@@ -88,10 +100,12 @@ class BudgetAgent:
             state = state_smem_bytes(strides, k=cfg["k"], block_v=cfg["block_v"], stages=cfg["stages"])
             if max(prep, state) > limit:
                 continue
+            occ = occupancy(estimate_resources(cfg), hw)
             group = kept.setdefault(cfg["state_layout"], [])
             if len(group) < b.max_candidates:
-                group.append(c.extend(self.name, f"~{prep} B smem prep ({PREP_THREADS} threads), ~{state} B smem state "
-                                      f"({state_threads(cfg['block_v'])} threads); limit {limit} B ({which}); "
+                group.append(c.extend(self.name, f"~{prep} B smem prep ({PREP_THREADS} threads), ~{state} B smem "
+                                      f"state ({state_threads(cfg['block_v'])} threads, {occ.ctas_per_sm} CTA/SM, "
+                                      f"limited by {occ.limiter}); limit {limit} B ({which}); "
                                       f"rank {len(group) + 1} of max {b.max_candidates}"))
         return [c for group in kept.values() for c in group]
 

@@ -13,6 +13,6 @@ class LayoutAgent:
     def __init__(self, k_first: str, v_first: str):
         self.why = {"k_first": k_first, "v_first": v_first}
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         return [c.extend(self.name, self.why[layout], state_layout=layout)
                 for c in cands for layout in spec.features.state_layouts]

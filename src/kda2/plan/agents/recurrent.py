@@ -12,14 +12,14 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-
-DECODE_MAX_T = 16  # buckets up to this length are treated as decode-like (bandwidth-bound)
+from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, registers_estimate, smem_estimate,
+                             workloads)
 
 
 class PipelineAgent:
     name = "pipeline"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         if bucket <= 1:
             why = ("T<=1: decode-only kernel, one token per sequence: no next-token prefetch (its registers and "
                    "branches buy nothing)")
@@ -32,7 +32,7 @@ class PipelineAgent:
 class StagingAgent:
     name = "staging"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         out = []
         for c in cands:
             layout = c.config["state_layout"]
@@ -64,10 +64,24 @@ class StagingAgent:
         return out
 
 
+def waves(cfg: dict, hw: Any, bucket: int) -> tuple[int, int, int]:
+    """(chains, resident slots, waves) of a config at the bucket's routing workload on this GPU: a chain is one
+    (sequence, head, V-tile) CTA; slots = SMs x CTAs per SM (registers, smem, threads of the profile)."""
+    w = workloads("recurrent", bucket)[0]
+    occ = occupancy(Resources(registers_estimate(cfg), smem_estimate(cfg), 0, 32 * cfg["warps"], "estimate"), hw)
+    n = w.N * w.H * (cfg["v"] // (cfg["v_per_warp"] * cfg["warps"]))
+    slots = hw.sm_count * max(occ.ctas_per_sm, 1)
+    return n, slots, -(-n // slots)
+
+
 class TileAgent:
+    """Tile shapes: v_per_warp (the measured order, below) and warps per CTA. For serial-chain buckets the
+    spec's warps options are ordered by the waves their chains need on this GPU (SM count, and CTAs per SM
+    from the profile's registers and smem per SM): a partial last wave leaves SMs idle for a whole chain,
+    which at T tokens per chain is the cost that dominates. Decode keeps the spec's order (bandwidth-bound)."""
     name = "tile"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         k, v = spec.head_dims.k, spec.head_dims.v
         decode = bucket <= DECODE_MAX_T
         # Wide tiles first everywhere: in decode they put more independent loads in flight per lane; in
@@ -88,7 +102,11 @@ class TileAgent:
             else:
                 shapes = [(vpw, 1) for vpw in vpws]
             for vpw, cw in shapes:
-                for warps in spec.agents.tile.warps:
+                options = list(spec.agents.tile.warps)
+                if not decode:  # stable: ties keep the spec's order
+                    options.sort(key=lambda wp: waves({**c.config, "v_per_warp": vpw, "warps": wp,
+                                                       "lane_cols": cw}, hw, bucket)[2])
+                for warps in options:
                     bv = vpw * warps
                     if v % bv:
                         continue  # a CTA tile must divide V; other sizes are simply not candidates
@@ -100,6 +118,9 @@ class TileAgent:
                            f"{v // bv} CTAs per head; ")
                     why += (f"{cw} adjacent column(s) per lane = {4 * cw}-B state vectors, sums over K in-lane"
                             if c.config["k_map"] == "all" else f"{2 * vpw + 3} values reduced over lanes per token")
+                    n, slots, nw = waves({**c.config, "v_per_warp": vpw, "warps": warps, "lane_cols": cw}, hw, bucket)
+                    why += (f"; {n} chains in {nw} wave(s) of {slots} resident CTAs "
+                            f"({hw.cite('sm_count', 'registers_per_sm', 'smem_per_sm_bytes')})")
                     out.append(c.extend(self.name, why, v_per_warp=vpw, warps=warps, lane_cols=cw))
         return out
 
@@ -107,7 +128,7 @@ class TileAgent:
 class ReduceAgent:
     name = "reduce"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         out = []
         why = {"butterfly": "xor all-reduce: every lane ends with every sum (5 x (2*v_per_warp+3) shuffles), "
                             "no broadcast after it",
@@ -124,31 +145,43 @@ class ReduceAgent:
 
 
 class BudgetAgent:
-    """Drops candidates that cannot fit the budget, then keeps the best-ranked `max_candidates`."""
+    """Drops candidates that cannot fit the budget or this GPU, then keeps the best-ranked `max_candidates`.
+
+    Limits are the tighter of the spec's budget and the profile's (registers per thread, shared memory per
+    block); each kept candidate's reason records its estimated occupancy on the profile's SMs and the static
+    model's time at the bucket's routing workload (kda2.plan.model), so a plan says what it assumed of
+    the hardware. The agents' order is kept (the tune record, not the estimate, decides the route).
+    """
     name = "budget"
 
-    def __call__(self, spec: Any, arch: str, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         b = spec.budget
+        reg_limit = min(b.max_registers, hw.registers_per_thread_max)
+        smem_limit = min(b.max_smem_bytes, hw.smem_per_block_bytes)
+        w = workloads("recurrent", bucket)[0]
         kept: dict[str, list[Candidate]] = {}
         for c in cands:
             cfg = c.config
-            kpl = cfg["k"] // 32
-            # State, reduction buffer, two tokens of inputs (current + prefetched), ~24 for addressing.
-            if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
-                est = cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
-            else:  # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
-                est = kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
-            if est > b.max_registers:
+            est = registers_estimate(cfg)
+            if est > reg_limit:
                 continue
-            smem = (cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem"
-                    else cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4 if cfg["k_map"] == "all" else 0)
-            if smem > b.max_smem_bytes:
+            smem = smem_estimate(cfg)
+            if smem > smem_limit:
                 continue
+            res = Resources(est, smem, 0, 32 * cfg["warps"], "estimate")
+            occ = occupancy(res, hw)
+            if occ.ctas_per_sm < 1:
+                continue
+            model = estimate(cfg, res, hw, w)
             group = kept.setdefault(cfg["state_layout"], [])
             if len(group) < b.max_candidates:
-                group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}), "
-                                      f"<= {smem} B smem (budget {b.max_smem_bytes}); rank {len(group) + 1} "
-                                      f"of max {b.max_candidates}"))
+                group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "
+                                      f"{hw.cite('registers_per_thread_max')}), <= {smem} B smem (budget "
+                                      f"{b.max_smem_bytes}; {hw.cite('smem_per_block_bytes')}); "
+                                      f"{occ.ctas_per_sm} CTA/SM by {occ.limiter} on {hw.sm_count} SMs; model at "
+                                      f"N={w.N} T={w.T} H={w.H}: ~{model.us:.0f} us ({model.bound}-bound, "
+                                      f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "
+                                      f"rank {len(group) + 1} of max {b.max_candidates}"))
         return [c for group in kept.values() for c in group]
 
 

@@ -1,0 +1,290 @@
+"""Static cost model of a candidate: occupancy, bytes moved, roofline time and the serial-chain bound.
+
+Inputs: a variant config, its resources (from ptxas's resources.json after a build, or the agents'
+estimates before one), a hardware profile (kda2.plan.profile: every hardware number comes from it) and a
+workload (the shape a seq_len bucket is judged at: `workloads()`, the one home of the tuning shapes).
+
+    time ≈ launch latency + max(roofline, serial chain)
+    roofline      = max(bytes moved / copy bandwidth, tensor FLOPs / tensor rate)
+    serial chain  = waves × steps per chain × time per step
+                    waves = ceil(chains / (SMs × CTAs per SM)); a chain is one (sequence, head, V-slice)
+                    walking its tokens (recurrent) or chunks (chunk) in order; time per step from a tuning
+                    record when one is given (`step_ns_from_record`), else the per-step roofline of one CTA
+                    (its share of bandwidth and of its SM's tensor rate)
+
+It ranks candidates (`rank`) and prunes those that cannot run well (`prune`: spills, register or shared
+memory overflow, occupancy below a floor), each with a reason. `spearman` compares the model's order
+with measured times (kda2 tune reports it per route).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_threads
+
+#: Decode buckets: a bucket up to this length is judged at the bandwidth-bound batch (DESIGN §1.1 D3).
+DECODE_MAX_T = 16
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A shape a bucket is judged at: N sequences of T tokens, H = HV heads (DESIGN §1.1 shapes)."""
+    N: int
+    T: int
+    H: int
+    name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"N": self.N, "T": self.T, "H": self.H, **({"class": self.name} if self.name else {})}
+
+
+def workloads(family: str, bucket: int) -> list[Workload]:
+    """Batch classes a (family, bucket) is tuned at; the first is the one the dispatch row is routed by
+    (the library dispatches by bucket only). Recurrent decode: N=256 (bandwidth, D3) then N=1 (latency,
+    D1); recurrent prefill: 8 sequences of min(bucket, 256); chunk: bucket tokens, N so that N·T ≈ 16K
+    tokens (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), all H = 32."""
+    if family == "recurrent":
+        if bucket <= DECODE_MAX_T:
+            return [Workload(256, 1, 32, "decode-n256"), Workload(1, 1, 32, "decode-n1")]
+        return [Workload(8, min(bucket, 256), 32, "prefill-n8")]
+    n = max(1, min(8, 16384 // bucket))
+    return [Workload(n, bucket, 32, f"prefill-n{n}")]
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Per CTA of the kernel that bounds the variant (the state kernel for chunk)."""
+    registers: int
+    smem_bytes: int
+    spill_bytes: int
+    threads: int
+    source: str  # "ptxas" (resources.json) or "estimate" (the agents')
+
+
+def threads_of(config: Mapping[str, Any]) -> int:
+    return state_threads(config["block_v"]) if config["family"] == "chunk" else 32 * config["warps"]
+
+
+def resources_from_ptxas(config: Mapping[str, Any], res: Mapping[str, Mapping[str, Any]],
+                         dynamic_smem: int = 0) -> Resources:
+    """From a resources.json ({kernel: {registers, smem, spill_stores, spill_loads, stack}}): the largest
+    register count and shared memory of its entry functions (static + `dynamic_smem` from plan.json)."""
+    regs = max((int(r.get("registers", 0)) for r in res.values()), default=0)
+    smem = max((int(r.get("smem", 0)) for r in res.values()), default=0) + int(dynamic_smem)
+    spill = sum(int(r.get("spill_stores", 0)) + int(r.get("spill_loads", 0)) for r in res.values())
+    return Resources(regs, smem, spill, threads_of(config), "ptxas")
+
+
+def registers_estimate(cfg: Mapping[str, Any]) -> int:
+    """Registers per thread a recurrent kernel needs, estimated before ptxas says (the agents' budget)."""
+    kpl = cfg["k"] // 32
+    if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
+        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
+    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
+    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+
+
+def smem_estimate(cfg: Mapping[str, Any]) -> int:
+    """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows (k_map all)."""
+    if cfg["staging"] == "smem":
+        return cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
+    if cfg["k_map"] == "all":
+        return cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
+    return 0
+
+
+#: Registers assumed for a chunk kernel before ptxas reports (its occupancy is bounded by shared memory).
+_CHUNK_REGISTERS_GUESS = 128
+
+
+def estimate_resources(config: Mapping[str, Any]) -> Resources:
+    """Before a build: shared memory from the formulas the kernels use, registers as the agents estimate."""
+    if config["family"] == "chunk":
+        smem = state_smem_bytes(expected_strides(config["k"]), k=config["k"], block_v=config["block_v"],
+                                stages=config["stages"])
+        return Resources(_CHUNK_REGISTERS_GUESS, smem, 0, state_threads(config["block_v"]), "estimate")
+    return Resources(registers_estimate(config), smem_estimate(config), 0, 32 * config["warps"], "estimate")
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    ctas_per_sm: int
+    warps_per_sm: int
+    limiter: str
+
+
+def occupancy(res: Resources, hw: Any) -> Occupancy:
+    """Resident CTAs per SM: the least of the thread, register, shared-memory and block limits."""
+    warps = -(-res.threads // 32)
+    unit = hw.register_alloc_unit
+    regs_per_warp = -(-max(res.registers, 1) * 32 // unit) * unit
+    limits = {"threads": hw.threads_per_sm_max // max(res.threads, 1),
+              "registers": hw.registers_per_sm // (regs_per_warp * warps),
+              "blocks": hw.blocks_per_sm_max}
+    if res.smem_bytes:
+        limits["smem"] = hw.smem_per_sm_bytes // (res.smem_bytes + hw.smem_reserved_per_block_bytes)
+    limiter = min(limits, key=lambda k: limits[k])
+    return Occupancy(limits[limiter], limits[limiter] * warps, limiter)
+
+
+def bytes_moved(config: Mapping[str, Any], w: Workload) -> float:
+    """DRAM bytes of one call: inputs, outputs, state in and out; chunk adds its workspace round trip."""
+    K, V, N, T, H = config["k"], config["v"], w.N, w.T, w.H
+    tokens = N * T
+    io = tokens * H * (2 * K * 2 + V * 2 + K * 4 + 4 + V * 2)  # q, k bf16; v bf16; g fp32; beta; o bf16
+    state = 2 * N * H * K * V * 4
+    if config["family"] != "chunk":
+        return float(io + state)
+    chunks = N * -(-T // CHUNK)
+    slices = V // config["block_v"]
+    shared = 3 * CHUNK * K * 2 + CHUNK * CHUNK * 2  # w, qg, kg, Aqk: every V-slice reads them
+    own = CHUNK * V * 2 + K * 4                     # uᵀ (split over slices) and the last gate row
+    return float(io + state + chunks * H * (shared + own) + chunks * H * (slices * shared + own))
+
+
+def tensor_flops(config: Mapping[str, Any], w: Workload) -> float:
+    """Tensor-core FLOPs of one call (chunk only; the recurrent kernel runs on CUDA cores)."""
+    if config["family"] != "chunk":
+        return 0.0
+    K, V, C = config["k"], config["v"], CHUNK
+    per_chunk = 2 * (3 * C * K * V + 3 * C * C * K + C * C * V + C ** 3 / 3)
+    return per_chunk * w.N * -(-w.T // C) * w.H
+
+
+def chains(config: Mapping[str, Any], w: Workload) -> tuple[int, int]:
+    """(serial chains, steps per chain): (sequence, head, V-slice) CTAs walking tokens or chunks."""
+    if config["family"] == "chunk":
+        return w.N * w.H * (config["v"] // config["block_v"]), -(-w.T // CHUNK)
+    return w.N * w.H * (config["v"] // (config["v_per_warp"] * config["warps"])), w.T
+
+
+def step_roofline_ns(config: Mapping[str, Any], hw: Any, active: int, per_sm: int) -> float:
+    """One step of one chain, its share of the GPU: bytes over bandwidth / active CTAs, FLOPs over its SM's
+    tensor rate / CTAs sharing the SM."""
+    K = config["k"]
+    if config["family"] == "chunk":
+        bv = config["block_v"]
+        step_bytes = 3 * CHUNK * K * 2 + CHUNK * CHUNK * 2 + CHUNK * bv * 2 + CHUNK * bv * 2
+        flops = 2 * (3 * CHUNK * K * bv + CHUNK * CHUNK * bv)
+        t_flop = flops / (hw.tensor_flops_per_s.bf16 / hw.sm_count / max(per_sm, 1))
+    else:
+        step_bytes = 2 * K * 2 + config["v_per_warp"] * config["warps"] * 2 + K * 4 + 4
+        t_flop = 0.0
+    t_mem = step_bytes / (hw.copy_bandwidth_bytes_per_s / max(active, 1))
+    return max(t_mem, t_flop) * 1e9
+
+
+@dataclass(frozen=True)
+class Estimate:
+    us: float
+    roofline_us: float
+    serial_us: float
+    bytes: float
+    flops: float
+    occupancy: Occupancy
+    waves: int
+    step_ns: float
+    bound: str            # "bandwidth", "tensor", or "serial"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"us": round(self.us, 2), "roofline_us": round(self.roofline_us, 2),
+                "serial_us": round(self.serial_us, 2), "bytes": self.bytes, "flops": self.flops,
+                "ctas_per_sm": self.occupancy.ctas_per_sm, "warps_per_sm": self.occupancy.warps_per_sm,
+                "occupancy_limiter": self.occupancy.limiter, "waves": self.waves,
+                "step_ns": round(self.step_ns, 1), "bound": self.bound}
+
+
+def estimate(config: Mapping[str, Any], res: Resources, hw: Any, w: Workload,
+             step_ns: float | None = None) -> Estimate:
+    occ = occupancy(res, hw)
+    nbytes, flops = bytes_moved(config, w), tensor_flops(config, w)
+    t_bw = nbytes / hw.copy_bandwidth_bytes_per_s * 1e6
+    t_tc = flops / hw.tensor_flops_per_s.bf16 * 1e6
+    n_chains, steps = chains(config, w)
+    slots = hw.sm_count * max(occ.ctas_per_sm, 1)
+    waves = -(-n_chains // slots)
+    active = min(n_chains, slots)
+    per_sm = min(max(occ.ctas_per_sm, 1), -(-active // hw.sm_count))
+    step = step_ns if step_ns is not None else step_roofline_ns(config, hw, active, per_sm)
+    serial = waves * steps * step / 1e3
+    roof = max(t_bw, t_tc)
+    bound = "serial" if serial >= roof else ("tensor" if t_tc > t_bw else "bandwidth")
+    return Estimate(hw.launch_latency_us + max(roof, serial), roof, serial, nbytes, flops, occ, waves, step, bound)
+
+
+def prune_reason(config: Mapping[str, Any], res: Resources, hw: Any, budget: Any,
+                 floor_warps: int | None = None) -> str | None:
+    """Why a candidate cannot be shipped or cannot run well on `hw`, or None. The occupancy floor is one
+    resident warp per warp scheduler of the profile (fewer leave issue slots idle on every memory wait)."""
+    floor_warps = hw.warp_schedulers_per_sm if floor_warps is None else floor_warps
+    if res.spill_bytes and not getattr(budget, "allow_spills", False):
+        return f"spills {res.spill_bytes} B ({res.source}) and budget.allow_spills is false"
+    limit = min(getattr(budget, "max_registers", 255), hw.registers_per_thread_max)
+    if res.registers > limit:
+        return f"{res.registers} registers > {limit} ({hw.cite('registers_per_thread_max')}, budget)"
+    if res.smem_bytes > hw.smem_per_block_bytes:
+        return f"{res.smem_bytes} B smem > {hw.cite('smem_per_block_bytes')}"
+    occ = occupancy(res, hw)
+    if occ.ctas_per_sm < 1:
+        return f"no CTA fits an SM ({occ.limiter}; {hw.cite('smem_per_sm_bytes', 'registers_per_sm')})"
+    if occ.warps_per_sm < floor_warps:
+        return (f"occupancy {occ.warps_per_sm} warps/SM < floor {floor_warps} ({occ.ctas_per_sm} CTA/SM, "
+                f"limited by {occ.limiter})")
+    return None
+
+
+def rank(items: Sequence[tuple[str, Estimate]]) -> list[str]:
+    """Ids by estimated time, fastest first (stable for ties: the agents' order decides)."""
+    return [i for i, _ in sorted(items, key=lambda t: t[1].us)]
+
+
+def step_ns_from_record(config: Mapping[str, Any], res: Resources, hw: Any, w: Workload, us: float) -> float:
+    """The per-step time a measured call implies: (measured − launch latency) / (waves × steps)."""
+    occ = occupancy(res, hw)
+    n_chains, steps = chains(config, w)
+    waves = -(-n_chains // (hw.sm_count * max(occ.ctas_per_sm, 1)))
+    return max(us - hw.launch_latency_us, 0.0) * 1e3 / (waves * steps)
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties get their average rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(predicted: Sequence[float], measured: Sequence[float]) -> float | None:
+    """Spearman rank correlation of two equally long sequences (Pearson on average ranks); None when
+    fewer than two pairs or either side is constant (the correlation is undefined)."""
+    if len(predicted) != len(measured):
+        raise ValueError(f"spearman: {len(predicted)} predictions vs {len(measured)} measurements")
+    if len(predicted) < 2:
+        return None
+    a, b = _ranks(predicted), _ranks(measured)
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    va, vb = sum((x - ma) ** 2 for x in a), sum((y - mb) ** 2 for y in b)
+    if va == 0 or vb == 0:
+        return None
+    return cov / math.sqrt(va * vb)
+
+
+def spearman_of_record(record: Mapping[str, Any]) -> dict[str, float | None]:
+    """Per route of a tuning record: Spearman between the model's estimate and the measured time of the
+    candidates that have both."""
+    out: dict[str, float | None] = {}
+    for key, route in record.get("routes", {}).items():
+        pairs = [(c["model_us"], c["us"]) for c in route.get("candidates", {}).values()
+                 if c.get("us") is not None and c.get("model_us") is not None]
+        out[key] = spearman([p for p, _ in pairs], [m for _, m in pairs])
+    return out

@@ -302,10 +302,10 @@ def test_chunk_spec_loads() -> None:
     assert spec.features.gva_ratios == [1, 2] and spec.features.varlen
     assert spec.features.state_layouts == ["k_first", "v_first"]
     assert spec.seq_len_buckets == [2048, 8192, 65536]
-    assert spec.agents.chunk.block_v == [32, 64] and spec.agents.chunk.stages == [2]
+    assert spec.agents.chunk.block_v == [16, 32, 64] and spec.agents.chunk.stages == [1, 2]
     assert (spec.budget.max_registers, spec.budget.max_smem_bytes, spec.budget.allow_spills,
-            spec.budget.max_candidates) == (255, 232448, False, 2)
-    assert spec.canonical()["agents"] == {"chunk": {"block_v": [32, 64], "stages": [2]}}
+            spec.budget.max_candidates) == (255, 232448, False, 6)
+    assert spec.canonical()["agents"] == {"chunk": {"block_v": [16, 32, 64], "stages": [1, 2]}}
     assert validate_spec(yaml.safe_load(CHUNK.read_text())).digest() == spec.digest()
     assert [s.name for s in load_specs(REPO / "kernel_specs")].count("kimi_linear_chunk") == 1
 

@@ -19,7 +19,7 @@ from kda2.tools import feedback, tune
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
-KIMI_CHUNK = SPECS / "kimi_linear_chunk.yaml"
+KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
 
 
 def kda2(*args: object) -> subprocess.CompletedProcess:
@@ -134,7 +134,7 @@ def test_run_resumes_records_failures_and_routes_the_build(built, tmp_path, monk
     assert wrong["gpu"] == "NVIDIA H200" and wrong["numbers"]["error"] == 0.3 and wrong["command"]
 
     # the build routes by the record: the plan cache reads tuning/, the rows say "tune"
-    plans, _ = load_plans(str(SPECS), str(REPO / "rules"), str(tmp_path / "b"), ["kimi_linear_chunk"],
+    plans, _ = load_plans(str(KIMI_CHUNK.parent), str(REPO / "rules"), str(tmp_path / "b"), ["kimi_linear_chunk"],
                           str(REPO / "profiles"), str(tuning))
     p90 = next(p for p in plans if p.arch == "sm_90a")
     rows = {f"{r['state_layout']}:{r['bucket']}": r for r in p90.dispatch}
@@ -144,7 +144,7 @@ def test_run_resumes_records_failures_and_routes_the_build(built, tmp_path, monk
     # changing the record re-routes (the plan cache key holds it)
     record["routes"]["k_first:2048"]["variant"] = ids[("k_first", 64)]
     (tuning / "kimi_linear_chunk.h200.json").write_text(json.dumps(record))
-    plans, _ = load_plans(str(SPECS), str(REPO / "rules"), str(tmp_path / "b"), ["kimi_linear_chunk"],
+    plans, _ = load_plans(str(KIMI_CHUNK.parent), str(REPO / "rules"), str(tmp_path / "b"), ["kimi_linear_chunk"],
                           str(REPO / "profiles"), str(tuning))
     rows2 = {f"{r['state_layout']}:{r['bucket']}": r for r in next(p for p in plans if p.arch == "sm_90a").dispatch}
     assert rows2["k_first:2048"]["variant"] == ids[("k_first", 64)] != before["k_first:2048"]

@@ -175,7 +175,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     assert len(lines) <= 40
     assert '#include "kda2/recurrent.cuh"' in lines
     assert f"namespace kda2_{pv.id} {{" in lines
-    assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config>::run(a);" in text
+    assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config, __nv_bfloat16>::run(a);" in text
     assert re.search(rf'^extern "C" __global__ void __launch_bounds__\(kda2_{pv.id}::Config::WARPS \* 32, 1\) '
                      rf"{kernel_symbol(pv.id)}\(const KDA2RecurrentArgs a\) \{{$", text, re.M)
     for _, why in pv.reasons:

@@ -31,9 +31,19 @@ def _env():
                               autoescape=False)
 
 
-def kernel_symbol(vid: str) -> str:
-    """The extern "C" entry of a recurrent variant's cubin."""
-    return f"kda2_recurrent_{vid}"
+#: Input dtypes of the recurrent kernels: spec / config spelling -> (C element type, entry-name infix).
+#: bf16 keeps the plain entry name `kda2_recurrent_<id>`.
+INPUT_DTYPES = {"bf16": ("__nv_bfloat16", ""), "fp16": ("__half", "f16_")}
+
+
+def kernel_symbol(vid: str, dtype: str = "bf16") -> str:
+    """The extern "C" entry of a recurrent variant's cubin for one input dtype."""
+    return f"kda2_recurrent_{INPUT_DTYPES[dtype][1]}{vid}"
+
+
+def recurrent_dtypes(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """Input dtypes a recurrent variant has entries for, in entry order (configs before issue 13: bf16)."""
+    return tuple(config.get("dtypes", ("bf16",)))
 
 
 def chunk_symbols(vid: str) -> tuple[str, str]:
@@ -44,7 +54,9 @@ def chunk_symbols(vid: str) -> tuple[str, str]:
 def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
     """Every kernel entry of a variant, in launch order."""
     vid = variant_id(config) if vid is None else vid
-    return chunk_symbols(vid) if config["family"] == "chunk" else (kernel_symbol(vid),)
+    if config["family"] == "chunk":
+        return chunk_symbols(vid)
+    return tuple(kernel_symbol(vid, d) for d in recurrent_dtypes(config))
 
 
 def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
@@ -52,7 +64,8 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     vid = variant_id(config)
     tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
     symbols = kernel_symbols(config, vid)
-    extra = {"prep_symbol": symbols[0], "state_symbol": symbols[1]} if config["family"] == "chunk" else {}
+    extra = ({"prep_symbol": symbols[0], "state_symbol": symbols[1]} if config["family"] == "chunk" else
+             {"entries": [(s, INPUT_DTYPES[d][0]) for s, d in zip(symbols, recurrent_dtypes(config))]})
     return tmpl.render(config=dict(config), plan=dict(plan), vid=vid, name=variant_name(config),
                        ns=f"kda2_{vid}", kernel_symbol=symbols[0], **extra)
 
@@ -80,6 +93,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
+                 dtype_kernel=[recurrent_dtypes(v["config"]).index(d) if d in recurrent_dtypes(v["config"]) else -1
+                               for d in INPUT_DTYPES] if family == "recurrent" else [0, -1],
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])

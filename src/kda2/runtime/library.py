@@ -31,6 +31,7 @@ class Features:
     varlen: bool
     state_dtype: str
     state_layouts: tuple[str, ...]
+    input_dtypes: tuple[str, ...] = ("bf16",)
 
     @classmethod
     def from_manifest(cls, f: Mapping[str, Any], where: str) -> "Features":
@@ -43,6 +44,7 @@ class Features:
                 varlen=bool(f["varlen"]),
                 state_dtype=str(f["state_dtype"]),
                 state_layouts=tuple(f["state_layouts"]),
+                input_dtypes=tuple(f.get("input_dtypes", ("bf16",))),  # manifests before issue 13: bf16
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtifactError(f"{where}: field 'features' is malformed ({exc!r})") from exc

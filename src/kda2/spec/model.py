@@ -261,16 +261,19 @@ class HeadDims(_Strict):
 
 
 class Features(_Strict):
-    """What the kernels compute. All required except `gva_ratios` (default [1]: no grouped values).
+    """What the kernels compute. All required except `gva_ratios` and `input_dtypes`.
 
     gate_modes: gate activations compiled in; qk_l2norm / beta_sigmoid: done in the kernel;
-    gva_ratios: supported HV/H ratios; varlen: cu_seqlens support; state_layouts: k_first [K,V]
-    and/or v_first [V,K] states.
+    input_dtypes: q/k/v/o dtypes, each an entry of every recurrent kernel (default [bf16]; chunk: bf16
+    only); gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time, any
+    ratio with HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or
+    v_first [V,K] states.
     """
 
     gate_modes: Choices[Literal["precomputed", "softplus", "lower_bound"]]
     qk_l2norm: bool
     beta_sigmoid: bool
+    input_dtypes: Choices[Literal["bf16", "fp16"]] = ["bf16"]
     gva_ratios: Choices[Annotated[int, Field(ge=1)]] = [1]
     varlen: bool
     state_dtype: Literal["fp32"]
@@ -410,6 +413,9 @@ class ChunkSpec(Spec):
             if value not in CHUNK_HEAD_DIMS:
                 raise field_problem("not supported by the chunk kernels", at=("head_dims", dim),
                                     allowed=", ".join(map(str, CHUNK_HEAD_DIMS)), got=value)
+        if list(self.features.input_dtypes) != ["bf16"]:
+            raise field_problem("the chunk kernels read bf16 inputs only", at=("features", "input_dtypes"),
+                                allowed="[bf16]", got=list(self.features.input_dtypes))
         return self
 
 

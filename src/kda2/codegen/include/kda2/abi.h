@@ -2,7 +2,7 @@
 //   PYTHONPATH=src python -m kda2.artifact.abi --write
 // (tests/test_abi_facts.py fails while this file and the tables disagree).
 //
-// KDA² C ABI, version 2. Shared by every lib<spec>.<arch>.so (families recurrent and
+// KDA² C ABI, version 3. Shared by every lib<spec>.<arch>.so (families recurrent and
 // chunk) and by the kernels, which take KDA2RecurrentArgs by value; kda2.runtime.abi mirrors it with
 // ctypes, built from the same tables. Change a field only together with KDA2_ABI_VERSION.
 //
@@ -10,10 +10,14 @@
 //
 // Version 2: KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd,
 // kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family.
+//
+// Version 3: Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16) and KDA2_INPUT_FP16 (q/k/v/o,
+// and g or beta when 16-bit, in fp16); KDA2RecurrentArgs gains `intermediate` (per-token states, appended);
+// varlen max_seqlen may be an upper bound (the token count); HV / H is any integer ratio.
 #pragma once
 #include <stdint.h>
 
-#define KDA2_ABI_VERSION 2
+#define KDA2_ABI_VERSION 3
 
 // Gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).
 enum KDA2GateMode {
@@ -27,10 +31,13 @@ enum KDA2Flags {
   KDA2_QK_L2NORM = 1 << 0,     // q, k <- x / sqrt(sum x^2 + 1e-6)
   KDA2_BETA_SIGMOID = 1 << 1,  // beta <- sigmoid(beta)
   KDA2_NEG_EIGVAL = 1 << 2,    // beta <- 2 * sigmoid(beta) (needs KDA2_BETA_SIGMOID)
-  KDA2_G_BF16 = 1 << 3,        // g is bf16 (else fp32)
-  KDA2_BETA_BF16 = 1 << 4,     // beta is bf16 (else fp32)
+  KDA2_G_BF16 = 1 << 3,        // g is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
+  KDA2_BETA_BF16 = 1 << 4,     // beta is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
   KDA2_HAS_A_LOG = 1 << 5,     // A_log given (lower_bound mode may omit it)
   KDA2_HAS_DT_BIAS = 1 << 6,   // dt_bias given
+  KDA2_A_LOG_BF16 = 1 << 7,    // A_log is bf16 (else fp32); read as fp32 (recurrent libraries)
+  KDA2_DT_BIAS_BF16 = 1 << 8,  // dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)
+  KDA2_INPUT_FP16 = 1 << 9,    // q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16
 };
 
 // Negative return codes; positive ones are CUresult values of the CUDA driver API.
@@ -44,17 +51,18 @@ enum KDA2Status {
   KDA2_ERR_DRIVER = -6,           // libcuda.so.1 could not be opened (no NVIDIA driver)
   KDA2_ERR_NO_CONTEXT = -7,       // no current CUDA context (initialise CUDA first), or too many
   KDA2_ERR_WORKSPACE = -8,        // workspace NULL or smaller than kda2_workspace_bytes() (chunk libraries)
+  KDA2_ERR_DTYPE = -9,            // input dtype (KDA2_INPUT_FP16) or gate parameter dtype not built into this library
 };
 
 typedef struct KDA2RecurrentArgs {
-  const void* q;                 // [B*T or total, H, K]   bf16
-  const void* k;                 // [B*T or total, H, K]   bf16
-  const void* v;                 // [B*T or total, HV, V]  bf16
+  const void* q;                 // [B*T or total, H, K]   bf16 (fp16 with KDA2_INPUT_FP16)
+  const void* k;                 // [B*T or total, H, K]   bf16 (fp16 with KDA2_INPUT_FP16)
+  const void* v;                 // [B*T or total, HV, V]  bf16 (fp16 with KDA2_INPUT_FP16)
   const void* g;                 // [B*T or total, HV, K]  fp32 or bf16 (KDA2_G_BF16)
   const void* beta;              // [B*T or total, HV]     fp32 or bf16 (KDA2_BETA_BF16)
-  const float* A_log;            // [HV] or NULL
-  const float* dt_bias;          // [HV*K] or NULL
-  void* o;                       // [B*T or total, HV, V]  bf16, fully written
+  const float* A_log;            // [HV] or NULL; fp32, or bf16 with KDA2_A_LOG_BF16
+  const float* dt_bias;          // [HV*K] or NULL; fp32, or bf16 with KDA2_DT_BIAS_BF16
+  void* o;                       // [B*T or total, HV, V]  input dtype, fully written
   const float* h0;               // initial states [*, HV, K, V] (or [*, HV, V, K]) fp32, or NULL (zeros)
   float* ht;                     // final states, same layout, or NULL; may equal h0 (in place)
   const int64_t* cu_seqlens;     // [N+1] or NULL (dense: sequence n is tokens n*T .. n*T+T-1)
@@ -62,7 +70,7 @@ typedef struct KDA2RecurrentArgs {
   int32_t N;                     // sequences
   int32_t T;                     // tokens per sequence (dense); with cu_seqlens: total packed tokens
   int32_t H;                     // q/k heads
-  int32_t HV;                    // value heads, HV % H == 0
+  int32_t HV;                    // value heads, HV % H == 0 (any ratio; value head hv reads q/k head hv / (HV/H))
   float scale;
   float lower_bound;
   int32_t gate_mode;             // KDA2GateMode
@@ -72,7 +80,9 @@ typedef struct KDA2RecurrentArgs {
   // ---- ABI 2 ----
   void* workspace;               // chunk libraries: device scratch of >= kda2_workspace_bytes() bytes; else NULL
   int64_t workspace_bytes;       // size of workspace
-  int64_t max_seqlen;            // longest sequence; kda2_fwd fills it in (chunk dense: <= 0 means T)
+  int64_t max_seqlen;            // longest sequence, or an upper bound (varlen: the token count); kda2_fwd fills it in (chunk dense: <= 0 means T)
+  // ---- ABI 3 ----
+  float* intermediate;           // recurrent: NULL, or the state after every token [B*T or total, HV, K, V] (state layout) fp32
 } KDA2RecurrentArgs;
 
 // Host and device (the chunk kernels index the workspace with the same helpers as the library).

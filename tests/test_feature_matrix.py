@@ -98,10 +98,10 @@ MUTATIONS = {
     "recurrent without varlen": (
         "kimi_linear_recurrent.yaml", lambda d: d["features"].update(varlen=False),
         lambda c: c.cu is not None, "varlen"),
-    "recurrent drops GVA ratio 4": (
+    "recurrent drops fp16 inputs": (
         "kimi_linear_recurrent.yaml",
-        lambda d: d["features"].update(gva_ratios=_drop(d["features"]["gva_ratios"], 4)),
-        lambda c: c.ratio == 4, "GVA ratio 4"),
+        lambda d: d["features"].update(input_dtypes=_drop(d["features"]["input_dtypes"], "fp16")),
+        lambda c: getattr(c, "dtype", "bf16") == "fp16", "input dtype fp16"),
     "recurrent buckets up to 64": (
         "kimi_linear_recurrent.yaml", lambda d: d.update(seq_len_buckets=[1, 64]),
         lambda c: c.longest > 64, "largest bucket 64"),
@@ -165,8 +165,8 @@ def test_yaml_view_agrees_with_the_spec_loader():
             got, want = getattr(b, field), getattr(f, field)
             assert (tuple(want) if isinstance(want, list) else want) == got, (path, field)
     doc = _spec_docs()["small_head_recurrent.yaml"]
-    del doc["features"]["gva_ratios"]  # the model's default
-    assert fm.Built.from_spec(doc).gva_ratios == (1,)
+    doc["features"].pop("input_dtypes", None)  # the model's default
+    assert fm.Built.from_spec(doc).input_dtypes == ("bf16",)
 
 
 def test_matrix_knows_every_feature_field():
@@ -174,7 +174,8 @@ def test_matrix_knows_every_feature_field():
     from kda2.runtime.library import Features as ManifestFeatures
     from kda2.spec.model import Features as SpecFeatures
 
-    known = set(fm.FEATURE_FIELDS) | {"state_dtype"}  # state_dtype: fp32 only, no case depends on it
+    # state_dtype: fp32 only, no case depends on it; gva_ratios: accepted and ignored (any HV / H runs)
+    known = set(fm.FEATURE_FIELDS) | {"state_dtype", "gva_ratios"}
     assert set(SpecFeatures.model_fields) == known
     assert {f.name for f in dataclasses.fields(ManifestFeatures)} == known
     assert set(fm.FEATURE_FIELDS) <= {f.name for f in dataclasses.fields(fm.Built)}

@@ -215,7 +215,7 @@ def test_ctypes_struct_matches_c_header(fake):
 
 def test_pack_format_equals_field_assignment():
     vals = dict(zip(FIELDS, [*(0x1000 * (i + 1) for i in range(12)), 3, 7, 2, 8, 0.125, -5.0, 2, 0x5B, 1, 0,
-                             0xABC000, 1 << 33, 65536]))
+                             0xABC000, 1 << 33, 65536, 0xDEF000]))
     assert len(vals) == len(FIELDS) == 26
     a, b = abi.KDA2RecurrentArgs(), abi.KDA2RecurrentArgs()
     for name, val in vals.items():

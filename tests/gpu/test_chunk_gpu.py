@@ -311,8 +311,8 @@ def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda, seed):
         "cu_seqlens with B=2": (dict(cu_seqlens=torch.tensor([0, 30, T], dtype=torch.int64, device=DEVICE),
                                      initial_state=None), r"cu_seqlens|B == 1"),
     }
-    if max(f.gva_ratios) < 4:
-        bad_calls["GVA ratio 4 (not built)"] = (heads(4 * H), "GVA|HV")
+    if H > 1:  # any HV / H runs (issue 13); HV not a multiple of H (here H > HV, too) is refused
+        bad_calls["HV not a multiple of H"] = (heads(H - 1), "HV")
     if c.gate == "softplus":
         bad_calls["softplus gate without A_log"] = (dict(A_log=None), "A_log")
     if "lower_bound" in f.gate_modes:

@@ -102,12 +102,19 @@ def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tu
     return o, ht
 
 
-def check_intermediate(inter, B: int, T: int, HV: int, K: int, V: int, v_first: bool, dev) -> int:
+def check_intermediate(lib: Library, inter, B: int, T: int, HV: int, K: int, V: int, v_first: bool, longest: int,
+                       dev) -> int:
     """`intermediate_states_out`: fp32 [B, T, HV, K, V] ([.., V, K] with state_v_first; B = 1 with varlen),
-    the state after every token (speculative decoding keeps them to roll back rejected tokens)."""
+    the state after every token (speculative decoding keeps them to roll back rejected tokens). Only the
+    decode-like buckets' kernels write them (Library.intermediate_max_t)."""
     if inter is None:
         return 0
     _v.check_tensor("intermediate_states_out", inter, (_F32,), (B, T, HV) + ((V, K) if v_first else (K, V)), dev)
+    most = lib.intermediate_max_t(v_first)
+    if longest > most:
+        raise _v.fail("intermediate_states_out", f"a call of up to {longest} tokens per sequence",
+                      f"sequences of at most {most} tokens (the multi-token decode buckets of {_v._spec(lib)} that "
+                      "are compiled with per-token states; with a device-only cu_seqlens pass max_seqlen=)")
     return inter.data_ptr()
 
 
@@ -194,7 +201,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
         if not output_final_state:
             raise _v.fail("final_state_out", "a tensor with output_final_state=False", "output_final_state=True")
         _v.check_tensor("final_state_out", final_state_out, (_F32,), sshape, dev)
-    inter_ptr = check_intermediate(intermediate_states_out, B, T, HV, K, V, state_v_first, dev)
+    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)
@@ -273,7 +280,7 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     _v.check_tensor("state_pool", state_pool, (_F32,), (P, HV, V, K) if state_v_first else (P, HV, K, V), dev)
     idx = ssm_state_indices
     _v.check_tensor("ssm_state_indices", idx, (_I32, _I64), (N,), dev)
-    inter_ptr = check_intermediate(intermediate_states_out, B, T, HV, K, V, state_v_first, dev)
+    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o = torch.empty_like(v) if out is None else out

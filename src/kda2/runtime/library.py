@@ -79,6 +79,10 @@ class Library:
                                 f"(allowed: {', '.join(map(repr, FAMILIES))})")
         self.features = Features.from_manifest(manifest.get("features", {}), where)
         self.max_bucket: int = self.buckets[-1]
+        # (layout, bucket) rows whose variant writes per-token states (recurrent configs' `intermediate`).
+        has = {int(v["index"]): bool(v.get("config", {}).get("intermediate")) for v in self.variants}
+        self._intermediate_rows = sorted((d["state_layout"], int(d["bucket"])) for d in self.dispatch
+                                         if has.get(int(d["index"])))
 
         self._dll = ctypes.CDLL(str(so_path))
         for name, (restype, argtypes) in abi.FUNCTIONS.items():
@@ -140,6 +144,19 @@ class Library:
             if got != int(entry["index"]):
                 raise ArtifactError(f"{so}: kda2_select({entry['state_layout']}, {entry['bucket']}) = {got}, "
                                     f"manifest dispatch says {entry['index']} ({mf})")
+
+    def intermediate_max_t(self, state_v_first: bool) -> int:
+        """The longest sequence a call with per-token states (args.intermediate) may have on this layout: the
+        buckets up to it all route to variants built with them (0: none)."""
+        layout = "v_first" if state_v_first else "k_first"
+        best = 0
+        for lay, bucket in sorted((d["state_layout"], int(d["bucket"])) for d in self.dispatch):
+            if lay != layout:
+                continue
+            if (lay, bucket) not in self._intermediate_rows:
+                break
+            best = bucket
+        return best
 
     def check_device(self, device_index: int, capability: tuple[int, int]) -> None:
         """First use on a device: refuse a GPU this arch cannot run on (clearer than error 209), then

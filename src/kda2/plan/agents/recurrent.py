@@ -26,7 +26,10 @@ class PipelineAgent:
         else:
             why = (f"T<={bucket}: prefetch token t+1's q/k/g/v/beta while token t updates the state (the per-token "
                    "chain is latency-bound)")
-        return [c.extend(self.name, why, prefetch=bucket > 1) for c in cands]
+        inter = bucket <= DECODE_MAX_T
+        why += ("; per-token states compiled in (multi-token decode keeps them for speculative rollback)" if inter
+                else "; no per-token states (they cost ~18 registers in the prefill kernels, sm_90a, 2026-11-30)")
+        return [c.extend(self.name, why, prefetch=bucket > 1, intermediate=inter) for c in cands]
 
 
 class StagingAgent:

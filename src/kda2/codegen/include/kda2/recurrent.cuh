@@ -24,6 +24,8 @@
 //   bool HAS_SOFTPLUS, HAS_LOWER_BOUND, HAS_L2NORM, HAS_BETA_SIGMOID, HAS_VARLEN   features compiled in
 //   bool SCATTER           reduce-scatter over the warp, else xor all-reduce
 //   bool PREFETCH          load the next token's inputs during the current token
+//   bool INTERMEDIATE      write the state after every token to args.intermediate when it is set (decode-like
+//                          buckets only: it costs ~18 registers in the prefill kernels)
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -165,6 +167,7 @@ struct Kernel {
   static constexpr int V = Cfg::V;
   static constexpr int WARPS = Cfg::WARPS;
   static constexpr bool PREFETCH = Cfg::PREFETCH;    // decode-only variants skip the next-token pipeline
+  static constexpr bool INTERMEDIATE = Cfg::INTERMEDIATE;  // per-token states compiled in
   static constexpr int VPW = Cfg::VPW;               // value columns per warp
   static constexpr int BV = WARPS * VPW;             // value columns per CTA
   static constexpr int KPL = K / 32;                 // key rows per lane
@@ -414,7 +417,7 @@ struct Kernel {
 #pragma unroll
           for (int c = 0; c < CW; ++c) S[r + e][c] = fmaf(kv[e], vn[c], S[r + e][c]);
       }
-      if (a.intermediate != nullptr) {  // the state after this token (rollback of speculative tokens)
+      if (INTERMEDIATE && a.intermediate != nullptr) {  // the state after this token (speculative-decode rollback)
         float* p = a.intermediate + (tok * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
 #pragma unroll
         for (int r = 0; r < RPL; ++r) store_f32<CW, true>(p + (long)r * V, S[r]);
@@ -652,7 +655,7 @@ struct Kernel {
         if (lane >= 16 && (lane & ((1 << SCATTER_SHIFT) - 1)) == 0)
           reinterpret_cast<E*>(a.o)[o_row + scatter_col(lane)] = X::from_f(a.scale * (sum * rq + qk * vn_pair));
       }
-      if (a.intermediate != nullptr)  // the state after this token (rollback of speculative tokens)
+      if (INTERMEDIATE && a.intermediate != nullptr)  // the state after this token (speculative-decode rollback)
         store_state_regs(a.intermediate + ((bos + t) * a.HV + hv) * (long)K * V, lane, v0, S);
       if (PREFETCH) cur = nxt;
       else if (t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, cur);  // correct beyond the bucket too

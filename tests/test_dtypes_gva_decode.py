@@ -88,13 +88,19 @@ def test_render_one_entry_per_input_dtype():
     from kda2.plan.planner import plan_spec
     from kda2.spec.model import validate_spec
 
-    pv = plan_spec(validate_spec(_spec_doc()), "sm_90a", []).variants[0]
-    text = render_variant(pv.config, {"smem_stride": 1})
-    bf, f16 = kernel_symbols(pv.config)
-    assert bf == f"kda2_recurrent_{pv.id}" and f16 == f"kda2_recurrent_f16_{pv.id}"
-    assert f"Kernel<kda2_{pv.id}::Config, __nv_bfloat16>::run(a);" in text
-    assert f"Kernel<kda2_{pv.id}::Config, __half>::run(a);" in text
-    assert "static constexpr bool INTERMEDIATE = " in text
+    plan = plan_spec(validate_spec(_spec_doc()), "sm_90a", [])
+    decode = next(v for v in plan.variants if v.config["intermediate"])
+    prefill = next(v for v in plan.variants if not v.config["intermediate"])
+    assert decode.config["state_dtypes"] == ["fp32", "bf16"] and prefill.config["state_dtypes"] == ["fp32"]
+    text = render_variant(decode.config, {"smem_stride": 1})
+    i = decode.id
+    assert kernel_symbols(decode.config) == (f"kda2_recurrent_{i}", f"kda2_recurrent_f16_{i}",
+                                             f"kda2_recurrent_s16_{i}", f"kda2_recurrent_f16_s16_{i}")
+    for elem, state in (("__nv_bfloat16", "float"), ("__half", "float"), ("__nv_bfloat16", "__nv_bfloat16"),
+                        ("__half", "__nv_bfloat16")):
+        assert f"Kernel<kda2_{i}::Config, {elem}, {state}>::run(a);" in text
+    assert "static constexpr bool INTERMEDIATE = true;" in text
+    assert len(kernel_symbols(prefill.config)) == 2
 
 
 # --- the real build's C checks (no driver here: a call that passes the checks returns ERR_DRIVER) ------

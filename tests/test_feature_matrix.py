@@ -35,7 +35,8 @@ POOL = "test_recurrent_gpu.py::test_pool_in_place"
 EXPECTED = {
     "kimi_linear_recurrent": {},
     "kimi_linear_chunk": {},
-    "small_head_recurrent": {  # softplus/lower_bound gates, v_first only, buckets [1, 256]
+    "large_head_recurrent": {},
+    "small_head_recurrent": {  # softplus/lower_bound gates, v_first only, buckets [1, 8, 256]
         f"{REC}[T1-decode-precomputed-kf]": ("gate mode precomputed", "k_first"),
         f"{REC}[T63-lowerbound-gva4-negeig]": ("k_first",),
         f"{REC}[T500-precomputed-gva2-scale]": ("gate mode precomputed", "k_first", "T=500 > largest bucket 256"),
@@ -43,6 +44,8 @@ EXPECTED = {
         f"{REC}[T2-nofinal-gva4-kf]": ("k_first",),
         f"{REC}[varlen-256-500-1000-lowerbound-gva2-kf]": ("k_first", "T=500 > largest bucket 256"),
         f"{REC}[varlen-1-2-50-51-precomputed-gva4-vf]": ("gate mode precomputed",),
+        f"{REC}[T64-fp16-lowerbound-kf-g16-b16]": ("k_first",),
+        f"{REC}[T5-softplus-kf-pbf16-gva4]": ("k_first",),
         f"{POOL}[decode-kf]": ("k_first",),
         f"{POOL}[T5-kf]": ("k_first",),
     },
@@ -174,8 +177,9 @@ def test_matrix_knows_every_feature_field():
     from kda2.runtime.library import Features as ManifestFeatures
     from kda2.spec.model import Features as SpecFeatures
 
-    # state_dtype: fp32 only, no case depends on it; gva_ratios: accepted and ignored (any HV / H runs)
-    known = set(fm.FEATURE_FIELDS) | {"state_dtype", "gva_ratios"}
+    # state_dtype: fp32 only, no case depends on it; gva_ratios: accepted and ignored (any HV / H runs);
+    # bf16_decode_state: an opt-in extra entry, no matrix case depends on it (test_recurrent_matrix_gpu.py skips)
+    known = set(fm.FEATURE_FIELDS) | {"state_dtype", "gva_ratios", "bf16_decode_state"}
     assert set(SpecFeatures.model_fields) == known
     assert {f.name for f in dataclasses.fields(ManifestFeatures)} == known
     assert set(fm.FEATURE_FIELDS) <= {f.name for f in dataclasses.fields(fm.Built)}
@@ -223,7 +227,8 @@ def test_require_built_skips_what_the_spec_does_not_build():
     (dict(gate_modes=("precomputed", "softplus")), f"{REC}[T63-lowerbound-gva4-negeig]", "gate mode lower_bound"),
     (dict(max_bucket=64), f"{REC}[T1000-kimi-softplus-vf]", "T=1000 > largest bucket 64"),
     (dict(varlen=False), f"{POOL}[varlen-vf]", "varlen"),
-    (dict(gva_ratios=(1, 2)), f"{POOL}[decode-kf]", None),  # pool cases take the largest ratio built: it runs
+    (dict(input_dtypes=("bf16",)), f"{REC}[T64-fp16-lowerbound-kf-g16-b16]", "input dtype fp16"),
+    (dict(input_dtypes=("bf16",)), f"{POOL}[decode-kf]", None),  # bf16 cases run on a bf16-only library
 ])
 def test_require_built_fails_a_case_the_spec_builds_but_the_library_lacks(change, key, lacks):
     kimi = fm.specs()["kimi_linear_recurrent"]

@@ -21,7 +21,7 @@ for lock in sorted(Path("kernel_specs").glob("*.lock.json")):
         for key, r in entry["routes"].items():  # per route: the same kernel among that row's candidates
             layout, bucket = key.split(":")
             row = next(d for d in plan.dispatch if d["state_layout"] == layout and d["bucket"] == int(bucket))
-            old_to_new = {variant_id({k: v for k, v in by_id[i].config.items() if k not in ("dtypes", "intermediate")}): i
+            old_to_new = {variant_id({k: v for k, v in by_id[i].config.items() if k not in ("dtypes", "intermediate", "state_dtypes")}): i
                           for i in row["candidates"]}
             r["variant"] = old_to_new.get(r["variant"], r["variant"])
             r["candidates"] = {old_to_new.get(i, i): c for i, c in r.get("candidates", {}).items()}

@@ -29,8 +29,9 @@ ABI_HISTORY: tuple[tuple[int, str], ...] = (
     (1, "KDA2RecurrentArgs up to `reserved`; the recurrent family only."),
     (2, "KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd, "
         "kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family."),
-    (3, "Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16) and KDA2_INPUT_FP16 (q/k/v/o, and g "
-        "or beta when 16-bit, in fp16); KDA2RecurrentArgs gains `intermediate` (per-token states, appended); "
+    (3, "Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16), KDA2_INPUT_FP16 (q/k/v/o, and g "
+        "or beta when 16-bit, in fp16) and KDA2_STATE_BF16 (h0/ht/intermediate in bf16); KDA2_ERR_DTYPE; "
+        "KDA2RecurrentArgs gains `intermediate` (per-token states, appended); "
         "varlen max_seqlen may be an upper bound (the token count); HV / H is any integer ratio."),
 )
 
@@ -90,6 +91,7 @@ FLAG_TABLE: tuple[Flag, ...] = (
     Flag("A_LOG_BF16", 7, "A_log is bf16 (else fp32); read as fp32 (recurrent libraries)"),
     Flag("DT_BIAS_BF16", 8, "dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)"),
     Flag("INPUT_FP16", 9, "q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16"),
+    Flag("STATE_BF16", 10, "h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them"),
 )
 
 #: enum KDA2Status: 0 or a negative code; positive return values are CUresult codes of the driver API.
@@ -137,7 +139,8 @@ ARGS_FIELDS: tuple[Field, ...] = (
     Field("A_log", "const float*", "[HV] or NULL; fp32, or bf16 with KDA2_A_LOG_BF16", 1),
     Field("dt_bias", "const float*", "[HV*K] or NULL; fp32, or bf16 with KDA2_DT_BIAS_BF16", 1),
     Field("o", "void*", "[B*T or total, HV, V]  input dtype, fully written", 1),
-    Field("h0", "const float*", "initial states [*, HV, K, V] (or [*, HV, V, K]) fp32, or NULL (zeros)", 1),
+    Field("h0", "const float*", "initial states [*, HV, K, V] (or [*, HV, V, K]) fp32 (bf16 with KDA2_STATE_BF16), "
+          "or NULL (zeros)", 1),
     Field("ht", "float*", "final states, same layout, or NULL; may equal h0 (in place)", 1),
     Field("cu_seqlens", "const int64_t*", "[N+1] or NULL (dense: sequence n is tokens n*T .. n*T+T-1)", 1),
     Field("state_indices", "const int32_t*", "[N] rows of h0/ht per sequence, or NULL (row n); < 0: skip", 1),
@@ -156,7 +159,7 @@ ARGS_FIELDS: tuple[Field, ...] = (
     Field("max_seqlen", "int64_t", "longest sequence, or an upper bound (varlen: the token count); kda2_fwd "
           "fills it in (chunk dense: <= 0 means T)", 2),
     Field("intermediate", "float*", "recurrent: NULL, or the state after every token [B*T or total, HV, K, V] "
-          "(state layout) fp32", 3),
+          "(state layout and dtype)", 3),
 )
 
 #: Non-pointer C types the ABI uses: C type -> (ctypes type, `struct` code, size = alignment in bytes).

@@ -4,6 +4,7 @@ Kimi-Linear configuration for both: unbounded softplus gate in kernel (A_log, dt
 and beta sigmoid in kernel, fp32 states, K = V = 128, H = HV = 32.
 - decode D1-D3: T = 1, N in {1, 64, 256}, states updated IN PLACE in a pool (our pool form; FLA's
   `fused_recurrent_kda_fwd(inplace_final_state=True, ssm_state_indices=...)` when it has them).
+- multi-token decode M1: T = 4, N = 64 from the pool, each state read and written once per call.
 - prefill S1-S4: T in {64, 512} x N in {1, 8}, initial state in, final state out.
 Reported per row: median GPU time (CUDA events, rotating input sets totalling > 2x L2), bytes moved,
 achieved bandwidth as % of a device-to-device copy measured in the same run; CUDA-graph replay time
@@ -39,6 +40,7 @@ class Shape:
 
 SHAPES = [
     Shape("D1", "decode", 1, 1), Shape("D2", "decode", 64, 1), Shape("D3", "decode", 256, 1),
+    Shape("M1", "decode", 64, 4),  # multi-token decode (speculative verify): T = 4 per sequence, state in place
     Shape("S1", "prefill", 1, 64), Shape("S2", "prefill", 1, 512),
     Shape("S3", "prefill", 8, 64), Shape("S4", "prefill", 8, 512),
 ]

@@ -36,14 +36,25 @@ def _env():
 INPUT_DTYPES = {"bf16": ("__nv_bfloat16", ""), "fp16": ("__half", "f16_")}
 
 
-def kernel_symbol(vid: str, dtype: str = "bf16") -> str:
-    """The extern "C" entry of a recurrent variant's cubin for one input dtype."""
-    return f"kda2_recurrent_{INPUT_DTYPES[dtype][1]}{vid}"
+#: State dtypes of the recurrent kernels: spelling -> (C element type, entry-name infix); fp32 keeps the name.
+STATE_DTYPES = {"fp32": ("float", ""), "bf16": ("__nv_bfloat16", "s16_")}
 
 
-def recurrent_dtypes(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """Input dtypes a recurrent variant has entries for, in entry order (configs before issue 13: bf16)."""
-    return tuple(config.get("dtypes", ("bf16",)))
+def kernel_symbol(vid: str, dtype: str = "bf16", state: str = "fp32") -> str:
+    """The extern "C" entry of a recurrent variant's cubin for one input dtype and state dtype."""
+    return f"kda2_recurrent_{INPUT_DTYPES[dtype][1]}{STATE_DTYPES[state][1]}{vid}"
+
+
+def recurrent_entries(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(input dtype, state dtype) of every entry of a recurrent variant, in entry order (configs before
+    issue 13: bf16 inputs, fp32 states)."""
+    return tuple((d, s) for s in config.get("state_dtypes", ("fp32",)) for d in config.get("dtypes", ("bf16",)))
+
+
+def entry_slot(dtype: str, state: str) -> int:
+    """Index of an (input dtype, state dtype) pair in the library's per-variant entry table: fp16 + 2 * bf16 state
+    (the library computes it from KDA2_INPUT_FP16 and KDA2_STATE_BF16)."""
+    return list(INPUT_DTYPES).index(dtype) + 2 * list(STATE_DTYPES).index(state)
 
 
 def chunk_symbols(vid: str) -> tuple[str, str]:
@@ -56,7 +67,7 @@ def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[s
     vid = variant_id(config) if vid is None else vid
     if config["family"] == "chunk":
         return chunk_symbols(vid)
-    return tuple(kernel_symbol(vid, d) for d in recurrent_dtypes(config))
+    return tuple(kernel_symbol(vid, d, s) for d, s in recurrent_entries(config))
 
 
 def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
@@ -65,9 +76,18 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
     symbols = kernel_symbols(config, vid)
     extra = ({"prep_symbol": symbols[0], "state_symbol": symbols[1]} if config["family"] == "chunk" else
-             {"entries": [(s, INPUT_DTYPES[d][0]) for s, d in zip(symbols, recurrent_dtypes(config))]})
+             {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
+                          for sym, (d, s) in zip(symbols, recurrent_entries(config))]})
     return tmpl.render(config=dict(config), plan=dict(plan), vid=vid, name=variant_name(config),
                        ns=f"kda2_{vid}", kernel_symbol=symbols[0], **extra)
+
+
+def _entry_table(config: Mapping[str, Any]) -> list[int]:
+    """The library's entry table of a recurrent variant: slot entry_slot(d, s) -> kernel index, -1 where not built."""
+    table = [-1] * (len(INPUT_DTYPES) * len(STATE_DTYPES))
+    for i, (d, s) in enumerate(recurrent_entries(config)):
+        table[entry_slot(d, s)] = i
+    return table
 
 
 #: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
@@ -93,8 +113,7 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
-                 dtype_kernel=[recurrent_dtypes(v["config"]).index(d) if d in recurrent_dtypes(v["config"]) else -1
-                               for d in INPUT_DTYPES] if family == "recurrent" else [0, -1],
+                 dtype_kernel=_entry_table(v["config"]) if family == "recurrent" else [0, -1, -1, -1],
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])

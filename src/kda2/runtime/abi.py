@@ -29,6 +29,7 @@ FLAG_HAS_DT_BIAS = _FLAG["HAS_DT_BIAS"]
 FLAG_A_LOG_BF16 = _FLAG["A_LOG_BF16"]
 FLAG_DT_BIAS_BF16 = _FLAG["DT_BIAS_BF16"]
 FLAG_INPUT_FP16 = _FLAG["INPUT_FP16"]
+FLAG_STATE_BF16 = _FLAG["STATE_BF16"]
 
 # enum KDA2Status (negative return codes; positive ones are CUresult values of the driver API)
 OK = _STATUS["OK"]

@@ -93,23 +93,27 @@ def _relaunch(lib: Library, args: abi.KDA2RecurrentArgs, dev_index: int, max_seq
         raise lib.error(rc)
 
 
-def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tuple, dev):
-    """o (given or like v) and the fp32 final state (given, new, or None): the calls' outputs, after validation."""
+def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tuple, dev, sdtype=None):
+    """o (given or like v) and the final state (given, new in `sdtype` (default fp32), or None): the calls'
+    outputs, after validation."""
     o = torch.empty_like(v) if out is None else out
     ht = None
     if output_final_state:
-        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=torch.float32, device=dev)
+        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=sdtype or torch.float32,
+                                                                             device=dev)
     return o, ht
 
 
 def check_intermediate(lib: Library, inter, B: int, T: int, HV: int, K: int, V: int, v_first: bool, longest: int,
-                       dev) -> int:
-    """`intermediate_states_out`: fp32 [B, T, HV, K, V] ([.., V, K] with state_v_first; B = 1 with varlen),
+                       dev, sdtype=None) -> int:
+    """`intermediate_states_out`: [B, T, HV, K, V] ([.., V, K] with state_v_first; B = 1 with varlen) in the
+    state dtype (fp32, or bf16 with bf16 states),
     the state after every token (speculative decoding keeps them to roll back rejected tokens). Only the
     decode-like buckets' kernels write them (Library.intermediate_max_t)."""
     if inter is None:
         return 0
-    _v.check_tensor("intermediate_states_out", inter, (_F32,), (B, T, HV) + ((V, K) if v_first else (K, V)), dev)
+    _v.check_tensor("intermediate_states_out", inter, (sdtype or _F32,), (B, T, HV) + ((V, K) if v_first else (K, V)),
+                    dev)
     most = lib.intermediate_max_t(v_first)
     if longest > most:
         raise _v.fail("intermediate_states_out", f"a call of up to {longest} tokens per sequence",
@@ -139,7 +143,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (the spec's input_dtypes), any
     HV % H == 0; g [B, T, HV, K] fp32 or the input dtype; beta [B, T, HV] fp32 or the input dtype;
     A_log [HV] and dt_bias [HV*K] fp32 or bf16; states fp32 [N, HV, K, V] ([N, HV, V, K] with
-    state_v_first). Returns (o [B, T, HV, V] in the input dtype, final_state or None).
+    state_v_first), or bf16 (h0 and ht alike) up to the decode buckets where the spec has bf16_decode_state. Returns (o [B, T, HV, V] in the input dtype, final_state or None).
 
     Keyword-only extras: `library` (default: the built recurrent library for these head dims);
     `cu_seqlens_cpu` (host copy of cu_seqlens, checked) or `max_seqlen` (the longest sequence; a promise):
@@ -172,11 +176,11 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                 and (initial_state is None or initial_state.is_contiguous())
                 and (out is None or out.is_contiguous())
                 and (final_state_out is None or final_state_out.is_contiguous())):
-            dev_index, N, T, H, HV, mode, flags, sc, lb, longest, sshape, v_first = hit
+            dev_index, N, T, H, HV, mode, flags, sc, lb, longest, sshape, v_first, sdtype = hit
             o = torch.empty_like(v) if out is None else out
             ht = None
             if output_final_state:
-                ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=_F32, device=v.device)
+                ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=sdtype, device=v.device)
             args = lib.args()
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
@@ -195,16 +199,22 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
         max_seqlen, out)
     sshape = _v.state_shape(N, HV, K, V, state_v_first)
+    # States: fp32, or bf16 (opt-in decode form) -- one dtype for h0, ht and the per-token states.
+    sdtypes = _v.state_dtypes(lib)
+    sdtype = next((t.dtype for t in (initial_state, final_state_out) if isinstance(t, torch.Tensor)), _F32)
+    sdtype = sdtype if sdtype in sdtypes else _F32
     if initial_state is not None:
-        _v.check_tensor("initial_state", initial_state, (_F32,), sshape, dev)
+        _v.check_tensor("initial_state", initial_state, sdtypes, sshape, dev)
     if final_state_out is not None:
         if not output_final_state:
             raise _v.fail("final_state_out", "a tensor with output_final_state=False", "output_final_state=True")
-        _v.check_tensor("final_state_out", final_state_out, (_F32,), sshape, dev)
-    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev)
+        _v.check_tensor("final_state_out", final_state_out, (sdtype,), sshape, dev)
+    flags |= _v.state_flag(lib, sdtype, longest, state_v_first, "initial_state" if initial_state is not None
+                           else "final_state_out")
+    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev, sdtype)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
-    o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)
+    o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev, sdtype)
     if B * T == 0:
         return o, no_tokens(ht, initial_state)
     cu = cu_seqlens
@@ -214,7 +224,8 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
             0 if initial_state is None else initial_state.data_ptr(), 0 if ht is None else ht.data_ptr(),
             0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, state_v_first, longest,
             inter_ptr)
-    _remember(key, (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, sshape, 1 if state_v_first else 0))
+    _remember(key, (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, sshape, 1 if state_v_first else 0,
+                    sdtype))
     return o, ht
 
 
@@ -226,7 +237,8 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
                              intermediate_states_out=None):
     """Serving form: sequence n reads and writes row `ssm_state_indices[n]` of `state_pool` IN PLACE.
 
-    state_pool: fp32 [P, HV, K, V] ([P, HV, V, K] with state_v_first); ssm_state_indices: [N] int32
+    state_pool: fp32 [P, HV, K, V] ([P, HV, V, K] with state_v_first), or bf16 (half the bytes) where the spec
+    has bf16_decode_state, for calls up to its decode buckets; ssm_state_indices: [N] int32
     (int64 is converted). A negative index means "no state": the sequence starts from zeros and its
     state is not written. Non-negative indices must be distinct and < P (not checked: that would need
     a host sync). Returns o [B, T, HV, V] in the input dtype; rows of the pool not referenced are left
@@ -277,10 +289,13 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
         raise _v.fail("state_pool shape", list(getattr(state_pool, "shape", [])),
                     f"[P, HV, V, K] = [P, {HV}, {V}, {K}]" if state_v_first else f"[P, HV, K, V] = [P, {HV}, {K}, {V}]")
     P = state_pool.shape[0]
-    _v.check_tensor("state_pool", state_pool, (_F32,), (P, HV, V, K) if state_v_first else (P, HV, K, V), dev)
+    _v.check_tensor("state_pool", state_pool, _v.state_dtypes(lib), (P, HV, V, K) if state_v_first else (P, HV, K, V),
+                    dev)
+    flags |= _v.state_flag(lib, state_pool.dtype, longest, state_v_first, "state_pool")
     idx = ssm_state_indices
     _v.check_tensor("ssm_state_indices", idx, (_I32, _I64), (N,), dev)
-    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev)
+    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev,
+                                   state_pool.dtype)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o = torch.empty_like(v) if out is None else out

@@ -98,7 +98,9 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
         raise _v.fail("state_pool shape", list(getattr(state_pool, "shape", [])),
                       f"[P, HV, V, K] = [P, {HV}, {V}, {K}]" if state_v_first else f"[P, HV, K, V] = [P, {HV}, {K}, {V}]")
     P = state_pool.shape[0]
-    _v.check_tensor("state_pool", state_pool, (torch.float32,), (P, HV, V, K) if state_v_first else (P, HV, K, V), dev)
+    _v.check_tensor("state_pool", state_pool, _v.state_dtypes(lib), (P, HV, V, K) if state_v_first else (P, HV, K, V),
+                    dev)
+    flags |= _v.state_flag(lib, state_pool.dtype, longest, state_v_first, "state_pool")
     _v.check_tensor("ssm_state_indices", ssm_state_indices, (torch.int32,), (N,), dev)
     dev_index = _v.device_index(lib, dev)
     sig = tuple((t.shape, t.dtype) for t in (q, k, v, g, beta, state_pool, ssm_state_indices))

@@ -193,6 +193,24 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
     return dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest
 
 
+def state_dtypes(lib: Library) -> tuple:
+    """Dtypes the library's states may have: fp32, and bf16 where the spec opted in (decode kernels only)."""
+    return (_F32, _BF16) if lib.features.bf16_decode_state else (_F32,)
+
+
+def state_flag(lib: Library, dtype: Any, longest: int, v_first: bool, name: str) -> int:
+    """KDA2_STATE_BF16 for bf16 states (after check_tensor accepted the dtype), once the call is known to route to
+    a decode kernel that has the bf16-state entries."""
+    if dtype is not _BF16:
+        return 0
+    most = lib.max_t_with("bf16_state", v_first)
+    if longest > most:
+        raise fail(name, f"bfloat16 states with sequences of up to {longest} tokens",
+                   f"bfloat16 states only up to {most} tokens per sequence (the decode buckets of {_spec(lib)}; "
+                   "features.bf16_decode_state), float32 states for longer calls")
+    return abi.FLAG_STATE_BF16
+
+
 def device_index(lib: Library, dev: Any) -> int:
     """Last check of every call (so all others are reachable with CPU tensors in tests)."""
     require_cuda(dev)

@@ -22,6 +22,7 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "state_layout": ("k_first", "v_first"),
     "prefetch": (False, True),           # software-pipeline the next token's inputs (off for decode-only kernels)
     "intermediate": (False, True),       # per-token states (args.intermediate) compiled in: decode-like buckets
+    "state_dtypes": tuple,               # state dtypes with entries: ("fp32",), or ("fp32", "bf16") (opt-in decode)
     "v_per_warp": (2, 4, 8, 16, 32),     # value columns one warp owns (32: one per lane, k_map all)
     "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
     "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers

@@ -265,7 +265,8 @@ class Features(_Strict):
 
     gate_modes: gate activations compiled in; qk_l2norm / beta_sigmoid: done in the kernel;
     input_dtypes: q/k/v/o dtypes, each an entry of every recurrent kernel (default [bf16]; chunk: bf16
-    only); gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time, any
+    only); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and write
+    bf16 states (h0/ht/pool, per-token states; half the bytes; default false; recurrent only); gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time, any
     ratio with HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or
     v_first [V,K] states.
     """
@@ -274,6 +275,7 @@ class Features(_Strict):
     qk_l2norm: bool
     beta_sigmoid: bool
     input_dtypes: Choices[Literal["bf16", "fp16"]] = ["bf16"]
+    bf16_decode_state: bool = False
     gva_ratios: Choices[Annotated[int, Field(ge=1)]] = [1]
     varlen: bool
     state_dtype: Literal["fp32"]
@@ -413,6 +415,9 @@ class ChunkSpec(Spec):
             if value not in CHUNK_HEAD_DIMS:
                 raise field_problem("not supported by the chunk kernels", at=("head_dims", dim),
                                     allowed=", ".join(map(str, CHUNK_HEAD_DIMS)), got=value)
+        if self.features.bf16_decode_state:
+            raise field_problem("the chunk kernels keep fp32 states", at=("features", "bf16_decode_state"),
+                                allowed="false", got=True)
         if list(self.features.input_dtypes) != ["bf16"]:
             raise field_problem("the chunk kernels read bf16 inputs only", at=("features", "input_dtypes"),
                                 allowed="[bf16]", got=list(self.features.input_dtypes))

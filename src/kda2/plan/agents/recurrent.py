@@ -29,7 +29,10 @@ class PipelineAgent:
         inter = bucket <= DECODE_MAX_T
         why += ("; per-token states compiled in (multi-token decode keeps them for speculative rollback)" if inter
                 else "; no per-token states (they cost ~18 registers in the prefill kernels, sm_90a, 2026-11-30)")
-        return [c.extend(self.name, why, prefetch=bucket > 1, intermediate=inter) for c in cands]
+        states = ["fp32", "bf16"] if inter and getattr(spec.features, "bf16_decode_state", False) else ["fp32"]
+        if len(states) > 1:
+            why += "; bf16-state entries too (features.bf16_decode_state: half the state bytes)"
+        return [c.extend(self.name, why, prefetch=bucket > 1, intermediate=inter, state_dtypes=states) for c in cands]
 
 
 class StagingAgent:

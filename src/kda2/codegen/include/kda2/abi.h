@@ -11,9 +11,10 @@
 // Version 2: KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd,
 // kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family.
 //
-// Version 3: Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16) and KDA2_INPUT_FP16 (q/k/v/o,
-// and g or beta when 16-bit, in fp16); KDA2RecurrentArgs gains `intermediate` (per-token states, appended);
-// varlen max_seqlen may be an upper bound (the token count); HV / H is any integer ratio.
+// Version 3: Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16), KDA2_INPUT_FP16 (q/k/v/o,
+// and g or beta when 16-bit, in fp16) and KDA2_STATE_BF16 (h0/ht/intermediate in bf16); KDA2_ERR_DTYPE;
+// KDA2RecurrentArgs gains `intermediate` (per-token states, appended); varlen max_seqlen may be an upper
+// bound (the token count); HV / H is any integer ratio.
 #pragma once
 #include <stdint.h>
 
@@ -38,6 +39,7 @@ enum KDA2Flags {
   KDA2_A_LOG_BF16 = 1 << 7,    // A_log is bf16 (else fp32); read as fp32 (recurrent libraries)
   KDA2_DT_BIAS_BF16 = 1 << 8,  // dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)
   KDA2_INPUT_FP16 = 1 << 9,    // q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16
+  KDA2_STATE_BF16 = 1 << 10,   // h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them
 };
 
 // Negative return codes; positive ones are CUresult values of the CUDA driver API.
@@ -63,7 +65,7 @@ typedef struct KDA2RecurrentArgs {
   const float* A_log;            // [HV] or NULL; fp32, or bf16 with KDA2_A_LOG_BF16
   const float* dt_bias;          // [HV*K] or NULL; fp32, or bf16 with KDA2_DT_BIAS_BF16
   void* o;                       // [B*T or total, HV, V]  input dtype, fully written
-  const float* h0;               // initial states [*, HV, K, V] (or [*, HV, V, K]) fp32, or NULL (zeros)
+  const float* h0;               // initial states [*, HV, K, V] (or [*, HV, V, K]) fp32 (bf16 with KDA2_STATE_BF16), or NULL (zeros)
   float* ht;                     // final states, same layout, or NULL; may equal h0 (in place)
   const int64_t* cu_seqlens;     // [N+1] or NULL (dense: sequence n is tokens n*T .. n*T+T-1)
   const int32_t* state_indices;  // [N] rows of h0/ht per sequence, or NULL (row n); < 0: skip
@@ -82,7 +84,7 @@ typedef struct KDA2RecurrentArgs {
   int64_t workspace_bytes;       // size of workspace
   int64_t max_seqlen;            // longest sequence, or an upper bound (varlen: the token count); kda2_fwd fills it in (chunk dense: <= 0 means T)
   // ---- ABI 3 ----
-  float* intermediate;           // recurrent: NULL, or the state after every token [B*T or total, HV, K, V] (state layout) fp32
+  float* intermediate;           // recurrent: NULL, or the state after every token [B*T or total, HV, K, V] (state layout and dtype)
 } KDA2RecurrentArgs;
 
 // Host and device (the chunk kernels index the workspace with the same helpers as the library).

@@ -9,7 +9,9 @@
 // current token's reduction so their latency hides behind the shuffles.
 //
 // Each variant's generated kernel.cu defines a config struct and one extern "C" entry per input dtype
-// that calls Kernel<Config, Elem>::run (Elem = __nv_bfloat16 or __half: q, k, v, o and 16-bit g / beta);
+// and state dtype that calls Kernel<Config, Elem, StateT>::run (Elem = __nv_bfloat16 or __half: q, k, v, o
+// and 16-bit g / beta; StateT = float, or __nv_bfloat16 for the opt-in bf16 decode states: h0, ht and the
+// per-token states in bf16, half the bytes, the arithmetic still fp32);
 // the planner decides the config, this file holds no per-variant choice. Gate parameters A_log / dt_bias
 // are fp32 or bf16 (KDA2_A_LOG_BF16 / KDA2_DT_BIAS_BF16), read as fp32. With args.intermediate set, the
 // state after every token is also written there (speculative-decode rollback).
@@ -158,9 +160,98 @@ __device__ __forceinline__ float load_param(const float* __restrict__ p, long i,
 __device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(__expf(x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + __expf(-x)); }
 
+// State element access: fp32 states through the fp32 helpers above; bf16 states (the opt-in decode form)
+// widened on load and rounded on store, with the same streaming vector widths in half the bytes.
+template <class S, int N>
+__device__ __forceinline__ void ld_state(const S* __restrict__ p, float (&out)[N]) {
+  if constexpr (sizeof(S) == 4) {
+    load_f32<N, true>(reinterpret_cast<const float*>(p), out);
+  } else {
+    using X = Elem16<__nv_bfloat16>;
+    if constexpr (N % 8 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 8) {
+        const uint4 w = __ldcs(reinterpret_cast<const uint4*>(p + c));
+        out[c] = X::lo(w.x); out[c + 1] = X::hi(w.x); out[c + 2] = X::lo(w.y); out[c + 3] = X::hi(w.y);
+        out[c + 4] = X::lo(w.z); out[c + 5] = X::hi(w.z); out[c + 6] = X::lo(w.w); out[c + 7] = X::hi(w.w);
+      }
+    } else if constexpr (N % 4 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 4) {
+        const uint2 w = __ldcs(reinterpret_cast<const uint2*>(p + c));
+        out[c] = X::lo(w.x); out[c + 1] = X::hi(w.x); out[c + 2] = X::lo(w.y); out[c + 3] = X::hi(w.y);
+      }
+    } else if constexpr (N % 2 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 2) {
+        const unsigned int w = __ldcs(reinterpret_cast<const unsigned int*>(p + c));
+        out[c] = X::lo(w); out[c + 1] = X::hi(w);
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < N; ++c) out[c] = __bfloat162float(p[c]);
+    }
+  }
+}
+
+template <class S, int N>
+__device__ __forceinline__ void st_state(S* __restrict__ p, const float (&in)[N]) {
+  if constexpr (sizeof(S) == 4) {
+    store_f32<N, true>(reinterpret_cast<float*>(p), in);
+  } else {
+    using X = Elem16<__nv_bfloat16>;
+    if constexpr (N % 8 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 8)
+        __stcs(reinterpret_cast<uint4*>(p + c), make_uint4(X::pack(in[c], in[c + 1]), X::pack(in[c + 2], in[c + 3]),
+                                                           X::pack(in[c + 4], in[c + 5]), X::pack(in[c + 6], in[c + 7])));
+    } else if constexpr (N % 4 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 4)
+        __stcs(reinterpret_cast<uint2*>(p + c), make_uint2(X::pack(in[c], in[c + 1]), X::pack(in[c + 2], in[c + 3])));
+    } else if constexpr (N % 2 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 2) __stcs(reinterpret_cast<unsigned int*>(p + c), X::pack(in[c], in[c + 1]));
+    } else {
+#pragma unroll
+      for (int c = 0; c < N; ++c) p[c] = __float2bfloat16_rn(in[c]);
+    }
+  }
+}
+
+template <class S>
+__device__ __forceinline__ float4 ld_state4(const S* __restrict__ p) {
+  if constexpr (sizeof(S) == 4) {
+    return __ldcs(reinterpret_cast<const float4*>(p));
+  } else {
+    float x[4];
+    ld_state<S, 4>(p, x);
+    return make_float4(x[0], x[1], x[2], x[3]);
+  }
+}
+
+template <class S>
+__device__ __forceinline__ void st_state4(S* __restrict__ p, float4 v) {
+  if constexpr (sizeof(S) == 4) {
+    __stcs(reinterpret_cast<float4*>(p), v);
+  } else {
+    const float x[4] = {v.x, v.y, v.z, v.w};
+    st_state<S, 4>(p, x);
+  }
+}
+
+template <class S>
+__device__ __forceinline__ float ld_state1(const S* p) {
+  if constexpr (sizeof(S) == 4) return *reinterpret_cast<const float*>(p); else return __bfloat162float(*p);
+}
+template <class S>
+__device__ __forceinline__ void st_state1(S* p, float x) {
+  if constexpr (sizeof(S) == 4) *reinterpret_cast<float*>(p) = x; else *p = __float2bfloat16_rn(x);
+}
+
 // ---- the kernel, on a config struct --------------------------------------------------------------
 
-template <class Cfg, class E>
+template <class Cfg, class E, class SE = float>
 struct Kernel {
   using X = Elem16<E>;
   static constexpr int K = Cfg::K;
@@ -306,7 +397,7 @@ struct Kernel {
     float S[RPL][CW];
     if (a.h0 != nullptr) {
 #pragma unroll
-      for (int r = 0; r < RPL; ++r) load_f32<CW, true>(a.h0 + state_off + (long)r * V, S[r]);
+      for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
     } else {
 #pragma unroll
       for (int r = 0; r < RPL; ++r)
@@ -418,36 +509,36 @@ struct Kernel {
           for (int c = 0; c < CW; ++c) S[r + e][c] = fmaf(kv[e], vn[c], S[r + e][c]);
       }
       if (INTERMEDIATE && a.intermediate != nullptr) {  // the state after this token (speculative-decode rollback)
-        float* p = a.intermediate + (tok * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
+        SE* p = reinterpret_cast<SE*>(a.intermediate) + (tok * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
 #pragma unroll
-        for (int r = 0; r < RPL; ++r) store_f32<CW, true>(p + (long)r * V, S[r]);
+        for (int r = 0; r < RPL; ++r) st_state<SE, CW>(p + (long)r * V, S[r]);
       }
     }
     if (a.ht == nullptr) return;
 #pragma unroll
-    for (int r = 0; r < RPL; ++r) store_f32<CW, true>(a.ht + state_off + (long)r * V, S[r]);
+    for (int r = 0; r < RPL; ++r) st_state<SE, CW>(reinterpret_cast<SE*>(a.ht) + state_off + (long)r * V, S[r]);
   }
 
   // The register state of this lane (key rows key_row(lane, i), value columns v0 .. v0+VPW-1) to the
   // state at `base` ([K, V], or [V, K] with V_FIRST) with direct stores: the final state of unstaged
   // variants, and every per-token intermediate state.
-  static __device__ __forceinline__ void store_state_regs(float* __restrict__ base, int lane, int v0, const float (&S)[KPL][VPW]) {
+  static __device__ __forceinline__ void store_state_regs(SE* __restrict__ base, int lane, int v0, const float (&S)[KPL][VPW]) {
     if constexpr (V_FIRST) {
 #pragma unroll
       for (int j = 0; j < VPW; ++j) {
         if constexpr (STRIDED) {
 #pragma unroll
-          for (int i = 0; i < KPL; ++i) base[(long)(v0 + j) * K + key_row(lane, i)] = S[i][j];
+          for (int i = 0; i < KPL; ++i) st_state1(base + (long)(v0 + j) * K + key_row(lane, i), S[i][j]);
         } else {
           float col[KPL];
 #pragma unroll
           for (int i = 0; i < KPL; ++i) col[i] = S[i][j];
-          store_f32<KPL, true>(base + (long)(v0 + j) * K + lane * KPL, col);
+          st_state<SE, KPL>(base + (long)(v0 + j) * K + lane * KPL, col);
         }
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < KPL; ++i) store_f32<VPW, true>(base + (long)key_row(lane, i) * V + v0, S[i]);
+      for (int i = 0; i < KPL; ++i) st_state<SE, VPW>(base + (long)key_row(lane, i) * V + v0, S[i]);
     }
   }
 
@@ -501,7 +592,7 @@ struct Kernel {
         for (int it = 0; it < FILL_ITERS; ++it) {
           const int f = it * WARPS * 32 + threadIdx.x;
           if (f < FILL_TOTAL)
-            buf[it] = __ldcs(reinterpret_cast<const float4*>(a.h0 + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4));
+            buf[it] = ld_state4(reinterpret_cast<const SE*>(a.h0) + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4);
         }
 #pragma unroll
         for (int it = 0; it < FILL_ITERS; ++it) {
@@ -524,19 +615,19 @@ struct Kernel {
 #pragma unroll
             for (int j = 0; j < VPW; ++j)
 #pragma unroll
-              for (int i = 0; i < KPL; ++i) S[i][j] = a.h0[state_off + (long)(v0 + j) * K + key_row(lane, i)];
+              for (int i = 0; i < KPL; ++i) S[i][j] = ld_state1(reinterpret_cast<const SE*>(a.h0) + state_off + (long)(v0 + j) * K + key_row(lane, i));
           } else {
 #pragma unroll
             for (int j = 0; j < VPW; ++j) {
               float col[KPL];
-              load_f32<KPL, true>(a.h0 + state_off + (long)(v0 + j) * K + lane * KPL, col);
+              ld_state<SE, KPL>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)(v0 + j) * K + lane * KPL, col);
 #pragma unroll
               for (int i = 0; i < KPL; ++i) S[i][j] = col[i];
             }
           }
         } else {
 #pragma unroll
-          for (int i = 0; i < KPL; ++i) load_f32<VPW, true>(a.h0 + state_off + (long)key_row(lane, i) * V + v0, S[i]);
+          for (int i = 0; i < KPL; ++i) ld_state<SE, VPW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)key_row(lane, i) * V + v0, S[i]);
         }
       } else {
 #pragma unroll
@@ -656,7 +747,7 @@ struct Kernel {
           reinterpret_cast<E*>(a.o)[o_row + scatter_col(lane)] = X::from_f(a.scale * (sum * rq + qk * vn_pair));
       }
       if (INTERMEDIATE && a.intermediate != nullptr)  // the state after this token (speculative-decode rollback)
-        store_state_regs(a.intermediate + ((bos + t) * a.HV + hv) * (long)K * V, lane, v0, S);
+        store_state_regs(reinterpret_cast<SE*>(a.intermediate) + ((bos + t) * a.HV + hv) * (long)K * V, lane, v0, S);
       if (PREFETCH) cur = nxt;
       else if (t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, cur);  // correct beyond the bucket too
     }
@@ -671,11 +762,11 @@ struct Kernel {
       for (int it = 0; it < FILL_ITERS; ++it) {
         const int f = it * WARPS * 32 + threadIdx.x;
         if (f < FILL_TOTAL)
-          __stcs(reinterpret_cast<float4*>(a.ht + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4),
-                 *reinterpret_cast<const float4*>(&tile[(f / (BV / 4)) * SMEM_STRIDE + (f % (BV / 4)) * 4]));
+          st_state4(reinterpret_cast<SE*>(a.ht) + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4,
+                    *reinterpret_cast<const float4*>(&tile[(f / (BV / 4)) * SMEM_STRIDE + (f % (BV / 4)) * 4]));
       }
     } else {
-      store_state_regs(a.ht + state_off, lane, v0, S);
+      store_state_regs(reinterpret_cast<SE*>(a.ht) + state_off, lane, v0, S);
     }
   }
 };

@@ -33,13 +33,25 @@ MATRIX = [Case(f"{d}-p{'bf16' if p else 'fp32'}-gva{r}-{'vf' if vf else 'kf'}", 
 
 
 @pytest.fixture(scope="module")
-def fla_recurrent(torch_cuda):
-    """FLA 0.6's fused_recurrent_kda, or None where FLA is not importable (the 5e-3 bar alone then)."""
+def fla_recurrent(torch_cuda, pytestconfig):
+    """(FLA 0.6's fused_recurrent_kda or None where FLA is not importable, --fla-recurrent). Without FLA the 5e-3
+    bar applies alone; under --require-gpu a missing FLA fails unless --fla-recurrent=none."""
+    want = pytestconfig.getoption("fla_recurrent")
+    if want == "none":
+        return None, want
     try:
         from fla.ops.kda import fused_recurrent_kda
-    except Exception:  # noqa: BLE001 - any import failure means "no FLA here"
-        return None
-    return fused_recurrent_kda
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no FLA here"
+        if pytestconfig.getoption("require_gpu"):
+            pytest.fail(f"--require-gpu but FLA is not importable ({exc}); install .whl/fla_core-*.whl or pass "
+                        "--fla-recurrent=none")
+        return None, want
+    return fused_recurrent_kda, want
+
+
+def _fla_wanted(want: str, lib, c: Case) -> bool:
+    """--fla-recurrent: kimi = the Kimi-Linear form FLA is built for (K=V=128, bf16 inputs, fp32 parameters)."""
+    return want == "all" or (want == "kimi" and lib.k == lib.v == 128 and c.dtype == "bf16" and not c.param_bf16)
 
 
 def _fla_errors(fla, ref, x: dict, c: Case, o_ref, ht_ref) -> tuple[float | None, float | None]:
@@ -75,7 +87,8 @@ def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurre
     o_ref, ht_ref = run_ref(ref, x, case)
     err_o = assert_close(ref, "o", o, o_ref, ctx)
     err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
-    fla_o, fla_s = _fla_errors(fla_recurrent, ref, x, case, o_ref, ht_ref)
+    fla, want = fla_recurrent
+    fla_o, fla_s = _fla_errors(fla if _fla_wanted(want, lib, case) else None, ref, x, case, o_ref, ht_ref)
     assert err_o <= bound(fla_o), f"{ctx}: o error {err_o:.3e} > 2x FLA's {fla_o:.3e} + 1e-4"
     assert err_s <= bound(fla_s), f"{ctx}: state error {err_s:.3e} > 2x FLA's {fla_s:.3e} + 1e-4"
 
@@ -220,3 +233,65 @@ def test_bad_dims_dtypes_ratios_raise_before_launch(lib, torch_cuda, seed):
     assert bool(out.isnan().all()) and bool(fso.isnan().all()) and bool(inter.isnan().all()), "an output was written"
     assert torch.equal(pool, before), "the state pool was written"
     assert TOL == 5e-3
+
+
+_BF16_STATE_ROWS: list[dict] = []
+
+
+@pytest.fixture(scope="module")
+def bf16_state_rows(pytestconfig, torch_cuda):
+    """Collects the bf16-state vs fp32-state errors; written to --results-dir/bf16-state-accuracy.json at the end."""
+    yield _BF16_STATE_ROWS
+    out_dir = pytestconfig.getoption("results_dir")
+    if out_dir and _BF16_STATE_ROWS:
+        import json
+
+        path = Path(out_dir) / "bf16-state-accuracy.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"bar": TOL, "rows": _BF16_STATE_ROWS}, indent=1) + "\n")
+        print(f"\nbf16 decode state accuracy -> {path}")
+
+
+@pytest.mark.parametrize("T", [1, 4])
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+def test_bf16_decode_state_error_vs_fp32(lib, ref, torch_cuda, seed, bf16_state_rows, T, v_first):
+    """The opt-in bf16 decode state (features.bf16_decode_state): the same pool call with the pool in bf16 and in
+    fp32 (the same values: the fp32 pool is the bf16 one widened), both against the float64 reference. Records both
+    errors (bench/results via --results-dir); the bf16 run must meet the same 5e-3 bar."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda_pool
+
+    f = lib.features
+    if not f.bf16_decode_state:
+        from feature_matrix import NotBuilt
+
+        raise NotBuilt(f"not built into spec {lib.spec}: features.bf16_decode_state is false")
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    c = Case(f"bf16-state-T{T}", B=64, T=T, H=4, ratio=2, gate=gate, v_first=v_first)
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 61)
+    ctx = f"{c.id}-{'vf' if v_first else 'kf'} [{lib.spec}] --seed={seed}"
+    P = 80
+    idx = torch.randperm(P, generator=torch.Generator().manual_seed(seed))[:64].to(torch.int32).cuda()
+    pool16 = (torch.randn((P,) + x["sshape"][1:], generator=torch.Generator(device="cuda").manual_seed(seed + 62),
+                          device="cuda") * 0.1).bfloat16()
+    before = pool16.float()
+    errs = {}
+    for name, pool in (("fp32", before.clone()), ("bf16", pool16.clone())):
+        out = torch.full_like(x["v"], math.nan)
+        inter = torch.full((64, T) + x["sshape"][1:], math.nan, device="cuda", dtype=pool.dtype) if T > 1 else None
+        fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                                 dt_bias=x["dt_bias"], library=lib, out=out, intermediate_states_out=inter,
+                                 **options(c))
+        torch.cuda.synchronize()
+        o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=idx.cpu().numpy())
+        used = idx.long()
+        errs[name] = (assert_close(ref, f"o ({name} state)", out, o_ref, ctx),
+                      assert_close(ref, f"pool rows ({name} state)", pool[used].float(), pool_ref[idx.cpu().numpy()],
+                                   ctx))
+        if inter is not None:
+            assert bool(inter.isfinite().all()), f"{ctx}: per-token states not all written ({name})"
+            assert torch.equal(inter[:, -1], pool[used]), f"{ctx}: last per-token state differs from the pool ({name})"
+    bf16_state_rows.append({"spec": lib.spec, "K": lib.k, "V": lib.v, "T": T, "layout": "v_first" if v_first else
+                            "k_first", "o_err_fp32_state": errs["fp32"][0], "o_err_bf16_state": errs["bf16"][0],
+                            "state_err_fp32": errs["fp32"][1], "state_err_bf16": errs["bf16"][1], "seed": seed})

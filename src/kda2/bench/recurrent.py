@@ -54,7 +54,8 @@ def call_bytes(s: Shape, K: int, V: int) -> dict[str, int]:
     """Bytes one call must move at least: inputs read, output written, state read + written."""
     tok, HV = s.N * s.T, s.H
     inputs = tok * s.H * K * 2 * 2 + tok * HV * V * 2 + tok * HV * K * 4 + tok * HV * 4 + HV * 4 + HV * K * 4
-    return {"inputs": inputs, "output": tok * HV * V * 2, "state": 2 * s.N * HV * K * V * (2 if s.state == "bf16" else 4)}
+    state_bytes = 2 if s.state == "bf16" else 4
+    return {"inputs": inputs, "output": tok * HV * V * 2, "state": 2 * s.N * HV * K * V * state_bytes}
 
 
 def n_sets(s: Shape, K: int, V: int, l2_bytes: int) -> int:

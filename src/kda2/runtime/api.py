@@ -107,9 +107,8 @@ def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tu
 def check_intermediate(lib: Library, inter, B: int, T: int, HV: int, K: int, V: int, v_first: bool, longest: int,
                        dev, sdtype=None) -> int:
     """`intermediate_states_out`: [B, T, HV, K, V] ([.., V, K] with state_v_first; B = 1 with varlen) in the
-    state dtype (fp32, or bf16 with bf16 states),
-    the state after every token (speculative decoding keeps them to roll back rejected tokens). Only the
-    decode-like buckets' kernels write them (Library.intermediate_max_t)."""
+    state dtype, the state after every token (speculative decoding keeps them to roll back rejected tokens).
+    Only the decode-like buckets' kernels write them (Library.intermediate_max_t)."""
     if inter is None:
         return 0
     _v.check_tensor("intermediate_states_out", inter, (sdtype or _F32,), (B, T, HV) + ((V, K) if v_first else (K, V)),
@@ -143,13 +142,15 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (the spec's input_dtypes), any
     HV % H == 0; g [B, T, HV, K] fp32 or the input dtype; beta [B, T, HV] fp32 or the input dtype;
     A_log [HV] and dt_bias [HV*K] fp32 or bf16; states fp32 [N, HV, K, V] ([N, HV, V, K] with
-    state_v_first), or bf16 (h0 and ht alike) up to the decode buckets where the spec has bf16_decode_state. Returns (o [B, T, HV, V] in the input dtype, final_state or None).
+    state_v_first), or bf16 (h0 and ht alike; calls up to the decode buckets of a spec with
+    bf16_decode_state). Returns (o [B, T, HV, V] in the input dtype, final_state or None).
 
     Keyword-only extras: `library` (default: the built recurrent library for these head dims);
     `cu_seqlens_cpu` (host copy of cu_seqlens, checked) or `max_seqlen` (the longest sequence; a promise):
     optional hints that pick a tighter bucket, never needed (nothing is read back from the device);
     `out` / `final_state_out`: preallocated outputs (graph capture, or to reuse buffers);
-    `intermediate_states_out`: fp32 [B, T, HV, K, V] (state layout) receiving the state after every token.
+    `intermediate_states_out`: [B, T, HV, K, V] (state layout and dtype) receiving the state after every
+    token (calls up to the decode buckets: Library.intermediate_max_t).
     """
     torch = _torch or _init_torch()
     lib = library if library is not None else (loader._default or _v.default_for("recurrent", q, v))
@@ -180,7 +181,8 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
             o = torch.empty_like(v) if out is None else out
             ht = None
             if output_final_state:
-                ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=sdtype, device=v.device)
+                ht = (final_state_out if final_state_out is not None
+                      else torch.empty(sshape, dtype=sdtype, device=v.device))
             args = lib.args()
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
@@ -243,8 +245,8 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     state is not written. Non-negative indices must be distinct and < P (not checked: that would need
     a host sync). Returns o [B, T, HV, V] in the input dtype; rows of the pool not referenced are left
     unchanged. Multi-token decode (speculative verify): q/k/v/g/beta [N, T, ...] with T = 2..8 reads and
-    writes each pool row once; `intermediate_states_out` (fp32 [N, T, HV, K, V], state layout) receives
-    the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
+    writes each pool row once; `intermediate_states_out` ([N, T, HV, K, V], the pool's layout and dtype)
+    receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
     """
     torch = _torch or _init_torch()
     lib = library if library is not None else (loader._default or _v.default_for("recurrent", q, v))

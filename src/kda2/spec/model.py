@@ -261,14 +261,14 @@ class HeadDims(_Strict):
 
 
 class Features(_Strict):
-    """What the kernels compute. All required except `gva_ratios` and `input_dtypes`.
+    """What the kernels compute. All required except `input_dtypes`, `bf16_decode_state`, `gva_ratios`.
 
     gate_modes: gate activations compiled in; qk_l2norm / beta_sigmoid: done in the kernel;
     input_dtypes: q/k/v/o dtypes, each an entry of every recurrent kernel (default [bf16]; chunk: bf16
-    only); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and write
-    bf16 states (h0/ht/pool, per-token states; half the bytes; default false; recurrent only); gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time, any
-    ratio with HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or
-    v_first [V,K] states.
+    only); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and
+    write bf16 states (h0/ht/pool and per-token states, half the bytes; default false; recurrent only);
+    gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time: any ratio with
+    HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or v_first [V,K].
     """
 
     gate_modes: Choices[Literal["precomputed", "softplus", "lower_bound"]]

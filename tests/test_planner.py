@@ -201,7 +201,9 @@ def test_committed_locks_name_current_candidates(rules) -> None:
             assert all(d["routed_by"] == "rank" for d in plan.dispatch)
             continue
         g, r = groups(plan), routes(plan)
-        assert set(entry["routes"]) == set(r), "the lock must cover every route of the plan"
+        assert set(entry["routes"]) <= set(r), "the lock must name only routes of the plan"
+        for key in set(r) - set(entry["routes"]):  # a route added since the lock (issue 13: the multi-token
+            assert r[key]["routed_by"] == "rank", key  # bucket 8) runs the agents' first choice until `kda2 tune`
         for key, route in entry["routes"].items():
             layout, bucket = key.split(":")
             group = g[(layout, int(bucket))]

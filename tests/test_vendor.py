@@ -118,7 +118,9 @@ def _synthetic(build: Path, spec: str, family: str, archs: tuple[str, ...]) -> N
                      "candidates": [v["id"]], "routed_by": "tune",
                      "tuned": {"gpu": "NVIDIA H200", "us": 10.5 + v["index"], "date": "2026-11-29T14:41:45+00:00",
                                "shape": {"N": 1, "T": 64, "H": 8}}} for v in variants]
-        manifest = {"schema": 2, "abi_version": 2, "spec": spec, "arch": arch, "family": family, "k": 64, "v": 64,
+        from kda2.artifact.abi import ABI_VERSION
+
+        manifest = {"schema": 2, "abi_version": ABI_VERSION, "spec": spec, "arch": arch, "family": family, "k": 64, "v": 64,
                     "features": {"gate_modes": ["softplus"], "qk_l2norm": True, "beta_sigmoid": True,
                                  "gva_ratios": [1], "varlen": False, "state_dtype": "fp32",
                                  "state_layouts": ["k_first", "v_first"]},

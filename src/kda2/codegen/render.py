@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kda2.artifact.abi import GATE_MODES
 from kda2.plan.variant import variant_id, variant_name
+from kda2.spec.knobs import INPUT_DTYPES as KNOB_INPUT_DTYPES
 from kda2.spec.knobs import RUNTIME_FEATURES
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -31,9 +32,9 @@ def _env():
                               autoescape=False)
 
 
-#: Input dtypes of the recurrent kernels: spec / config spelling -> (C element type, entry-name infix).
-#: bf16 keeps the plain entry name `kda2_recurrent_<id>`.
-INPUT_DTYPES = {"bf16": ("__nv_bfloat16", ""), "fp16": ("__half", "f16_")}
+#: Input dtypes of the recurrent kernels (spec/knobs.py INPUT_DTYPES, in its order) -> (C element type,
+#: entry-name infix). bf16 keeps the plain entry name `kda2_recurrent_<id>`.
+INPUT_DTYPES = dict(zip(KNOB_INPUT_DTYPES, (("__nv_bfloat16", ""), ("__half", "f16_")), strict=True))
 
 
 #: State dtypes of the recurrent kernels: spelling -> (C element type, entry-name infix); fp32 keeps the name.

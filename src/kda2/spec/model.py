@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, MAX_SMEM_PER_BLOCK
+from kda2.spec.knobs import INPUT_DTYPES
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
@@ -274,7 +275,7 @@ class Features(_Strict):
     gate_modes: Choices[Literal["precomputed", "softplus", "lower_bound"]]
     qk_l2norm: bool
     beta_sigmoid: bool
-    input_dtypes: Choices[Literal["bf16", "fp16"]] = ["bf16"]
+    input_dtypes: Choices[Literal[INPUT_DTYPES]] = ["bf16"]  # type: ignore[valid-type]  (spec/knobs.py)
     bf16_decode_state: bool = False
     gva_ratios: Choices[Annotated[int, Field(ge=1)]] = [1]
     varlen: bool

@@ -66,6 +66,10 @@ class StagingAgent:
             if not decode:  # per-token latency: the shuffle-reduced layouts first, all-K last
                 options = options[1:] + options[:1] if options and options[0][1] == "all" else options
             for staging, k_map, why in options:
+                if k_map == "all":  # its token loop has no prefetch pipeline: one kernel for every decode bucket
+                    out.append(c.extend(self.name, why + " (no next-token prefetch in this loop)", staging=staging,
+                                        k_map=k_map, prefetch=False))
+                    continue
                 out.append(c.extend(self.name, why, staging=staging, k_map=k_map))
         return out
 

@@ -24,7 +24,7 @@ from kda2.runtime import abi, loader  # noqa: E402
 from kda2.runtime.errors import ArtifactError, KDA2InputError  # noqa: E402
 
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler to build the fake library")
-F16_FEATURES = dict(FEATURES, input_dtypes=["bf16", "fp16"])
+F16_FEATURES = dict(FEATURES, input_dtypes=["bf16", "fp16"], bf16_decode_state=True)
 
 
 # --- spec and planner ---------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def f16_env(tmp_path):
         pytest.skip("no C compiler to build the fake library")
     from kda2.runtime import api
     lib = loader.load(make_fake_build(tmp_path / "build", spec="f16", features=F16_FEATURES, buckets=(1, 8, 64),
-                                      intermediate_buckets=(1, 8)))
+                                      intermediate_buckets=(1, 8), bf16_state_buckets=(1, 8)))
     api._init_torch()
     api._fast.clear()
     yield torch, api, lib, _hooks(lib)
@@ -223,6 +223,34 @@ def test_intermediate_states_out(f16_env, monkeypatch):
     assert d.kda2_test_last_max_seqlen() == 3  # routed to the multi-token bucket (8)
     o, _ = api.fused_recurrent_kda(*x.values(), intermediate_states_out=inter, library=lib)
     assert d.kda2_test_last().contents.intermediate == inter.data_ptr()
+
+
+def test_bf16_decode_states(f16_env, monkeypatch):
+    """bf16 states (features.bf16_decode_state): h0, ht, the pool and per-token states in bf16 for calls that route to
+    the decode buckets; the flag is set, ht is allocated in bf16; longer calls and mixed dtypes are refused."""
+    torch, api, lib, d = f16_env
+    x = _inputs(torch, B=2, T=3)
+    bf = torch.bfloat16
+    h0 = torch.zeros(2, 4, 128, 128, dtype=bf)
+    pool, idx = torch.full((5, 4, 128, 128), math.nan, dtype=bf), torch.tensor([3, 1], dtype=torch.int32)
+    e = lambda match, *a, **kw: _expect(api, lib, d, match, *a, **kw)  # noqa: E731
+    e(r"final_state_out dtype: got float32; allowed: bfloat16", *x.values(), initial_state=h0, output_final_state=True,
+      final_state_out=torch.zeros(2, 4, 128, 128))
+    long = _inputs(torch, B=2, T=9)
+    e(r"state_pool: got bfloat16 states with sequences of up to 9 tokens; allowed: bfloat16 states only up to 8",
+      *long.values(), pool, idx, pool=True)
+    e(r"intermediate_states_out dtype: got float32; allowed: bfloat16", *x.values(), pool, idx, pool=True,
+      intermediate_states_out=torch.zeros(2, 3, 4, 128, 128))
+    e(r"initial_state dtype: got float16; allowed: float32 or bfloat16", *x.values(),
+      initial_state=h0.half())
+    _FakeCuda(monkeypatch, api, lib)
+    _, ht = api.fused_recurrent_kda(*x.values(), initial_state=h0, output_final_state=True, library=lib)
+    a = d.kda2_test_last().contents
+    assert ht.dtype == bf and a.flags & abi.FLAG_STATE_BF16 and a.h0 == h0.data_ptr() and a.ht == ht.data_ptr()
+    api.fused_recurrent_kda_pool(*x.values(), pool, idx, library=lib)
+    assert d.kda2_test_last().contents.flags & abi.FLAG_STATE_BF16
+    api.fused_recurrent_kda(*x.values(), initial_state=h0.float(), output_final_state=True, library=lib)
+    assert not d.kda2_test_last().contents.flags & abi.FLAG_STATE_BF16
 
 
 def test_varlen_device_only_reads_nothing_back(f16_env):

@@ -84,7 +84,7 @@ def _c_string(s: str) -> str:
 def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *, k: int = 128, v: int = 128,
                     features: dict | None = None, buckets=(1, 64, 1024), so_abi: int = abi.ABI_VERSION,
                     so_spec: str | None = None, bad_select: bool = False, family: str = "recurrent",
-                    intermediate_buckets: tuple = ()) -> Path:
+                    intermediate_buckets: tuple = (), bf16_state_buckets: tuple = ()) -> Path:
     """build/<spec>/<arch>/ with manifest.json, the fake .so and one dummy cubin per variant.
 
     family chunk: the .so routes lengths above the largest bucket to the last one and sizes the
@@ -100,7 +100,8 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
             idx = len(variants)
             vid = hashlib.sha256(f"{spec}{arch}{layout}{b}".encode()).hexdigest()[:12]
             variants.append({"id": vid, "index": idx, "name": f"fake_{layout}_t{b}",
-                             "config": {"bucket": b, "intermediate": b in intermediate_buckets},
+                             "config": {"bucket": b, "intermediate": b in intermediate_buckets,
+                                        "state_dtypes": ["fp32", "bf16"] if b in bf16_state_buckets else ["fp32"]},
                              "cubin": f"{vid}/kernel.cubin", "resources": {}})
             dispatch.append({"state_layout": layout, "bucket": b, "variant": vid, "index": idx})
             chosen = 0 if bad_select else idx

@@ -14,6 +14,8 @@
 #   4. decode benchmark, kimi_linear_recurrent (K=V=128, H=32): D1 (N=1, graph replay), D2/D3 (N=64/256),
 #      M1 (multi-token T=4, N=64), D2h/D3h (bf16 states), both layouts, % of copy bandwidth -> $OUT/bench
 #      (BENCH_FLA=1 adds FLA's rows: a Triton compile per shape and layout)
+# FLA_RECURRENT=none|kimi|all picks the matrix cases compared against FLA (default kimi; under --require-gpu a
+# missing FLA fails the matrix unless FLA_RECURRENT=none).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
@@ -48,7 +50,7 @@ rc3=${PIPESTATUS[0]}
 
 echo "== 4. decode benchmark (kimi_linear_recurrent)"
 timeout 900 "$PY" -m kda2.bench recurrent --out "$OUT/bench" --library build/kimi_linear_recurrent \
-  --shapes D1,D2,D3,M1,D2h,D3h ${BENCH_FLA:+} $([ -n "${BENCH_FLA:-}" ] || echo --no-fla) \
+  --shapes D1,D2,D3,M1,D2h,D3h $([ -n "${BENCH_FLA:-}" ] || echo --no-fla) \
   2>&1 | tee "$OUT/bench_recurrent.log"
 rc4=${PIPESTATUS[0]}
 

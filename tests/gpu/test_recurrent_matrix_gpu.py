@@ -90,7 +90,7 @@ def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurre
     err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
     fla, want = fla_recurrent
     fla_o, fla_s, status = _fla_errors(fla if _fla_wanted(want, lib, case) else None, ref, x, case, o_ref, ht_ref)
-    kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and not case.param_bf16
+    kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and not case.param_bf16 and case.ratio == 1
     assert not (kimi_form and status.startswith("rejected")), f"{ctx}: FLA refused its own form: {status}"
     assert err_o <= bound(fla_o), f"{ctx}: o error {err_o:.3e} > 2x FLA's {fla_o:.3e} + 1e-4"
     assert err_s <= bound(fla_s), f"{ctx}: state error {err_s:.3e} > 2x FLA's {fla_s:.3e} + 1e-4"

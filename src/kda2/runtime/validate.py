@@ -257,12 +257,12 @@ def check_varlen(lib: Library, cu, cu_cpu, max_seqlen, B, T, dev):
         host = cu_cpu.tolist() if isinstance(cu_cpu, _torch.Tensor) else list(cu_cpu)
         if len(host) != N + 1:
             raise fail("cu_seqlens_cpu length", len(host), f"{N + 1} (= len(cu_seqlens))")
-    elif cu.device.type == "cpu":  # only in tests that stub the device check: reading it costs nothing
-        host = cu.tolist()
     elif max_seqlen is None:
-        # No host copy and no promise: bound the longest sequence by the token count. Any length runs on
-        # the last bucket of a recurrent library (its kernels loop to each sequence's own end).
-        return N, min(T, lib.max_bucket) if lib.family == "recurrent" else T
+        if cu.device.type != "cpu":
+            # No host copy and no promise: bound the longest sequence by the token count. Any length runs on
+            # the last bucket of a recurrent library (its kernels loop to each sequence's own end).
+            return N, min(T, lib.max_bucket) if lib.family == "recurrent" else T
+        host = cu.tolist()  # a host tensor (CPU tests, where the device check is stubbed): free to read
     if host is not None:
         if host[0] != 0 or host[-1] != T or any(b < a for a, b in zip(host, host[1:])):
             raise fail("cu_seqlens values", host if len(host) <= 16 else f"{host[:8]}...{host[-4:]}",

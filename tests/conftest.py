@@ -57,6 +57,10 @@ def pytest_addoption(parser):
                 help="write the chunk accuracy table (chunk-accuracy.json, .md) to DIR")
     g.addoption("--fla-cases", default="all", metavar="all|none|ID,ID",
                 help="chunk accuracy cases compared against FLA (default all)")
+    g.addoption("--fla-recurrent", default="kimi", choices=("kimi", "all", "none"),
+                help="recurrent matrix cases compared against FLA's fused_recurrent_kda (each new dtype / layout "
+                     "combination is a Triton compile): kimi (default: K=V=128, bf16 inputs, fp32 A_log/dt_bias), "
+                     "all, none")
     g.addoption("--chunk-library", default=None, metavar="PATH",
                 help="chunk-family library to test: manifest.json or build directory (default: $KDA2_LIBRARY "
                      "if it is a chunk build, else every chunk-family spec under build/)")

@@ -488,15 +488,15 @@ def test_comment_edit_to_render_rerenders_but_compiles_nothing(reference: Refere
 
 def test_symbol_rename_in_render_recompiles_every_kernel(reference: Reference, tmp_path: Path):
     """The defect of 2026-11-30: a renamed kernel symbol in the render left the old kernels up to date."""
-    co, run = _rerun_after_edit(reference, tmp_path, "codegen/render.py", 'return f"kda2_recurrent_{vid}"',
-                                'return f"kda2_renamed_{vid}"')
+    entry = 'return f"kda2_recurrent_{INPUT_DTYPES[dtype][1]}{STATE_DTYPES[state][1]}{vid}"'
+    co, run = _rerun_after_edit(reference, tmp_path, "codegen/render.py", entry, entry.replace("recurrent", "renamed"))
     ids = co.variant_ids()
     assert run.compiled() == sorted(ids) and run.linked() == sorted((SPEC_A, v) for v in ids), run.tools_run()
     assert "tir" not in _kinds(run), run.actions()
     for vid in ids:
         assert f"kda2_renamed_{vid}".encode() in co.cubin(vid).read_bytes()
     assert co.outputs() != reference.outputs
-    co.edit("codegen/render.py", 'return f"kda2_renamed_{vid}"', 'return f"kda2_recurrent_{vid}"')
+    co.edit("codegen/render.py", entry.replace("recurrent", "renamed"), entry)
     back = co.scons()  # reverting restores every file from the cache
     assert back.rc == 0 and back.tools_run() == [], back.tail()
     assert co.outputs() == reference.outputs

@@ -35,7 +35,8 @@ POOL = "test_recurrent_gpu.py::test_pool_in_place"
 EXPECTED = {
     "kimi_linear_recurrent": {},
     "kimi_linear_chunk": {},
-    "small_head_recurrent": {  # softplus/lower_bound gates, v_first only, buckets [1, 256]
+    "large_head_recurrent": {},
+    "small_head_recurrent": {  # softplus/lower_bound gates, v_first only, buckets [1, 8, 256]
         f"{REC}[T1-decode-precomputed-kf]": ("gate mode precomputed", "k_first"),
         f"{REC}[T63-lowerbound-gva4-negeig]": ("k_first",),
         f"{REC}[T500-precomputed-gva2-scale]": ("gate mode precomputed", "k_first", "T=500 > largest bucket 256"),
@@ -43,6 +44,8 @@ EXPECTED = {
         f"{REC}[T2-nofinal-gva4-kf]": ("k_first",),
         f"{REC}[varlen-256-500-1000-lowerbound-gva2-kf]": ("k_first", "T=500 > largest bucket 256"),
         f"{REC}[varlen-1-2-50-51-precomputed-gva4-vf]": ("gate mode precomputed",),
+        f"{REC}[T64-fp16-lowerbound-kf-g16-b16]": ("k_first",),
+        f"{REC}[T5-softplus-kf-pbf16-gva4]": ("k_first",),
         f"{POOL}[decode-kf]": ("k_first",),
         f"{POOL}[T5-kf]": ("k_first",),
     },
@@ -98,10 +101,10 @@ MUTATIONS = {
     "recurrent without varlen": (
         "kimi_linear_recurrent.yaml", lambda d: d["features"].update(varlen=False),
         lambda c: c.cu is not None, "varlen"),
-    "recurrent drops GVA ratio 4": (
+    "recurrent drops fp16 inputs": (
         "kimi_linear_recurrent.yaml",
-        lambda d: d["features"].update(gva_ratios=_drop(d["features"]["gva_ratios"], 4)),
-        lambda c: c.ratio == 4, "GVA ratio 4"),
+        lambda d: d["features"].update(input_dtypes=_drop(d["features"]["input_dtypes"], "fp16")),
+        lambda c: getattr(c, "dtype", "bf16") == "fp16", "input dtype fp16"),
     "recurrent buckets up to 64": (
         "kimi_linear_recurrent.yaml", lambda d: d.update(seq_len_buckets=[1, 64]),
         lambda c: c.longest > 64, "largest bucket 64"),
@@ -165,8 +168,8 @@ def test_yaml_view_agrees_with_the_spec_loader():
             got, want = getattr(b, field), getattr(f, field)
             assert (tuple(want) if isinstance(want, list) else want) == got, (path, field)
     doc = _spec_docs()["small_head_recurrent.yaml"]
-    del doc["features"]["gva_ratios"]  # the model's default
-    assert fm.Built.from_spec(doc).gva_ratios == (1,)
+    doc["features"].pop("input_dtypes", None)  # the model's default
+    assert fm.Built.from_spec(doc).input_dtypes == ("bf16",)
 
 
 def test_matrix_knows_every_feature_field():
@@ -174,7 +177,9 @@ def test_matrix_knows_every_feature_field():
     from kda2.runtime.library import Features as ManifestFeatures
     from kda2.spec.model import Features as SpecFeatures
 
-    known = set(fm.FEATURE_FIELDS) | {"state_dtype"}  # state_dtype: fp32 only, no case depends on it
+    # state_dtype: fp32 only, no case depends on it; gva_ratios: accepted and ignored (any HV / H runs);
+    # bf16_decode_state: an opt-in extra entry, no matrix case depends on it (test_recurrent_matrix_gpu.py skips)
+    known = set(fm.FEATURE_FIELDS) | {"state_dtype", "gva_ratios", "bf16_decode_state"}
     assert set(SpecFeatures.model_fields) == known
     assert {f.name for f in dataclasses.fields(ManifestFeatures)} == known
     assert set(fm.FEATURE_FIELDS) <= {f.name for f in dataclasses.fields(fm.Built)}
@@ -222,7 +227,8 @@ def test_require_built_skips_what_the_spec_does_not_build():
     (dict(gate_modes=("precomputed", "softplus")), f"{REC}[T63-lowerbound-gva4-negeig]", "gate mode lower_bound"),
     (dict(max_bucket=64), f"{REC}[T1000-kimi-softplus-vf]", "T=1000 > largest bucket 64"),
     (dict(varlen=False), f"{POOL}[varlen-vf]", "varlen"),
-    (dict(gva_ratios=(1, 2)), f"{POOL}[decode-kf]", None),  # pool cases take the largest ratio built: it runs
+    (dict(input_dtypes=("bf16",)), f"{REC}[T64-fp16-lowerbound-kf-g16-b16]", "input dtype fp16"),
+    (dict(input_dtypes=("bf16",)), f"{POOL}[decode-kf]", None),  # bf16 cases run on a bf16-only library
 ])
 def test_require_built_fails_a_case_the_spec_builds_but_the_library_lacks(change, key, lacks):
     kimi = fm.specs()["kimi_linear_recurrent"]

@@ -426,13 +426,14 @@ def test_layer_calls_are_accepted(env):
     assert chunk_verdict(env, HV=8, state_v_first=False, use_gate_in_kernel=False) == (True, None)
     assert chunk_verdict(env, lower_bound=-5.0, safe_gate=True, A_log=None) == (True, None)
     assert rec_verdict(env) == (True, None)
-    assert rec_verdict(env, HV=16) == (True, None)  # GVA 4 is built into the recurrent spec
+    assert rec_verdict(env, HV=16) == (True, None)  # any GVA ratio runs (issue 13)
+    assert rec_verdict(env, HV=32) == (True, None)
+    assert chunk_verdict(env, HV=16) == (True, None)
 
 
 @pytest.mark.parametrize("over, reason", [
     (dict(dtype="torch.float16"), "q is float16; kda2 takes bfloat16"),
     (dict(K=64, V=64), "head dims K=64, V=64: kimi_linear_chunk is built for K=128, V=128"),
-    (dict(HV=16), "GVA ratio HV/H=4 is not built into kimi_linear_chunk (built: [1, 2])"),
     (dict(HV=6), "HV=6 is not a multiple of H=4"),
     (dict(chunk_size=32), "chunk_size=32"),
     (dict(return_intermediate_states=True), "return_intermediate_states=True is not supported"),
@@ -482,7 +483,7 @@ def test_recurrent_verifier_reasons(env, monkeypatch):
         (dict(beta=T(1, 100, 4, 128)), "per-channel beta"),
         (dict(A_log=None), "softplus gate needs A_log"),
         (dict(out=T(1, 100, 4, 128, dtype=F32)), "out must be a contiguous bfloat16"),
-        (dict(HV=32), "GVA ratio HV/H=8 is not built"),
+        (dict(HV=6), "HV=6 is not a multiple of H=4"),
         (dict(K=64, V=64, state_v_first=False), "layout k_first is not built into small_head_recurrent"),
         (dict(K=64, V=64, use_gate_in_kernel=False), "gate mode 'precomputed' is not compiled into small_head"),
         (dict(K=96, V=96), "K=96, V=96"),
@@ -586,5 +587,5 @@ def test_direct_call_verifies(env):
     backend = env.mod.registered()["fused_recurrent_kda_fwd"]
     assert backend.fused_recurrent_kda_fwd(**layer_recurrent_call()) == ("kda2", None)
     from kda2.runtime.errors import KDA2InputError
-    with pytest.raises(KDA2InputError, match="GVA ratio HV/H=8"):
-        backend.fused_recurrent_kda_fwd(**layer_recurrent_call(HV=32))
+    with pytest.raises(KDA2InputError, match="HV=6 is not a multiple of H=4"):
+        backend.fused_recurrent_kda_fwd(**layer_recurrent_call(HV=6))

@@ -527,8 +527,9 @@ def sites(env, monkeypatch):
     monkeypatch.setattr(api, "_torch", _FakeTorch())
     monkeypatch.setattr(api, "_raw_stream", _FakeTorchC._cuda_getCurrentRawStream)
     monkeypatch.setattr(api, "_I32", I32)
-    # (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, [sshape,] v_first): api._remember's verdicts
-    monkeypatch.setattr(api, "_fast", _AlwaysHit((0, N, 1, H, HV, 0, 0, 0.1, 0.0, 1, (N, HV, 128, 128), 0),
+    # (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, [sshape,] v_first[, state dtype]): api._remember's
+    # verdicts (dense form, then pool form)
+    monkeypatch.setattr(api, "_fast", _AlwaysHit((0, N, 1, H, HV, 0, 0, 0.1, 0.0, 1, (N, HV, 128, 128), 0, F32),
                                                  (0, N, 1, H, HV, 0, 0, 0.1, 0.0, 1, 0)))
     monkeypatch.setattr(prepared, "_init_torch", lambda: _FakeTorch())
     x = _decode_tensors(N, H, HV)

@@ -83,7 +83,9 @@ def test_every_layout_and_bucket_is_routed_exactly_once(kimi, rules) -> None:
             v = plan.variants[d["index"]]
             assert v.id == d["variant"]
             assert v.config["state_layout"] == d["state_layout"] and "bucket" not in v.config
-            assert v.config["prefetch"] == (d["bucket"] > 1)  # what the bucket changes in the code
+            # what the bucket changes in the code (the all-K decode loop has no prefetch: shared by buckets 1 and 8)
+            assert v.config["prefetch"] == (d["bucket"] > 1 and v.config["k_map"] != "all")
+            assert v.config["intermediate"] == (d["bucket"] <= 16)
             assert d["routed_by"] == "rank" and d["variant"] == g[(d["state_layout"], d["bucket"])][0]
         # every kernel is some row's candidate, and kernels are unique: buckets with the same code share one
         assert {i for ids in g.values() for i in ids} == {v.id for v in plan.variants}
@@ -206,7 +208,9 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
             assert all(d["routed_by"] == "rank" for d in plan.dispatch)
             continue
         g, r = groups(plan), routes(plan)
-        assert set(entry["routes"]) == set(r), "the record must cover every route of the plan"
+        assert set(entry["routes"]) <= set(r), "the record must name only routes of the plan"
+        for key in set(r) - set(entry["routes"]):  # a route added since the record (issue 13: the multi-token
+            assert r[key]["routed_by"] == "rank", key  # bucket 8) runs the agents' first choice until `kda2 tune`
         for key, route in entry["routes"].items():
             layout, bucket = key.split(":")
             group = g[(layout, int(bucket))]

@@ -171,10 +171,10 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     text = render_variant(pv.config, tplan)
     lines = text.splitlines()
     assert lines[0].startswith(f"// {variant_name(pv.config)}: ") and "kda2/recurrent.cuh" in lines[0]
-    assert len(lines) <= 40
+    assert len(lines) <= 48  # config + up to four entries (input dtype x state dtype)
     assert '#include "kda2/recurrent.cuh"' in lines
     assert f"namespace kda2_{pv.id} {{" in lines
-    assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config>::run(a);" in text
+    assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config, __nv_bfloat16, float>::run(a);" in text
     assert re.search(rf'^extern "C" __global__ void __launch_bounds__\(kda2_{pv.id}::Config::WARPS \* 32, 1\) '
                      rf"{kernel_symbol(pv.id)}\(const KDA2RecurrentArgs a\) \{{$", text, re.M)
     for _, why in pv.reasons:
@@ -192,7 +192,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
         "HAS_LOWER_BOUND": str("lower_bound" in cfg["gate_modes"]).lower(),
         "HAS_L2NORM": str(cfg["qk_l2norm"]).lower(), "HAS_BETA_SIGMOID": str(cfg["beta_sigmoid"]).lower(),
         "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
-        "PREFETCH": str(cfg["prefetch"]).lower(),
+        "PREFETCH": str(cfg["prefetch"]).lower(), "INTERMEDIATE": str(cfg["intermediate"]).lower(),
     }, text
 
 

@@ -83,7 +83,8 @@ def _c_string(s: str) -> str:
 
 def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *, k: int = 128, v: int = 128,
                     features: dict | None = None, buckets=(1, 64, 1024), so_abi: int = abi.ABI_VERSION,
-                    so_spec: str | None = None, bad_select: bool = False, family: str = "recurrent") -> Path:
+                    so_spec: str | None = None, bad_select: bool = False, family: str = "recurrent",
+                    intermediate_buckets: tuple = (), bf16_state_buckets: tuple = ()) -> Path:
     """build/<spec>/<arch>/ with manifest.json, the fake .so and one dummy cubin per variant.
 
     family chunk: the .so routes lengths above the largest bucket to the last one and sizes the
@@ -98,7 +99,9 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
         for b in sorted(buckets):
             idx = len(variants)
             vid = hashlib.sha256(f"{spec}{arch}{layout}{b}".encode()).hexdigest()[:12]
-            variants.append({"id": vid, "index": idx, "name": f"fake_{layout}_t{b}", "config": {"bucket": b},
+            variants.append({"id": vid, "index": idx, "name": f"fake_{layout}_t{b}",
+                             "config": {"bucket": b, "intermediate": b in intermediate_buckets,
+                                        "state_dtypes": ["fp32", "bf16"] if b in bf16_state_buckets else ["fp32"]},
                              "cubin": f"{vid}/kernel.cubin", "resources": {}})
             dispatch.append({"state_layout": layout, "bucket": b, "variant": vid, "index": idx})
             chosen = 0 if bad_select else idx
@@ -215,8 +218,8 @@ def test_ctypes_struct_matches_c_header(fake):
 
 def test_pack_format_equals_field_assignment():
     vals = dict(zip(FIELDS, [*(0x1000 * (i + 1) for i in range(12)), 3, 7, 2, 8, 0.125, -5.0, 2, 0x5B, 1, 0,
-                             0xABC000, 1 << 33, 65536]))
-    assert len(vals) == len(FIELDS) == 25
+                             0xABC000, 1 << 33, 65536, 0xDEF000]))
+    assert len(vals) == len(FIELDS) == 26
     a, b = abi.KDA2RecurrentArgs(), abi.KDA2RecurrentArgs()
     for name, val in vals.items():
         setattr(a, name, val)
@@ -420,14 +423,16 @@ def test_validation_errors(api_env):
     base = (x["q"], x["k"], x["v"], x["g"], x["beta"])
     e = lambda match, *a, **kw: _expect(api, lib, d, match, *a, poisoned=(out, fso), **kw)  # noqa: E731
 
-    e(r"q dtype: got float16; allowed: bfloat16", x["q"].half(), *base[1:], out=out)
+    e(r"q dtype: got float16; allowed: bf16 .*add fp16 to features.input_dtypes", x["q"].half(), *base[1:], out=out)
+    e(r"q dtype: got float32; allowed: bf16 .*cast q/k/v to bf16 or fp16", x["q"].float(), *base[1:], out=out)
     e(r"k shape: got \[2, 3, 2, 64\]", x["q"], x["k"][..., :64].contiguous(), *base[2:], out=out)
     q64 = torch.randn(B, T, H, 64, dtype=torch.bfloat16)
-    e(r"unsupported K=64: this library was built for K=128 \(spec fake_spec.*head_dims.k: 64", q64, q64, *base[2:])
-    e(r"unsupported V=64", *base[:2], torch.randn(B, T, HV, 64, dtype=torch.bfloat16), *base[3:])
+    e(r"unsupported head dims K=64, V=128: spec fake_spec \(sm_90a\) is built for K=128, V=128.*head_dims \{k: 64, "
+      r"v: 128\}", q64, q64, *base[2:])
+    e(r"unsupported head dims K=128, V=64", *base[:2], torch.randn(B, T, HV, 64, dtype=torch.bfloat16), *base[3:])
     e(r"HV % H == 0", *base[:2], torch.randn(B, T, 3, V, dtype=torch.bfloat16), *base[3:])
-    v16 = torch.randn(B, T, 16, V, dtype=torch.bfloat16)
-    e(r"GVA ratio HV/H=8 .*closest: 4", *base[:2], v16, torch.randn(B, T, 16, K), torch.rand(B, T, 16))
+    q8 = torch.randn(B, T, 8, K, dtype=torch.bfloat16)
+    e(r"v heads: got HV=4 with H=8; allowed: HV >= H", q8, q8, *base[2:])
     e(r"g dtype: got float16; allowed: float32 or bfloat16", *base[:3], x["g"].half(), x["beta"])
     e(r"beta shape.*per-channel", *base[:4], torch.rand(B, T, HV, V))
     e(r"beta dtype: got float64", *base[:4], x["beta"].double())
@@ -436,7 +441,10 @@ def test_validation_errors(api_env):
     e(r"out dtype: got float32", *base, out=torch.empty(B, T, HV, V))
     e(r"A_log: got None.*softplus", *base, use_gate_in_kernel=True)
     e(r"A_log shape: got \[3\]", *base, use_gate_in_kernel=True, A_log=torch.zeros(3))
-    e(r"A_log dtype: got bfloat16", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV, dtype=torch.bfloat16))
+    e(r"A_log dtype: got float16; allowed: float32 or bfloat16", *base, use_gate_in_kernel=True,
+      A_log=torch.zeros(HV, dtype=torch.float16))
+    e(r"dt_bias dtype: got float64; allowed: float32 or bfloat16", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV),
+      dt_bias=torch.zeros(HV * K, dtype=torch.float64))
     e(r"dt_bias shape", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV), dt_bias=torch.zeros(HV))
     e(r"lower_bound: got 1.0", *base, use_gate_in_kernel=True, lower_bound=1.0)
     e(r"allow_neg_eigval=True requires use_beta_sigmoid_in_kernel", *base, allow_neg_eigval=True)
@@ -690,8 +698,8 @@ def test_chunk_kda_validation_errors(chunk_env):
     base = tuple(x.values())
     e = lambda match, *a, **kw: _expect_chunk(chunk, lib, d, match, *a, **kw)  # noqa: E731
     # the checks fused_recurrent_kda makes
-    e(r"q dtype: got float16; allowed: bfloat16", x["q"].half(), *base[1:])
-    e(r"GVA ratio HV/H=4 .*built ratios: \[1, 2\] \(closest: 2\)", *_inputs(torch, H=2, HV=8).values())
+    e(r"q dtype: got float16; allowed: bf16 .*the chunk kernels read bf16", x["q"].half(), *base[1:])
+    e(r"v heads: got HV=3 with H=2; allowed: HV >= H >= 1 with HV % H == 0", *_inputs(torch, H=2, HV=3).values())
     e(r"A_log: got None.*softplus", *base, use_gate_in_kernel=True)
     e(r"lower_bound: got 1.0", *base, use_gate_in_kernel=True, lower_bound=1.0)
     e(r"allow_neg_eigval=True requires use_beta_sigmoid_in_kernel", *base, allow_neg_eigval=True)

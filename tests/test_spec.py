@@ -52,8 +52,9 @@ def test_default_spec_loads() -> None:
     assert spec.family == "recurrent"
     assert spec.archs == ["sm_90a", "sm_80"]            # order as given
     assert (spec.head_dims.k, spec.head_dims.v) == (128, 128)
-    assert spec.seq_len_buckets == [1, 64, 1024]
+    assert spec.seq_len_buckets == [1, 8, 64, 1024]
     assert spec.features.state_layouts == ["k_first", "v_first"]
+    assert spec.features.input_dtypes == ["bf16", "fp16"] and spec.features.bf16_decode_state is True
     assert spec.budget.max_smem_bytes == 49152
     assert spec.source == DEFAULT
 
@@ -86,14 +87,18 @@ def test_defaults_are_visible_and_filled(tmp_path: Path) -> None:
     assert Staging.model_fields["v_first"].default == ["direct"]
     assert Agents.model_fields["reduce"].default == ["butterfly"]
     assert Features.model_fields["gva_ratios"].default == [1]
+    assert Features.model_fields["input_dtypes"].default == ["bf16"]
+    assert Features.model_fields["bf16_decode_state"].default is False
     assert Budget.model_fields["allow_spills"].default is False
     data = base()
-    del data["agents"], data["features"]["gva_ratios"], data["budget"]["allow_spills"]
+    del data["agents"], data["features"]["input_dtypes"], data["features"]["bf16_decode_state"]
+    del data["budget"]["allow_spills"]
     canon = load_spec(write(tmp_path / "s.yaml", data)).canonical()
     assert canon["agents"] == {"tile": {"v_per_warp": [4, 8], "warps": [4]},
                                "staging": {"k_first": ["smem", "direct"], "v_first": ["direct"]},
                                "reduce": ["butterfly"]}
     assert canon["features"]["gva_ratios"] == [1]
+    assert canon["features"]["input_dtypes"] == ["bf16"] and canon["features"]["bf16_decode_state"] is False
     assert canon["budget"]["allow_spills"] is False
 
 
@@ -299,7 +304,7 @@ def test_chunk_spec_loads() -> None:
     assert (spec.name, spec.family, spec.archs) == ("kimi_linear_chunk", "chunk", ["sm_90a", "sm_80"])
     assert (spec.head_dims.k, spec.head_dims.v) == (128, 128)
     assert spec.features.gate_modes == ["precomputed", "softplus", "lower_bound"]
-    assert spec.features.gva_ratios == [1, 2] and spec.features.varlen
+    assert spec.features.gva_ratios == [1] and spec.features.varlen  # the default: every ratio runs
     assert spec.features.state_layouts == ["k_first", "v_first"]
     assert spec.seq_len_buckets == [2048, 8192, 65536]
     assert spec.agents.chunk.block_v == [16, 32, 64] and spec.agents.chunk.stages == [1, 2]

@@ -34,8 +34,9 @@ ROOT = HERE.parents[1]
 SPEC_DIR = ROOT / "kernel_specs"
 #: The reason prefix of a skip the matrix allows.
 NOT_BUILT = "not built into spec"
-#: Spec feature fields the matrix reads (kda2.spec.model.Features has these and state_dtype, always fp32).
-FEATURE_FIELDS = ("gate_modes", "qk_l2norm", "beta_sigmoid", "gva_ratios", "varlen", "state_layouts")
+#: Spec feature fields the matrix reads (kda2.spec.model.Features has these, state_dtype, always fp32, and
+#: gva_ratios, ignored since issue 13: every kernel takes any HV / H).
+FEATURE_FIELDS = ("gate_modes", "qk_l2norm", "beta_sigmoid", "input_dtypes", "varlen", "state_layouts")
 
 
 class NotBuilt(pytest.skip.Exception):
@@ -53,7 +54,7 @@ class Built:
     gate_modes: tuple[str, ...]
     qk_l2norm: bool
     beta_sigmoid: bool
-    gva_ratios: tuple[int, ...]
+    input_dtypes: tuple[str, ...]
     varlen: bool
     state_layouts: tuple[str, ...]
     max_bucket: int
@@ -61,13 +62,13 @@ class Built:
 
     @classmethod
     def from_spec(cls, doc: Mapping[str, Any], where: str = "<spec>") -> "Built":
-        """From a spec as parsed YAML; defaults as kda2.spec.model (gva_ratios: [1])."""
+        """From a spec as parsed YAML; defaults as kda2.spec.model (input_dtypes: [bf16])."""
         try:
             f = doc["features"]
             return cls(spec=str(doc["name"]), family=str(doc["family"]), k=int(doc["head_dims"]["k"]),
                        v=int(doc["head_dims"]["v"]), gate_modes=tuple(f["gate_modes"]),
                        qk_l2norm=bool(f["qk_l2norm"]), beta_sigmoid=bool(f["beta_sigmoid"]),
-                       gva_ratios=tuple(int(r) for r in f.get("gva_ratios", [1])), varlen=bool(f["varlen"]),
+                       input_dtypes=tuple(f.get("input_dtypes", ["bf16"])), varlen=bool(f["varlen"]),
                        state_layouts=tuple(f["state_layouts"]), max_bucket=max(int(b) for b in doc["seq_len_buckets"]),
                        source=where)
         except (KeyError, TypeError, ValueError) as exc:
@@ -78,7 +79,7 @@ class Built:
         """From a loaded kda2 Library (its manifest)."""
         f = lib.features
         return cls(spec=lib.spec, family=lib.family, k=lib.k, v=lib.v, gate_modes=tuple(f.gate_modes),
-                   qk_l2norm=f.qk_l2norm, beta_sigmoid=f.beta_sigmoid, gva_ratios=tuple(f.gva_ratios),
+                   qk_l2norm=f.qk_l2norm, beta_sigmoid=f.beta_sigmoid, input_dtypes=tuple(f.input_dtypes),
                    varlen=f.varlen, state_layouts=tuple(f.state_layouts), max_bucket=lib.max_bucket,
                    source=str(lib.manifest_path))
 
@@ -105,7 +106,7 @@ def _lacks(built: Built, case) -> dict[str, str]:
     layout = "v_first" if case.v_first else "k_first"
     checks = [
         (f"gate mode {case.gate}", None, case.gate in built.gate_modes),
-        (f"GVA ratio {case.ratio}", None, case.ratio in built.gva_ratios),
+        (f"input dtype {getattr(case, 'dtype', 'bf16')}", None, getattr(case, "dtype", "bf16") in built.input_dtypes),
         ("qk_l2norm", None, built.qk_l2norm or not case.l2),
         ("beta_sigmoid", None, built.beta_sigmoid or not case.bsig),
         ("varlen", None, built.varlen or case.cu is None),
@@ -121,7 +122,7 @@ def missing(built: Built, case) -> tuple[str, ...]:
     """What `case` needs that `built` lacks, in words; () when the case runs on it.
 
     `case` is a recurrent case (test_recurrent_gpu.Case) or a chunk case (kda2.bench.cases.Case): both have
-    gate, ratio, l2, bsig, cu, v_first and longest. Only the recurrent kernels are bounded by the largest
+    gate, l2, bsig, cu, v_first and longest (and `dtype`, else bf16). Any GVA ratio runs (issue 13). Only the recurrent kernels are bounded by the largest
     seq_len bucket (the chunk kernels take any length: kda2.runtime.validate).
     """
     return tuple(_lacks(built, case).values())

@@ -311,8 +311,8 @@ def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda, seed):
         "cu_seqlens with B=2": (dict(cu_seqlens=torch.tensor([0, 30, T], dtype=torch.int64, device=DEVICE),
                                      initial_state=None), r"cu_seqlens|B == 1"),
     }
-    if max(f.gva_ratios) < 4:
-        bad_calls["GVA ratio 4 (not built)"] = (heads(4 * H), "GVA|HV")
+    if H > 1:  # any HV / H runs (issue 13); HV not a multiple of H (here H > HV, too) is refused
+        bad_calls["HV not a multiple of H"] = (heads(H - 1), "HV")
     if c.gate == "softplus":
         bad_calls["softplus gate without A_log"] = (dict(A_log=None), "A_log")
     if "lower_bound" in f.gate_modes:
@@ -340,3 +340,43 @@ def test_bad_inputs_raise_before_launch(chunk_lib, chunk_kda, torch_cuda, seed):
         torch.cuda.synchronize()
         assert bool(out.isnan().all()), f"{what}: o was written by a refused call"
         assert bool(fso.isnan().all()), f"{what}: final_state_out was written by a refused call"
+
+
+def test_varlen_device_only_cu_seqlens_and_bf16_gate_params(chunk_lib, chunk_kda, ref, torch_cuda, seed):
+    """Issue 13, shared runtime: a varlen chunk_kda call with only the device cu_seqlens (no host copy, no
+    max_seqlen) reads nothing back, so it captures in a CUDA graph; bf16 A_log / dt_bias are converted to the fp32
+    the chunk kernels read. Replay matches the float64 reference (GVA ratio 3: any HV / H)."""
+    torch = torch_cuda
+    lib = chunk_lib
+    c = _default_case(lib, "varlen-device-cu", cu=(0, 70, 71, 200), H=2, ratio=3)
+    if not c.in_kernel_gate:
+        pytest.skip(f"{lib.spec} builds no in-kernel gate")
+    require_built(lib, c)
+    x = to_torch(torch, draw(c, seed + 131, lib.k, lib.v), c, DEVICE)
+    a16 = None if x["A_log"] is None else x["A_log"].bfloat16()
+    d16 = None if x["dt_bias"] is None else x["dt_bias"].bfloat16()
+    out, fso = torch.empty_like(x["v"]), torch.empty(x["sshape"], device=DEVICE)
+
+    def step():
+        chunk_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["initial_state"], output_final_state=True,
+                  cu_seqlens=x["cu_seqlens"], A_log=a16, dt_bias=d16, library=lib, out=out, final_state_out=fso,
+                  **options(c))
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    out.fill_(math.nan)
+    fso.fill_(math.nan)
+    graph.replay()
+    torch.cuda.synchronize()
+    o_ref, ht_ref = ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=a16, dt_bias=d16, initial_state=x["initial_state"],
+        output_final_state=True, cu_seqlens=list(c.cu), **ref_options(c))
+    assert _nonfinite(out) == 0 and _nonfinite(fso) == 0, "unwritten outputs after replay"
+    assert _rel(ref, out, o_ref) <= 5e-3 and _rel(ref, fso, ht_ref) <= 5e-3, (_rel(ref, out, o_ref),
+                                                                              _rel(ref, fso, ht_ref))

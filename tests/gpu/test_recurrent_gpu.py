@@ -5,7 +5,8 @@ write shows up as NaN. Inputs are random draws from --seed (default fixed, so a 
 `--seed random` for fresh ones; the seed is in the header and in every failure). A covering set of
 cases, not the full cartesian product: every gate mode appears with both state layouts, every GVA
 ratio, every T of {1, 2, 63, 64, 500, 1000}, both dtypes of g and beta, with and without
-initial/final state, and three varlen packings. A case the library lacks is checked against its spec
+initial/final state, three varlen packings, bf16 and fp16 inputs, fp32 and bf16 A_log / dt_bias, and a
+GVA ratio that is not a power of two (issue 13; test_recurrent_matrix_gpu.py has the full matrix). A case the library lacks is checked against its spec
 file (feature_matrix.require_built): skipped if the spec does not build it, a failure if it does.
 """
 from __future__ import annotations
@@ -53,9 +54,11 @@ class Case:
     h0: bool = True
     final: bool = True
     v_first: bool = False
-    g_bf16: bool = False
-    beta_bf16: bool = False
+    g_bf16: bool = False               # g 16-bit, in the input dtype
+    beta_bf16: bool = False            # beta 16-bit, in the input dtype
     scale: float | None = None
+    dtype: str = "bf16"                # q/k/v/o: bf16 | fp16
+    param_bf16: bool = False           # A_log / dt_bias in bf16 (else fp32)
 
     @property
     def longest(self) -> int:
@@ -76,6 +79,13 @@ CASES = [
     Case("varlen-256-500-1000-lowerbound-gva2-kf", cu=(0, 256, 500, 1000), ratio=2, gate="lower_bound"),
     Case("varlen-1-2-50-51-precomputed-gva4-vf", cu=(0, 1, 2, 50, 51), H=1, ratio=4, l2=False, bsig=False,
          h0=False, v_first=True, beta_bf16=True),
+    Case("T1-decode-fp16-softplus-vf-gva8-pbf16", B=8, T=1, H=1, ratio=8, gate="softplus", v_first=True,
+         dtype="fp16", param_bf16=True),
+    Case("T64-fp16-lowerbound-kf-g16-b16", B=2, T=64, gate="lower_bound", dtype="fp16", g_bf16=True, beta_bf16=True),
+    Case("T5-softplus-kf-pbf16-gva4", B=3, T=5, H=1, ratio=4, gate="softplus", param_bf16=True),
+    Case("T3-softplus-vf-gva3", B=2, T=3, ratio=3, gate="softplus", v_first=True),
+    Case("varlen-3-37-1-fp16-softplus-vf-gva2", cu=(0, 3, 40, 41), ratio=2, gate="softplus", v_first=True,
+         dtype="fp16", param_bf16=True),
 ]
 
 
@@ -86,7 +96,7 @@ def _gate(f) -> str:
 
 def pool_case(f, v_first: bool, T: int | None, cu: tuple[int, ...] | None) -> Case:
     """test_pool_in_place's case for a library with features `f` (also feature_matrix's view of a spec)."""
-    return Case("pool", B=4, T=T or 1, cu=cu, gate=_gate(f), v_first=v_first, ratio=f.gva_ratios[-1], H=1)
+    return Case("pool", B=4, T=T or 1, cu=cu, gate=_gate(f), v_first=v_first, ratio=4, H=1)
 
 
 def prepared_case(f) -> Case:
@@ -95,7 +105,7 @@ def prepared_case(f) -> Case:
 
 
 def make_inputs(torch, lib, c: Case, seed: int) -> dict:
-    """Realistic inputs (docs/DESIGN.md §1.1): bf16 randn q/k/v, logsigmoid/16 or raw gates, h0 ~ randn*0.1."""
+    """Realistic inputs (docs/DESIGN.md §1.1): bf16/fp16 randn q/k/v, logsigmoid/16 or raw gates, h0 ~ randn*0.1."""
     import torch.nn.functional as F
 
     gen = torch.Generator(device="cuda").manual_seed(seed)
@@ -114,12 +124,14 @@ def make_inputs(torch, lib, c: Case, seed: int) -> dict:
     g = randn(B, T, HV, K) if in_kernel else F.logsigmoid(randn(B, T, HV, K)) / 16
     beta = randn(B, T, HV) if c.bsig else torch.sigmoid(randn(B, T, HV))
     sshape = (N, HV, V, K) if c.v_first else (N, HV, K, V)
+    half = torch.float16 if c.dtype == "fp16" else torch.bfloat16
+    param = torch.bfloat16 if c.param_bf16 else torch.float32
     return dict(
-        q=q.bfloat16(), k=k.bfloat16(), v=randn(B, T, HV, V).bfloat16(),
-        g=g.to(torch.bfloat16 if c.g_bf16 else torch.float32),
-        beta=beta.to(torch.bfloat16 if c.beta_bf16 else torch.float32),
-        A_log=randn(HV) * 0.5 if in_kernel and c.a_log else None,
-        dt_bias=randn(HV * K) if in_kernel and c.dt_bias else None,
+        q=q.to(half), k=k.to(half), v=randn(B, T, HV, V).to(half),
+        g=g.to(half if c.g_bf16 else torch.float32),
+        beta=beta.to(half if c.beta_bf16 else torch.float32),
+        A_log=(randn(HV) * 0.5).to(param) if in_kernel and c.a_log else None,
+        dt_bias=randn(HV * K).to(param) if in_kernel and c.dt_bias else None,
         initial_state=randn(*sshape) * 0.1 if c.h0 else None,
         cu_seqlens=torch.tensor(c.cu, dtype=torch.int64, device="cuda") if c.cu else None,
         sshape=sshape)
@@ -307,13 +319,21 @@ def test_cuda_graph_replay_equals_eager(lib, ref, torch_cuda, seed):
         torch.cuda.synchronize()
         assert torch.equal(o_g, o_e) and torch.equal(ht_g, ht_e)
 
-        from kda2.runtime.errors import KDA2InputError
+        # Only the device cu_seqlens (no host hint): nothing is read back, so the call captures (issue 13).
+        def device_only():
+            return fused_recurrent_kda(y["q"], y["k"], y["v"], y["g"], y["beta"], A_log=y["A_log"],
+                                       dt_bias=y["dt_bias"], initial_state=y["initial_state"],
+                                       output_final_state=True, cu_seqlens=y["cu_seqlens"], library=lib,
+                                       **options(c2))
+
+        o_d, ht_d = device_only()
         g3 = torch.cuda.CUDAGraph()
-        with pytest.raises(KDA2InputError, match="graph capture"):
-            with torch.cuda.graph(g3):
-                out.zero_()  # keep the capture non-empty
-                fused_recurrent_kda(y["q"], y["k"], y["v"], y["g"], y["beta"], A_log=y["A_log"],
-                                    dt_bias=y["dt_bias"], cu_seqlens=y["cu_seqlens"], library=lib, **options(c2))
+        with torch.cuda.graph(g3):
+            o_g3, ht_g3 = device_only()
+        o_g3.fill_(math.nan)
+        g3.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(o_g3, o_d) and torch.equal(ht_g3, ht_d)
 
 
 def test_bad_inputs_leave_buffers_untouched(lib, torch_cuda, seed):

@@ -29,8 +29,12 @@ ABI_HISTORY: tuple[tuple[int, str], ...] = (
     (1, "KDA2RecurrentArgs up to `reserved`; the recurrent family only."),
     (2, "KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd, "
         "kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family."),
-    (3, "`reserved` becomes `split` (chunk libraries: segments per sequence, 0 = the library's choice); the "
-        "chunk workspace gains the split region after the slots."),
+    (3, "Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16), KDA2_INPUT_FP16 (q/k/v/o, and g "
+        "or beta when 16-bit, in fp16) and KDA2_STATE_BF16 (h0/ht/intermediate in bf16); KDA2_ERR_DTYPE; "
+        "KDA2RecurrentArgs gains `intermediate` (per-token states, appended); "
+        "varlen max_seqlen may be an upper bound (the token count); HV / H is any integer ratio; `reserved` becomes "
+        "`split` (chunk libraries: segments per sequence, 0 = the library's choice) and the chunk workspace gains "
+        "the split region after the slots."),
 )
 
 
@@ -82,10 +86,14 @@ FLAG_TABLE: tuple[Flag, ...] = (
     Flag("QK_L2NORM", 0, "q, k <- x / sqrt(sum x^2 + 1e-6)"),
     Flag("BETA_SIGMOID", 1, "beta <- sigmoid(beta)"),
     Flag("NEG_EIGVAL", 2, "beta <- 2 * sigmoid(beta) (needs KDA2_BETA_SIGMOID)"),
-    Flag("G_BF16", 3, "g is bf16 (else fp32)"),
-    Flag("BETA_BF16", 4, "beta is bf16 (else fp32)"),
+    Flag("G_BF16", 3, "g is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32"),
+    Flag("BETA_BF16", 4, "beta is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32"),
     Flag("HAS_A_LOG", 5, "A_log given (lower_bound mode may omit it)"),
     Flag("HAS_DT_BIAS", 6, "dt_bias given"),
+    Flag("A_LOG_BF16", 7, "A_log is bf16 (else fp32); read as fp32 (recurrent libraries)"),
+    Flag("DT_BIAS_BF16", 8, "dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)"),
+    Flag("INPUT_FP16", 9, "q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16"),
+    Flag("STATE_BF16", 10, "h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them"),
 )
 
 #: enum KDA2Status: 0 or a negative code; positive return values are CUresult codes of the driver API.
@@ -99,6 +107,7 @@ STATUS_TABLE: tuple[Status, ...] = (
     Status("ERR_DRIVER", -6, "libcuda.so.1 could not be opened (no NVIDIA driver)"),
     Status("ERR_NO_CONTEXT", -7, "no current CUDA context (initialise CUDA first), or too many"),
     Status("ERR_WORKSPACE", -8, "workspace NULL or smaller than kda2_workspace_bytes() (chunk libraries)"),
+    Status("ERR_DTYPE", -9, "input dtype (KDA2_INPUT_FP16) or gate parameter dtype not built into this library"),
 )
 
 #: Gate mode name -> KDA2GateMode value (specs, codegen's gate masks, the tuner).
@@ -124,22 +133,23 @@ class Field(NamedTuple):
 
 #: struct KDA2RecurrentArgs, in declaration order. Kernels take it by value; ctypes mirrors it.
 ARGS_FIELDS: tuple[Field, ...] = (
-    Field("q", "const void*", "[B*T or total, H, K]   bf16", 1),
-    Field("k", "const void*", "[B*T or total, H, K]   bf16", 1),
-    Field("v", "const void*", "[B*T or total, HV, V]  bf16", 1),
+    Field("q", "const void*", "[B*T or total, H, K]   bf16 (fp16 with KDA2_INPUT_FP16)", 1),
+    Field("k", "const void*", "[B*T or total, H, K]   bf16 (fp16 with KDA2_INPUT_FP16)", 1),
+    Field("v", "const void*", "[B*T or total, HV, V]  bf16 (fp16 with KDA2_INPUT_FP16)", 1),
     Field("g", "const void*", "[B*T or total, HV, K]  fp32 or bf16 (KDA2_G_BF16)", 1),
     Field("beta", "const void*", "[B*T or total, HV]     fp32 or bf16 (KDA2_BETA_BF16)", 1),
-    Field("A_log", "const float*", "[HV] or NULL", 1),
-    Field("dt_bias", "const float*", "[HV*K] or NULL", 1),
-    Field("o", "void*", "[B*T or total, HV, V]  bf16, fully written", 1),
-    Field("h0", "const float*", "initial states [*, HV, K, V] (or [*, HV, V, K]) fp32, or NULL (zeros)", 1),
+    Field("A_log", "const float*", "[HV] or NULL; fp32, or bf16 with KDA2_A_LOG_BF16", 1),
+    Field("dt_bias", "const float*", "[HV*K] or NULL; fp32, or bf16 with KDA2_DT_BIAS_BF16", 1),
+    Field("o", "void*", "[B*T or total, HV, V]  input dtype, fully written", 1),
+    Field("h0", "const float*", "initial states [*, HV, K, V] (or [*, HV, V, K]) fp32 (bf16 with KDA2_STATE_BF16), "
+          "or NULL (zeros)", 1),
     Field("ht", "float*", "final states, same layout, or NULL; may equal h0 (in place)", 1),
     Field("cu_seqlens", "const int64_t*", "[N+1] or NULL (dense: sequence n is tokens n*T .. n*T+T-1)", 1),
     Field("state_indices", "const int32_t*", "[N] rows of h0/ht per sequence, or NULL (row n); < 0: skip", 1),
     Field("N", "int32_t", "sequences", 1),
     Field("T", "int32_t", "tokens per sequence (dense); with cu_seqlens: total packed tokens", 1),
     Field("H", "int32_t", "q/k heads", 1),
-    Field("HV", "int32_t", "value heads, HV % H == 0", 1),
+    Field("HV", "int32_t", "value heads, HV % H == 0 (any ratio; value head hv reads q/k head hv / (HV/H))", 1),
     Field("scale", "float", "", 1),
     Field("lower_bound", "float", "", 1),
     Field("gate_mode", "int32_t", "KDA2GateMode", 1),
@@ -148,7 +158,10 @@ ARGS_FIELDS: tuple[Field, ...] = (
     Field("split", "int32_t", "chunk: segments per sequence (docs/DESIGN.md §1 exact split); 0: library's choice", 1),
     Field("workspace", "void*", "chunk libraries: device scratch of >= kda2_workspace_bytes() bytes; else NULL", 2),
     Field("workspace_bytes", "int64_t", "size of workspace", 2),
-    Field("max_seqlen", "int64_t", "longest sequence; kda2_fwd fills it in (chunk dense: <= 0 means T)", 2),
+    Field("max_seqlen", "int64_t", "longest sequence, or an upper bound (varlen: the token count); kda2_fwd "
+          "fills it in (chunk dense: <= 0 means T)", 2),
+    Field("intermediate", "float*", "recurrent: NULL, or the state after every token [B*T or total, HV, K, V] "
+          "(state layout and dtype)", 3),
 )
 
 #: Non-pointer C types the ABI uses: C type -> (ctypes type, `struct` code, size = alignment in bytes).
@@ -189,7 +202,7 @@ def args_layout() -> tuple[dict[str, int], int]:
 
 
 def args_pack_format() -> str:
-    """The `struct` format of KDA2RecurrentArgs ("=", explicit padding bytes, runs merged): "=12Q4i2f4iQqq"."""
+    """The `struct` format of KDA2RecurrentArgs ("=", explicit padding bytes, runs merged): "=12Q4i2f4iQ2qQ"."""
     offsets, size = args_layout()
     codes, pos = [], 0
     for f in ARGS_FIELDS:

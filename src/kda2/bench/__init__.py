@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, type=Path, help="directory for bench_recurrent.json / .png")
     r.add_argument("--library", help="manifest.json or build directory (default: KDA2_LIBRARY or ./build)")
     r.add_argument("--layouts", help="comma list of k_first,v_first (default: every built layout)")
-    r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,S1,S2,S3,S4; default all)")
+    r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,M1,D2h,D3h,S1,S2,S3,S4; default all)")
     r.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     r.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
     c = sub.add_parser("chunk", help="chunk KDA prefill (docs/DESIGN.md §1.1 P1-P6) vs FLA chunk_kda")

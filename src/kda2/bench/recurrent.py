@@ -4,6 +4,8 @@ Kimi-Linear configuration for both: unbounded softplus gate in kernel (A_log, dt
 and beta sigmoid in kernel, fp32 states, K = V = 128, H = HV = 32.
 - decode D1-D3: T = 1, N in {1, 64, 256}, states updated IN PLACE in a pool (our pool form; FLA's
   `fused_recurrent_kda_fwd(inplace_final_state=True, ssm_state_indices=...)` when it has them).
+- multi-token decode M1: T = 4, N = 64 from the pool, each state read and written once per call.
+- D2h, D3h: D2, D3 with the opt-in bf16 state pool (half the state bytes; kda2 only, where the spec builds it).
 - prefill S1-S4: T in {64, 512} x N in {1, 8}, initial state in, final state out.
 Reported per row: median GPU time (CUDA events, rotating input sets totalling > 2x L2), bytes moved,
 achieved bandwidth as % of a device-to-device copy measured in the same run; CUDA-graph replay time
@@ -35,10 +37,13 @@ class Shape:
     N: int
     T: int
     H: int = H_DEFAULT
+    state: str = "fp32"  # fp32 | bf16 (the opt-in decode state: features.bf16_decode_state)
 
 
 SHAPES = [
     Shape("D1", "decode", 1, 1), Shape("D2", "decode", 64, 1), Shape("D3", "decode", 256, 1),
+    Shape("M1", "decode", 64, 4),  # multi-token decode (speculative verify): T = 4 per sequence, state in place
+    Shape("D2h", "decode", 64, 1, state="bf16"), Shape("D3h", "decode", 256, 1, state="bf16"),  # bf16 states
     Shape("S1", "prefill", 1, 64), Shape("S2", "prefill", 1, 512),
     Shape("S3", "prefill", 8, 64), Shape("S4", "prefill", 8, 512),
 ]
@@ -49,7 +54,8 @@ def call_bytes(s: Shape, K: int, V: int) -> dict[str, int]:
     """Bytes one call must move at least: inputs read, output written, state read + written."""
     tok, HV = s.N * s.T, s.H
     inputs = tok * s.H * K * 2 * 2 + tok * HV * V * 2 + tok * HV * K * 4 + tok * HV * 4 + HV * 4 + HV * K * 4
-    return {"inputs": inputs, "output": tok * HV * V * 2, "state": 2 * s.N * HV * K * V * 4}
+    state_bytes = 2 if s.state == "bf16" else 4
+    return {"inputs": inputs, "output": tok * HV * V * 2, "state": 2 * s.N * HV * K * V * state_bytes}
 
 
 def n_sets(s: Shape, K: int, V: int, l2_bytes: int) -> int:
@@ -180,10 +186,12 @@ def bench_shape(torch, timer: Timer, impl, s: Shape, K: int, V: int, layout: str
     sets, shared = make_sets(torch, s, K, V, R, v_first, seed=1234 + s.N * 7 + s.T)
     outs = [torch.empty_like(x["v"]) for x in sets]
     row: dict[str, Any] = dict(id=s.id, kind=s.kind, N=s.N, T=s.T, H=s.H, HV=s.H, K=K, V=V, layout=layout,
-                               impl=impl.name, entry=impl.entry, sets=R)
+                               impl=impl.name, entry=impl.entry, sets=R, state=s.state)
     if s.kind == "decode":
         sshape = (V, K) if v_first else (K, V)
         pool = torch.randn(R * s.N, s.H, *sshape, device="cuda") * 0.1
+        if s.state == "bf16":
+            pool = pool.bfloat16()
         idx = [torch.arange(r * s.N, (r + 1) * s.N, dtype=torch.int32, device="cuda") for r in range(R)]
         rows = [pool[r * s.N:(r + 1) * s.N] for r in range(R)]
         fn = (impl.decode(sets, pool, idx, outs, shared, v_first, rows) if impl.name == "fla"
@@ -333,9 +341,12 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
         if s.T > lib.max_bucket:
             result["notes"].append(f"{s.id}: T={s.T} above the library's largest bucket {lib.max_bucket}; skipped")
             continue
+        if s.state == "bf16" and not lib.features.bf16_decode_state:
+            result["notes"].append(f"{s.id}: bf16 states not built into {lib.spec} (features.bf16_decode_state)")
+            continue
         for layout in layouts:
             for impl in (ours, fla):
-                if impl is None:
+                if impl is None or (s.state == "bf16" and impl is fla):  # FLA keeps fp32 states
                     continue
                 try:
                     row = bench_shape(torch, timer, impl, s, K, V, layout, l2, copy_tbps, quick)

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kda2.artifact.abi import GATE_MODES
 from kda2.plan.variant import variant_id, variant_name
+from kda2.spec.knobs import INPUT_DTYPES as KNOB_INPUT_DTYPES
 from kda2.spec.knobs import RUNTIME_FEATURES
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -31,9 +32,30 @@ def _env():
                               autoescape=False)
 
 
-def kernel_symbol(vid: str) -> str:
-    """The extern "C" entry of a recurrent variant's cubin."""
-    return f"kda2_recurrent_{vid}"
+#: Input dtypes of the recurrent kernels (spec/knobs.py INPUT_DTYPES, in its order) -> (C element type,
+#: entry-name infix). bf16 keeps the plain entry name `kda2_recurrent_<id>`.
+INPUT_DTYPES = dict(zip(KNOB_INPUT_DTYPES, (("__nv_bfloat16", ""), ("__half", "f16_")), strict=True))
+
+
+#: State dtypes of the recurrent kernels: spelling -> (C element type, entry-name infix); fp32 keeps the name.
+STATE_DTYPES = {"fp32": ("float", ""), "bf16": ("__nv_bfloat16", "s16_")}
+
+
+def kernel_symbol(vid: str, dtype: str = "bf16", state: str = "fp32") -> str:
+    """The extern "C" entry of a recurrent variant's cubin for one input dtype and state dtype."""
+    return f"kda2_recurrent_{INPUT_DTYPES[dtype][1]}{STATE_DTYPES[state][1]}{vid}"
+
+
+def recurrent_entries(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(input dtype, state dtype) of every entry of a recurrent variant, in entry order (configs before
+    issue 13: bf16 inputs, fp32 states)."""
+    return tuple((d, s) for s in config.get("state_dtypes", ("fp32",)) for d in config.get("dtypes", ("bf16",)))
+
+
+def entry_slot(dtype: str, state: str) -> int:
+    """Index of an (input dtype, state dtype) pair in the library's per-variant entry table: fp16 + 2 * bf16 state
+    (the library computes it from KDA2_INPUT_FP16 and KDA2_STATE_BF16)."""
+    return list(INPUT_DTYPES).index(dtype) + 2 * list(STATE_DTYPES).index(state)
 
 
 def chunk_symbols(vid: str) -> tuple[str, str, str, str]:
@@ -46,7 +68,9 @@ def chunk_symbols(vid: str) -> tuple[str, str, str, str]:
 def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
     """Every kernel entry of a variant, in launch order."""
     vid = variant_id(config) if vid is None else vid
-    return chunk_symbols(vid) if config["family"] == "chunk" else (kernel_symbol(vid),)
+    if config["family"] == "chunk":
+        return chunk_symbols(vid)
+    return tuple(kernel_symbol(vid, d, s) for d, s in recurrent_entries(config))
 
 
 def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
@@ -54,13 +78,22 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     vid = variant_id(config)
     tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
     symbols = kernel_symbols(config, vid)
-    extra = (dict(zip(("prep_symbol", "state_symbol", "fold_symbol", "combine_symbol"), symbols))
-             if config["family"] == "chunk" else {})
     if config["family"] == "chunk":
         from kda2.plan.smem import COMBINE
-        extra["combine"] = COMBINE
+        extra = dict(zip(("prep_symbol", "state_symbol", "fold_symbol", "combine_symbol"), symbols), combine=COMBINE)
+    else:
+        extra = {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
+                             for sym, (d, s) in zip(symbols, recurrent_entries(config))]}
     return tmpl.render(config=dict(config), plan=dict(plan), vid=vid, name=variant_name(config),
                        ns=f"kda2_{vid}", kernel_symbol=symbols[0], **extra)
+
+
+def _entry_table(config: Mapping[str, Any]) -> list[int]:
+    """The library's entry table of a recurrent variant: slot entry_slot(d, s) -> kernel index, -1 where not built."""
+    table = [-1] * (len(INPUT_DTYPES) * len(STATE_DTYPES))
+    for i, (d, s) in enumerate(recurrent_entries(config)):
+        table[entry_slot(d, s)] = i
+    return table
 
 
 #: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
@@ -86,6 +119,7 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
+                 dtype_kernel=_entry_table(v["config"]) if family == "recurrent" else [0, -1, -1, -1],
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.smem import COMBINE, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS

@@ -249,8 +249,8 @@ def _library_reason(lib: Any, K: int, V: int, ratio: int, gate: str, l2norm: boo
     f = lib.features
     if lib.k != K or lib.v != V:
         return f"head dims K={K}, V={V}: {lib.spec} is built for K={lib.k}, V={lib.v}"
-    if ratio not in f.gva_ratios:
-        return f"GVA ratio HV/H={ratio} is not built into {lib.spec} (built: {list(f.gva_ratios)})"
+    if ratio < 1:
+        return f"GVA ratio HV/H={ratio}: HV must be a positive multiple of H"
     if gate not in f.gate_modes:
         return f"gate mode {gate!r} is not compiled into {lib.spec} (compiled: {list(f.gate_modes)})"
     if l2norm and not f.qk_l2norm:

@@ -14,7 +14,7 @@ from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
 from kda2.spec.model import Spec
 from kda2.plan.variant import variant_id, variant_name
-from kda2.spec.knobs import FAMILY_FIELDS, MATCH_ONLY_FIELDS
+from kda2.spec.knobs import FAMILY_FIELDS, INPUT_DTYPES, MATCH_ONLY_FIELDS
 
 
 class PlanError(ValueError):
@@ -54,6 +54,7 @@ def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
     f = spec.features
     base = {"family": spec.family, "arch": arch, "k": spec.head_dims.k, "v": spec.head_dims.v,
             "gate_modes": sorted(f.gate_modes), "qk_l2norm": f.qk_l2norm,
+            "dtypes": [d for d in INPUT_DTYPES if d in f.input_dtypes],
             "beta_sigmoid": f.beta_sigmoid, "varlen": f.varlen}
     return {k: v for k, v in base.items() if k in FAMILY_FIELDS[spec.family]}  # only what the family compiles in
 

@@ -32,7 +32,7 @@ def variant_name(config: Mapping[str, Any]) -> str:
     head = f"kda2_{c['family']}_{c['arch']}_k{c['k']}v{c['v']}_{layout}"
     if c["family"] == "chunk":
         return f"{head}_c{c['chunk']}bv{c['block_v']}s{c['stages']}_{variant_id(c)}"
-    pipe = "pf" if c.get("prefetch") else "nopf"
+    pipe = ("pf" if c.get("prefetch") else "nopf") + ("_it" if c.get("intermediate") else "")
     cols = f"x{c['lane_cols']}" if c.get("lane_cols", 1) != 1 else ""
     return (f"{head}_vpw{c['v_per_warp']}{cols}w{c['warps']}_{c['staging']}_{c['k_map']}_{c['reduce']}_{pipe}"
             f"_{variant_id(c)}")

@@ -3,8 +3,9 @@
 
 Every argument is validated before anything is allocated or launched, so a bad call raises
 `KDA2InputError` (a ValueError naming the tensor, what it was and what is allowed) and leaves every
-output and state untouched. The dense path does no host synchronisation and so can be captured in a
-CUDA graph; varlen needs the longest sequence length on the host (see `max_seqlen`).
+output and state untouched. No path synchronises with the host, so every call can be captured in a CUDA
+graph: varlen with only a device `cu_seqlens` bounds the longest sequence by the token count (the
+kernels find each sequence's bounds on device); `cu_seqlens_cpu` / `max_seqlen` are optional hints.
 
 torch is imported on first call, never at import: a deployment without torch can still load a library
 and drive it through `Library.launch_raw`.
@@ -61,11 +62,11 @@ def _init_torch() -> Any:
 
 def _launch(lib: Library, dev_index: int, q, k, v, g, beta, a_ptr: int, d_ptr: int, o, h0_ptr: int, ht_ptr: int,
             cu_ptr: int, idx_ptr: int, N: int, T: int, H: int, HV: int, scale: float, lb: float, mode: int,
-            flags: int, v_first: bool, max_seqlen: int) -> None:
+            flags: int, v_first: bool, max_seqlen: int, inter_ptr: int = 0) -> None:
     args = lib.args()
     _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), a_ptr, d_ptr,
           o.data_ptr(), h0_ptr, ht_ptr, cu_ptr, idx_ptr, N, T, H, HV, scale, lb, mode, flags,
-          1 if v_first else 0, 0, 0, 0, 0)
+          1 if v_first else 0, 0, 0, 0, 0, inter_ptr)
     if _MON:
         _MON.launch("fused_recurrent_kda_pool" if idx_ptr else "fused_recurrent_kda", lib, args, dev_index,
                     max_seqlen, _raw_stream(dev_index))
@@ -92,13 +93,32 @@ def _relaunch(lib: Library, args: abi.KDA2RecurrentArgs, dev_index: int, max_seq
         raise lib.error(rc)
 
 
-def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tuple, dev):
-    """o (given or like v) and the fp32 final state (given, new, or None): the calls' outputs, after validation."""
+def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tuple, dev, sdtype=None):
+    """o (given or like v) and the final state (given, new in `sdtype` (default fp32), or None): the calls'
+    outputs, after validation."""
     o = torch.empty_like(v) if out is None else out
     ht = None
     if output_final_state:
-        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=torch.float32, device=dev)
+        ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=sdtype or torch.float32,
+                                                                             device=dev)
     return o, ht
+
+
+def check_intermediate(lib: Library, inter, B: int, T: int, HV: int, K: int, V: int, v_first: bool, longest: int,
+                       dev, sdtype=None) -> int:
+    """`intermediate_states_out`: [B, T, HV, K, V] ([.., V, K] with state_v_first; B = 1 with varlen) in the
+    state dtype, the state after every token (speculative decoding keeps them to roll back rejected tokens).
+    Only the decode-like buckets' kernels write them (Library.intermediate_max_t)."""
+    if inter is None:
+        return 0
+    _v.check_tensor("intermediate_states_out", inter, (sdtype or _F32,), (B, T, HV) + ((V, K) if v_first else (K, V)),
+                    dev)
+    most = lib.intermediate_max_t(v_first)
+    if longest > most:
+        raise _v.fail("intermediate_states_out", f"a call of up to {longest} tokens per sequence",
+                      f"sequences of at most {most} tokens (the multi-token decode buckets of {_v._spec(lib)} that "
+                      "are compiled with per-token states; with a device-only cu_seqlens pass max_seqlen=)")
+    return inter.data_ptr()
 
 
 def no_tokens(ht, initial_state):
@@ -116,22 +136,26 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                         use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, lower_bound=None,
                         state_v_first=False, cu_seqlens=None, *, library: Library | None = None,
                         cu_seqlens_cpu=None, max_seqlen: int | None = None, out=None, final_state_out=None,
-                        **kwargs):
+                        intermediate_states_out=None, **kwargs):
     """KDA forward by token recurrence, drop-in for `fla.ops.kda.fused_recurrent_kda` (FLA 0.6).
 
-    Shapes (FLA): q, k [B, T, H, K] bf16; v [B, T, HV, V] bf16; g [B, T, HV, K] fp32 or bf16; beta
-    [B, T, HV] fp32 or bf16; A_log [HV] fp32; dt_bias [HV*K] fp32; states fp32 [N, HV, K, V]
-    ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] bf16, final_state or None).
+    Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (the spec's input_dtypes), any
+    HV % H == 0; g [B, T, HV, K] fp32 or the input dtype; beta [B, T, HV] fp32 or the input dtype;
+    A_log [HV] and dt_bias [HV*K] fp32 or bf16; states fp32 [N, HV, K, V] ([N, HV, V, K] with
+    state_v_first), or bf16 (h0 and ht alike; calls up to the decode buckets of a spec with
+    bf16_decode_state). Returns (o [B, T, HV, V] in the input dtype, final_state or None).
 
-    Keyword-only extras: `library` (default: `kda2.runtime.default_library()`); `cu_seqlens_cpu`
-    (host copy of cu_seqlens) or `max_seqlen` (the longest sequence; a promise, not checked) — without
-    either, varlen reads cu_seqlens back to the host, which synchronises and cannot be graph-captured;
-    `out` / `final_state_out`: preallocated outputs (graph capture, or to reuse buffers).
+    Keyword-only extras: `library` (default: the built recurrent library for these head dims);
+    `cu_seqlens_cpu` (host copy of cu_seqlens, checked) or `max_seqlen` (the longest sequence; a promise):
+    optional hints that pick a tighter bucket, never needed (nothing is read back from the device);
+    `out` / `final_state_out`: preallocated outputs (graph capture, or to reuse buffers);
+    `intermediate_states_out`: [B, T, HV, K, V] (state layout and dtype) receiving the state after every
+    token (calls up to the decode buckets: Library.intermediate_max_t).
     """
     torch = _torch or _init_torch()
-    lib = library if library is not None else (loader._default or loader.default_library())
+    lib = library if library is not None else (loader._default or _v.default_for("recurrent", q, v))
     key = None
-    if cu_seqlens is None and cu_seqlens_cpu is None and not kwargs:
+    if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None and not kwargs:
         try:
             key = (0, lib, q.shape, q.dtype, q.get_device(), k.shape, k.dtype, k.get_device(), v.shape, v.dtype,
                    v.get_device(), g.shape, g.dtype, g.get_device(), beta.shape, beta.dtype, beta.get_device(),
@@ -153,22 +177,23 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                 and (initial_state is None or initial_state.is_contiguous())
                 and (out is None or out.is_contiguous())
                 and (final_state_out is None or final_state_out.is_contiguous())):
-            dev_index, N, T, H, HV, mode, flags, sc, lb, longest, sshape, v_first = hit
+            dev_index, N, T, H, HV, mode, flags, sc, lb, longest, sshape, v_first, sdtype = hit
             o = torch.empty_like(v) if out is None else out
             ht = None
             if output_final_state:
-                ht = final_state_out if final_state_out is not None else torch.empty(sshape, dtype=_F32, device=v.device)
+                ht = (final_state_out if final_state_out is not None
+                      else torch.empty(sshape, dtype=sdtype, device=v.device))
             args = lib.args()
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
                   o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(),
-                  0 if ht is None else ht.data_ptr(), 0, 0, N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0)
+                  0 if ht is None else ht.data_ptr(), 0, 0, N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0, 0)
             if _MON:
                 _MON.launch("fused_recurrent_kda", lib, args, dev_index, longest, _raw_stream(dev_index))
             elif _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o, ht
-    lib = _v.library_arg(library)
+    lib = _v.library_arg(library) if library is not None else lib
     if kwargs:
         state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
@@ -176,15 +201,22 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
         max_seqlen, out)
     sshape = _v.state_shape(N, HV, K, V, state_v_first)
+    # States: fp32, or bf16 (opt-in decode form) -- one dtype for h0, ht and the per-token states.
+    sdtypes = _v.state_dtypes(lib)
+    sdtype = next((t.dtype for t in (initial_state, final_state_out) if isinstance(t, torch.Tensor)), _F32)
+    sdtype = sdtype if sdtype in sdtypes else _F32
     if initial_state is not None:
-        _v.check_tensor("initial_state", initial_state, (_F32,), sshape, dev)
+        _v.check_tensor("initial_state", initial_state, sdtypes, sshape, dev)
     if final_state_out is not None:
         if not output_final_state:
             raise _v.fail("final_state_out", "a tensor with output_final_state=False", "output_final_state=True")
-        _v.check_tensor("final_state_out", final_state_out, (_F32,), sshape, dev)
+        _v.check_tensor("final_state_out", final_state_out, (sdtype,), sshape, dev)
+    flags |= _v.state_flag(lib, sdtype, longest, state_v_first, "initial_state" if initial_state is not None
+                           else "final_state_out")
+    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev, sdtype)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
-    o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)
+    o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev, sdtype)
     if B * T == 0:
         return o, no_tokens(ht, initial_state)
     cu = cu_seqlens
@@ -192,8 +224,10 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
         cu = cu.to(_I64)  # stream-ordered temporary; the caching allocator keeps it alive long enough
     _launch(lib, dev_index, q, k, v, g, beta, a_ptr, d_ptr, o,
             0 if initial_state is None else initial_state.data_ptr(), 0 if ht is None else ht.data_ptr(),
-            0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, state_v_first, longest)
-    _remember(key, (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, sshape, 1 if state_v_first else 0))
+            0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, state_v_first, longest,
+            inter_ptr)
+    _remember(key, (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, sshape, 1 if state_v_first else 0,
+                    sdtype))
     return o, ht
 
 
@@ -201,18 +235,23 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
                              use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
                              use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, lower_bound=None,
                              state_v_first=False, cu_seqlens=None, *, library: Library | None = None,
-                             cu_seqlens_cpu=None, max_seqlen: int | None = None, out=None):
+                             cu_seqlens_cpu=None, max_seqlen: int | None = None, out=None,
+                             intermediate_states_out=None):
     """Serving form: sequence n reads and writes row `ssm_state_indices[n]` of `state_pool` IN PLACE.
 
-    state_pool: fp32 [P, HV, K, V] ([P, HV, V, K] with state_v_first); ssm_state_indices: [N] int32
+    state_pool: fp32 [P, HV, K, V] ([P, HV, V, K] with state_v_first), or bf16 (half the bytes) where the spec
+    has bf16_decode_state, for calls up to its decode buckets; ssm_state_indices: [N] int32
     (int64 is converted). A negative index means "no state": the sequence starts from zeros and its
     state is not written. Non-negative indices must be distinct and < P (not checked: that would need
-    a host sync). Returns o [B, T, HV, V] bf16; rows of the pool not referenced are left unchanged.
+    a host sync). Returns o [B, T, HV, V] in the input dtype; rows of the pool not referenced are left
+    unchanged. Multi-token decode (speculative verify): q/k/v/g/beta [N, T, ...] with T = 2..8 reads and
+    writes each pool row once; `intermediate_states_out` ([N, T, HV, K, V], the pool's layout and dtype)
+    receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
     """
     torch = _torch or _init_torch()
-    lib = library if library is not None else (loader._default or loader.default_library())
+    lib = library if library is not None else (loader._default or _v.default_for("recurrent", q, v))
     key = None
-    if cu_seqlens is None and cu_seqlens_cpu is None:
+    if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None:
         try:
             key = (1, lib, q.shape, q.dtype, q.get_device(), k.shape, k.dtype, k.get_device(), v.shape, v.dtype,
                    v.get_device(), g.shape, g.dtype, g.get_device(), beta.shape, beta.dtype, beta.get_device(),
@@ -237,13 +276,13 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
             args = lib.args()
             _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(),
                   A_log.data_ptr() if flags & _HAS_A else 0, dt_bias.data_ptr() if flags & _HAS_DT else 0,
-                  o.data_ptr(), pool, pool, 0, idx.data_ptr(), N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0)
+                  o.data_ptr(), pool, pool, 0, idx.data_ptr(), N, T, H, HV, sc, lb, mode, flags, v_first, 0, 0, 0, 0, 0)
             if _MON:
                 _MON.launch("fused_recurrent_kda_pool", lib, args, dev_index, longest, _raw_stream(dev_index))
             elif _multi_gpu or lib._fwd(_addressof(args), longest, _raw_stream(dev_index)):
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o
-    lib = _v.library_arg(library)
+    lib = _v.library_arg(library) if library is not None else lib
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
@@ -252,9 +291,13 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
         raise _v.fail("state_pool shape", list(getattr(state_pool, "shape", [])),
                     f"[P, HV, V, K] = [P, {HV}, {V}, {K}]" if state_v_first else f"[P, HV, K, V] = [P, {HV}, {K}, {V}]")
     P = state_pool.shape[0]
-    _v.check_tensor("state_pool", state_pool, (_F32,), (P, HV, V, K) if state_v_first else (P, HV, K, V), dev)
+    _v.check_tensor("state_pool", state_pool, _v.state_dtypes(lib), (P, HV, V, K) if state_v_first else (P, HV, K, V),
+                    dev)
+    flags |= _v.state_flag(lib, state_pool.dtype, longest, state_v_first, "state_pool")
     idx = ssm_state_indices
     _v.check_tensor("ssm_state_indices", idx, (_I32, _I64), (N,), dev)
+    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev,
+                                   state_pool.dtype)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o = torch.empty_like(v) if out is None else out
@@ -267,6 +310,6 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
         cu = cu.to(_I64)
     pool = state_pool.data_ptr()
     _launch(lib, dev_index, q, k, v, g, beta, a_ptr, d_ptr, o, pool, pool, 0 if cu is None else cu.data_ptr(),
-            idx.data_ptr(), N, T, H, HV, scale, lb, mode, flags, state_v_first, longest)
+            idx.data_ptr(), N, T, H, HV, scale, lb, mode, flags, state_v_first, longest, inter_ptr)
     _remember(key, (dev_index, N, T, H, HV, mode, flags, scale, lb, longest, 1 if state_v_first else 0))
     return o

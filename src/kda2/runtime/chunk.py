@@ -71,7 +71,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     """KDA forward in 64-token chunks on tensor cores, drop-in for `fla.ops.kda.chunk_kda` (FLA 0.6) forward.
 
     Shapes (FLA): q, k [B, T, H, K] bf16; v [B, T, HV, V] bf16; g [B, T, HV, K] fp32 or bf16; beta
-    [B, T, HV] fp32 or bf16; A_log [HV] fp32; dt_bias [HV*K] fp32; states fp32 [N, HV, K, V]
+    [B, T, HV] fp32 or bf16; A_log [HV], dt_bias [HV*K] fp32 or bf16 (bf16 converted to fp32 on the stream);
+    states fp32 [N, HV, K, V]
     ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] bf16, final_state or None).
 
     FLA keywords: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),
@@ -90,6 +91,13 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if kwargs:
         state_v_first = _v.chunk_kwargs(kwargs, state_v_first)
     _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
+    # The chunk kernels read fp32 gate parameters: bf16 ones (FLA allows either) are converted here, on
+    # the stream (a small kernel; kept alive in these locals until the launch below is enqueued).
+    if use_gate_in_kernel:
+        if A_log is not None and getattr(A_log, "dtype", None) is torch.bfloat16:
+            A_log = A_log.float()
+        if dt_bias is not None and getattr(dt_bias, "dtype", None) is torch.bfloat16:
+            dt_bias = dt_bias.float()
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
@@ -118,7 +126,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), a_ptr, d_ptr,
           o.data_ptr(), 0 if initial_state is None else initial_state.data_ptr(), 0 if ht is None else ht.data_ptr(),
           0 if cu is None else cu.data_ptr(), 0, N, T, H, HV, scale, lb, mode, flags, 1 if state_v_first else 0,
-          split or 0, 0, 0, longest)
+          split or 0, 0, 0, longest, 0)
     # The library sizes the workspace: the split it will choose depends on the GPU (kda2_workspace_bytes).
     nbytes = lib._workspace_bytes(_addressof(args))
     if nbytes < 0:

@@ -31,6 +31,8 @@ class Features:
     varlen: bool
     state_dtype: str
     state_layouts: tuple[str, ...]
+    input_dtypes: tuple[str, ...] = ("bf16",)
+    bf16_decode_state: bool = False
 
     @classmethod
     def from_manifest(cls, f: Mapping[str, Any], where: str) -> "Features":
@@ -43,6 +45,8 @@ class Features:
                 varlen=bool(f["varlen"]),
                 state_dtype=str(f["state_dtype"]),
                 state_layouts=tuple(f["state_layouts"]),
+                input_dtypes=tuple(f.get("input_dtypes", ("bf16",))),  # manifests before issue 13: bf16
+                bf16_decode_state=bool(f.get("bf16_decode_state", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtifactError(f"{where}: field 'features' is malformed ({exc!r})") from exc
@@ -77,6 +81,13 @@ class Library:
                                 f"(allowed: {', '.join(map(repr, FAMILIES))})")
         self.features = Features.from_manifest(manifest.get("features", {}), where)
         self.max_bucket: int = self.buckets[-1]
+        # (layout, bucket) rows whose variant writes per-token states / takes bf16 states (recurrent configs).
+        cfg = {int(v["index"]): v.get("config", {}) for v in self.variants}
+        rows = [(d["state_layout"], int(d["bucket"]), cfg.get(int(d["index"]), {})) for d in self.dispatch]
+        self._rows_with = {
+            "intermediate": {(lay, b) for lay, b, c in rows if c.get("intermediate")},
+            "bf16_state": {(lay, b) for lay, b, c in rows if "bf16" in c.get("state_dtypes", ())},
+        }
 
         self._dll = ctypes.CDLL(str(so_path))
         for name, (restype, argtypes) in abi.FUNCTIONS.items():
@@ -138,6 +149,22 @@ class Library:
             if got != int(entry["index"]):
                 raise ArtifactError(f"{so}: kda2_select({entry['state_layout']}, {entry['bucket']}) = {got}, "
                                     f"manifest dispatch says {entry['index']} ({mf})")
+
+    def max_t_with(self, what: str, state_v_first: bool) -> int:
+        """The longest sequence a call needing `what` ("intermediate": per-token states; "bf16_state": bf16
+        states) may have on this layout: every bucket up to it routes to a variant built with it (0: none)."""
+        layout = "v_first" if state_v_first else "k_first"
+        best = 0
+        for lay, bucket in sorted((d["state_layout"], int(d["bucket"])) for d in self.dispatch):
+            if lay != layout:
+                continue
+            if (lay, bucket) not in self._rows_with[what]:
+                break
+            best = bucket
+        return best
+
+    def intermediate_max_t(self, state_v_first: bool) -> int:
+        return self.max_t_with("intermediate", state_v_first)
 
     def check_device(self, device_index: int, capability: tuple[int, int]) -> None:
         """First use on a device: refuse a GPU this arch cannot run on (clearer than error 209), then

@@ -96,17 +96,20 @@ def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
                                 f"{expected}; rebuild it ({_HOW_TO_BUILD})")
 
 
-def default_library(family: str = "recurrent") -> Library:
+def default_library(family: str = "recurrent", k: int | None = None, v: int | None = None) -> Library:
     """The library of `family` used when `library=` is not passed (cached after the first call).
 
     $KDA2_LIBRARY (a manifest path or directory) wins, and must be of that family; otherwise the one
-    spec of that family under $KDA2_BUILD_DIR (default ./build) that has a build for the current GPU.
+    spec of that family under $KDA2_BUILD_DIR (default ./build) that has a build for the current GPU,
+    or, where several are built (one per head-dim pair), the one built for head dims (k, v).
     fused_recurrent_kda uses family "recurrent", chunk_kda family "chunk".
     """
     global _default
     lib = _defaults.get(family)
     if lib is not None:
         return lib
+    if k is not None and (family, k, v) in _defaults:
+        return _defaults[(family, k, v)]
     env = os.environ.get(ENV_LIBRARY)
     if env:
         lib = load(env)
@@ -115,11 +118,40 @@ def default_library(family: str = "recurrent") -> Library:
                                 f"needs a {family} library; pass library=kda2.load(<{family} build>) to the call, "
                                 f"or point {ENV_LIBRARY} at a {family} build")
     else:
-        lib = load(_discover(family))
+        best = discover(family=family)
+        if len(best) > 1:
+            fits = [p for p in best if k is not None and _dims(p) == (k, v)]
+            if len(fits) != 1:
+                listing = ", ".join(f"{p} (K, V = {_dims(p)})" for p in best)
+                which = (f"more than one {family} library fits this GPU" if k is None or fits else
+                         f"no {family} library fits this GPU and head dims K={k}, V={v}")
+                raise ArtifactError(f"{which}: {listing}; "
+                                    f"pass library=kda2.runtime.load(path) or set {ENV_LIBRARY}=<manifest.json>")
+            lib = load(fits[0])
+            _defaults[(family, k, v)] = lib
+            return lib
+        lib = load(best[0])
     _defaults[family] = lib
     if family == "recurrent":
         _default = lib
     return lib
+
+
+def built_head_dims(family: str = "recurrent") -> str:
+    """The (K, V) of every built library of `family` under $KDA2_BUILD_DIR, for error messages."""
+    try:
+        dims = sorted({_dims(p) for p in find_manifests() if _family(p) == family})
+    except (OSError, ValueError):
+        dims = []
+    return ", ".join(f"K={k} V={v}" for k, v in dims) or "none found under " + str(build_dir())
+
+
+def _dims(manifest_path: Path) -> tuple[int, int]:
+    try:
+        m = json.loads(manifest_path.read_bytes())
+        return int(m["k"]), int(m["v"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return (0, 0)
 
 
 def build_dir() -> Path:

@@ -62,7 +62,7 @@ class PreparedPool:
         args = self._args
         _PACK(args, 0, q.data_ptr(), k.data_ptr(), v.data_ptr(), g.data_ptr(), beta.data_ptr(), self._a_ptr,
               self._d_ptr, out.data_ptr(), pool, pool, 0, ssm_state_indices.data_ptr(), N, T, H, HV, scale, lb,
-              mode, flags, v_first, 0, 0, 0, 0)
+              mode, flags, v_first, 0, 0, 0, 0, 0)
         if _MON:
             _MON.launch("prepare_pool", self._lib, args, dev, longest, self._raw_stream(dev))
         elif self._lib._fwd(self._args_addr, longest, self._raw_stream(dev)):
@@ -90,7 +90,7 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
     and `out` are passed per call and must keep the example's shapes, dtypes and device.
     """
     torch = _init_torch()
-    lib = _v.library_arg(library)
+    lib = _v.library_arg(library) if library is not None else _v.default_for("recurrent", q, v)
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, None, None, None, None)
@@ -98,7 +98,9 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
         raise _v.fail("state_pool shape", list(getattr(state_pool, "shape", [])),
                       f"[P, HV, V, K] = [P, {HV}, {V}, {K}]" if state_v_first else f"[P, HV, K, V] = [P, {HV}, {K}, {V}]")
     P = state_pool.shape[0]
-    _v.check_tensor("state_pool", state_pool, (torch.float32,), (P, HV, V, K) if state_v_first else (P, HV, K, V), dev)
+    _v.check_tensor("state_pool", state_pool, _v.state_dtypes(lib), (P, HV, V, K) if state_v_first else (P, HV, K, V),
+                    dev)
+    flags |= _v.state_flag(lib, state_pool.dtype, longest, state_v_first, "state_pool")
     _v.check_tensor("ssm_state_indices", ssm_state_indices, (torch.int32,), (N,), dev)
     dev_index = _v.device_index(lib, dev)
     sig = tuple((t.shape, t.dtype) for t in (q, k, v, g, beta, state_pool, ssm_state_indices))

@@ -15,19 +15,22 @@ from kda2.runtime.errors import KDA2InputError
 from kda2.runtime.library import Library
 
 _torch: Any = None
-_BF16 = _F32 = _I32 = _I64 = None
+_BF16 = _F16 = _F32 = _I32 = _I64 = None
+#: dtype name of features.input_dtypes -> torch dtype (bound by init_torch).
+_INPUT_DTYPES: dict[str, Any] = {}
 
 
 def init_torch() -> Any:
     """Import torch (on first use only: the runtime imports without it) and bind the dtypes checked."""
-    global _torch, _BF16, _F32, _I32, _I64
+    global _torch, _BF16, _F16, _F32, _I32, _I64
     if _torch is None:
         try:
             import torch
         except ImportError as exc:
             raise ImportError("kda2.runtime.fused_recurrent_kda needs torch; without it, drive the library "
                               "through Library.launch_raw with raw device pointers") from exc
-        _BF16, _F32, _I32, _I64 = torch.bfloat16, torch.float32, torch.int32, torch.int64
+        _BF16, _F16, _F32, _I32, _I64 = torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64
+        _INPUT_DTYPES.update(bf16=torch.bfloat16, fp16=torch.float16)
         _torch = torch
     return _torch
 
@@ -91,33 +94,36 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
     if not isinstance(v, _torch.Tensor) or v.ndim != 4:
         raise fail("v shape", list(getattr(v, "shape", [])) or type(v).__name__, "a tensor [B, T, HV, V]")
     HV, V = v.shape[2], v.shape[3]
-    if K != lib.k:
-        raise KDA2InputError(f"unsupported K={K}: this library was built for K={lib.k} ({_spec(lib)}); "
-                             f"build a spec with head_dims.k: {K}")
-    if V != lib.v:
-        raise KDA2InputError(f"unsupported V={V}: this library was built for V={lib.v} ({_spec(lib)}); "
-                             f"build a spec with head_dims.v: {V}")
-    if H == 0 or HV % H:
-        raise fail("v heads", f"HV={HV} with H={H}", "HV a multiple of H (GVA: HV % H == 0)")
-    ratio = HV // H
-    if ratio not in f.gva_ratios:
-        closest = min(f.gva_ratios, key=lambda r: (abs(r - ratio), r))
-        raise KDA2InputError(f"GVA ratio HV/H={ratio} (HV={HV}, H={H}) is not built into {_spec(lib)}; built "
-                             f"ratios: {list(f.gva_ratios)} (closest: {closest}); add {ratio} to features.gva_ratios")
-    check_tensor("q", q, (_BF16,), (B, T, H, K), dev)
-    check_tensor("k", k, (_BF16,), (B, T, H, K), dev)
-    check_tensor("v", v, (_BF16,), (B, T, HV, V), dev)
-    check_tensor("g", g, (_F32, _BF16), (B, T, HV, K), dev)
+    if K != lib.k or V != lib.v:
+        raise KDA2InputError(f"unsupported head dims K={K}, V={V}: {_spec(lib)} is built for K={lib.k}, V={lib.v}; "
+                             f"built {lib.family} head dims: {loader.built_head_dims(lib.family)}; pass library= a "
+                             f"build with those dims, or build a spec with head_dims {{k: {K}, v: {V}}}")
+    if H <= 0 or HV < H or HV % H:
+        raise fail("v heads", f"HV={HV} with H={H}", "HV >= H >= 1 with HV % H == 0 (GVA: value head hv reads "
+                   "q/k head hv // (HV // H); any integer ratio runs)")
+    # Input dtype: q, k, v (and o) share one of the spec's input_dtypes; fp32 inputs are refused by name.
+    qd = getattr(q, "dtype", None)
+    elem = next((t for t in (_INPUT_DTYPES.get(d) for d in f.input_dtypes) if t is qd), None)
+    if elem is None:
+        built = " or ".join(f.input_dtypes)
+        hint = ("; the chunk kernels read bf16 q/k/v (fp16 runs on a recurrent library)" if family == "chunk" else
+                "; cast q/k/v to bf16 or fp16 (the kernels accumulate in fp32)" if qd is _F32 else
+                f"; add {_dt(qd).replace('float16', 'fp16')} to features.input_dtypes" if qd is _F16 else "")
+        raise fail("q dtype", _dt(qd), f"{built} (input dtypes built into {_spec(lib)}){hint}")
+    check_tensor("q", q, (elem,), (B, T, H, K), dev)
+    check_tensor("k", k, (elem,), (B, T, H, K), dev)
+    check_tensor("v", v, (elem,), (B, T, HV, V), dev)
+    check_tensor("g", g, (_F32, elem), (B, T, HV, K), dev)
     if isinstance(beta, _torch.Tensor) and beta.ndim == 4:
         raise fail("beta shape", list(beta.shape), f"[B, T, HV] = {[B, T, HV]} (per-channel beta is not supported)")
-    check_tensor("beta", beta, (_F32, _BF16), (B, T, HV), dev)
+    check_tensor("beta", beta, (_F32, elem), (B, T, HV), dev)
     if out is not None:
-        check_tensor("out", out, (_BF16,), (B, T, HV, V), dev)
+        check_tensor("out", out, (elem,), (B, T, HV, V), dev)
 
-    flags = 0
-    if g.dtype is _BF16:
-        flags |= abi.FLAG_G_BF16
-    if beta.dtype is _BF16:
+    flags = abi.FLAG_INPUT_FP16 if elem is _F16 else 0
+    if g.dtype is elem:
+        flags |= abi.FLAG_G_BF16  # 16-bit, in the input dtype
+    if beta.dtype is elem:
         flags |= abi.FLAG_BETA_BF16
     if use_qk_l2norm_in_kernel:
         if not f.qk_l2norm:
@@ -141,21 +147,24 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
         if lower_bound is None:
             mode = abi.GATE_SOFTPLUS
             if A_log is None:
-                raise fail("A_log", None, f"a float32 tensor [HV]={[HV]}: the softplus gate "
+                raise fail("A_log", None, f"a float32 or bfloat16 tensor [HV]={[HV]}: the softplus gate "
                             "(use_gate_in_kernel=True, lower_bound=None) needs A_log")
         else:
             mode = abi.GATE_LOWER_BOUND
             lb = float(lower_bound)
             if not (lb < 0.0 and math.isfinite(lb)):
                 raise fail("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
+        # Gate parameters: fp32 or bf16, read as fp32 by the kernels (FLA keeps them in either). The chunk
+        # library reads fp32 only: kda2.runtime.chunk converts bf16 ones before it calls this.
+        params = (_F32, _BF16) if family == "recurrent" else (_F32,)
         if A_log is not None:
-            check_tensor("A_log", A_log, (_F32,), (HV,), dev)
-            flags |= abi.FLAG_HAS_A_LOG
+            check_tensor("A_log", A_log, params, (HV,), dev)
+            flags |= abi.FLAG_HAS_A_LOG | (abi.FLAG_A_LOG_BF16 if A_log.dtype is _BF16 else 0)
             a_ptr = A_log.data_ptr()
         if dt_bias is not None:
             two_d = isinstance(dt_bias, _torch.Tensor) and dt_bias.ndim == 2  # [HV, K] is the same memory
-            check_tensor("dt_bias", dt_bias, (_F32,), (HV, K) if two_d else (HV * K,), dev)
-            flags |= abi.FLAG_HAS_DT_BIAS
+            check_tensor("dt_bias", dt_bias, params, (HV, K) if two_d else (HV * K,), dev)
+            flags |= abi.FLAG_HAS_DT_BIAS | (abi.FLAG_DT_BIAS_BF16 if dt_bias.dtype is _BF16 else 0)
             d_ptr = dt_bias.data_ptr()
     name = _GATE_NAMES[mode]
     if name not in f.gate_modes:
@@ -185,6 +194,24 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
     return dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest
 
 
+def state_dtypes(lib: Library) -> tuple:
+    """Dtypes the library's states may have: fp32, and bf16 where the spec opted in (decode kernels only)."""
+    return (_F32, _BF16) if lib.features.bf16_decode_state else (_F32,)
+
+
+def state_flag(lib: Library, dtype: Any, longest: int, v_first: bool, name: str) -> int:
+    """KDA2_STATE_BF16 for bf16 states (after check_tensor accepted the dtype), once the call is known to route to
+    a decode kernel that has the bf16-state entries."""
+    if dtype is not _BF16:
+        return 0
+    most = lib.max_t_with("bf16_state", v_first)
+    if longest > most:
+        raise fail(name, f"bfloat16 states with sequences of up to {longest} tokens",
+                   f"bfloat16 states only up to {most} tokens per sequence (the decode buckets of {_spec(lib)}; "
+                   "features.bf16_decode_state), float32 states for longer calls")
+    return abi.FLAG_STATE_BF16
+
+
 def device_index(lib: Library, dev: Any) -> int:
     """Last check of every call (so all others are reachable with CPU tensors in tests)."""
     require_cuda(dev)
@@ -202,7 +229,13 @@ def require_cuda(dev: Any) -> None:
 
 
 def check_varlen(lib: Library, cu, cu_cpu, max_seqlen, B, T, dev):
-    """Validate cu_seqlens; return (N, longest sequence). Syncs only when neither host hint is given."""
+    """Validate cu_seqlens; return (N, longest sequence or an upper bound of it). Never reads the device copy.
+
+    With only the device `cu_seqlens`, N comes from its length and the longest sequence is bounded by the
+    token count T (the kernels find each sequence's bounds on device): no synchronisation, graph-capturable,
+    but the offsets are not checked (they must be non-decreasing from 0 to T). `cu_seqlens_cpu` (checked)
+    or `max_seqlen` (a promise) are hints that pick a tighter bucket (recurrent) / a smaller grid (chunk).
+    """
     if not lib.features.varlen:
         raise KDA2InputError(f"cu_seqlens given but varlen is not compiled into {_spec(lib)}; pad to dense "
                              "[B, T, ...] inputs, or build with features.varlen: true")
@@ -225,12 +258,11 @@ def check_varlen(lib: Library, cu, cu_cpu, max_seqlen, B, T, dev):
         if len(host) != N + 1:
             raise fail("cu_seqlens_cpu length", len(host), f"{N + 1} (= len(cu_seqlens))")
     elif max_seqlen is None:
-        # Documented host sync: the longest sequence picks the kernel variant. Pass cu_seqlens_cpu or
-        # max_seqlen to avoid it (required under CUDA graph capture, where a sync is illegal).
-        if cu.is_cuda and _torch.cuda.is_current_stream_capturing():
-            raise KDA2InputError("cu_seqlens under CUDA graph capture needs cu_seqlens_cpu= or max_seqlen= "
-                                 "(reading cu_seqlens back would synchronise the capturing stream)")
-        host = cu.tolist()
+        if cu.device.type != "cpu":
+            # No host copy and no promise: bound the longest sequence by the token count. Any length runs on
+            # the last bucket of a recurrent library (its kernels loop to each sequence's own end).
+            return N, min(T, lib.max_bucket) if lib.family == "recurrent" else T
+        host = cu.tolist()  # a host tensor (CPU tests, where the device check is stubbed): free to read
     if host is not None:
         if host[0] != 0 or host[-1] != T or any(b < a for a, b in zip(host, host[1:])):
             raise fail("cu_seqlens values", host if len(host) <= 16 else f"{host[:8]}...{host[-4:]}",
@@ -256,6 +288,16 @@ def library_arg(library: Library | None, family: str = "recurrent") -> Library:
     if family == "recurrent":
         return loader._default or loader.default_library()
     return loader._defaults.get(family) or loader.default_library(family)
+
+
+def default_for(family: str, q: Any, v: Any) -> Library:
+    """The default library of `family` for the call's head dims (K from q, V from v; several libraries of
+    one family, one per head-dim pair, may be built side by side)."""
+    try:
+        k_dim, v_dim = int(q.shape[-1]), int(v.shape[-1])
+    except (AttributeError, IndexError, TypeError):
+        return library_arg(None, family)  # not tensors: the checks that follow say what is wrong
+    return loader.default_library(family, k_dim, v_dim)
 
 
 def check_family(lib: Library, family: str) -> None:

@@ -22,6 +22,8 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "profile": str,                      # rules may match on it (the hardware profile planned for, never the code)
     "state_layout": ("k_first", "v_first"),
     "prefetch": (False, True),           # software-pipeline the next token's inputs (off for decode-only kernels)
+    "intermediate": (False, True),       # per-token states (args.intermediate) compiled in: decode-like buckets
+    "state_dtypes": tuple,               # state dtypes with entries: ("fp32",), or ("fp32", "bf16") (opt-in decode)
     "v_per_warp": (2, 4, 8, 16, 32),     # value columns one warp owns (32: one per lane, k_map all)
     "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
     "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers
@@ -29,6 +31,7 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "lane_cols": (1, 2, 4),              # adjacent value columns per lane (k_map all; 1 otherwise)
     "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums: xor all-reduce or reduce-scatter
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
+    "dtypes": tuple,                     # input dtypes with an entry each: ("bf16",), ("fp16",), ("bf16", "fp16")
     "qk_l2norm": (False, True),
     "beta_sigmoid": (False, True),
     "varlen": (False, True),
@@ -51,6 +54,9 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
     # not knobs, so they split no kernel; the library checks calls against the spec's features.
 }
+
+#: Input (q/k/v/o) dtypes a spec may list (`features.input_dtypes`), in the order a variant's entries are built.
+INPUT_DTYPES = ("bf16", "fp16")
 
 #: Spec features that are run-time options of a family's kernels rather than compiled in.
 RUNTIME_FEATURES = ("qk_l2norm", "beta_sigmoid", "varlen")

@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, MAX_SMEM_PER_BLOCK
+from kda2.spec.knobs import INPUT_DTYPES
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
@@ -261,16 +262,21 @@ class HeadDims(_Strict):
 
 
 class Features(_Strict):
-    """What the kernels compute. All required except `gva_ratios` (default [1]: no grouped values).
+    """What the kernels compute. All required except `input_dtypes`, `bf16_decode_state`, `gva_ratios`.
 
     gate_modes: gate activations compiled in; qk_l2norm / beta_sigmoid: done in the kernel;
-    gva_ratios: supported HV/H ratios; varlen: cu_seqlens support; state_layouts: k_first [K,V]
-    and/or v_first [V,K] states.
+    input_dtypes: q/k/v/o dtypes, each an entry of every recurrent kernel (default [bf16]; chunk: bf16
+    only); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and
+    write bf16 states (h0/ht/pool and per-token states, half the bytes; default false; recurrent only);
+    gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time: any ratio with
+    HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or v_first [V,K].
     """
 
     gate_modes: Choices[Literal["precomputed", "softplus", "lower_bound"]]
     qk_l2norm: bool
     beta_sigmoid: bool
+    input_dtypes: Choices[Literal[INPUT_DTYPES]] = ["bf16"]  # type: ignore[valid-type]  (spec/knobs.py)
+    bf16_decode_state: bool = False
     gva_ratios: Choices[Annotated[int, Field(ge=1)]] = [1]
     varlen: bool
     state_dtype: Literal["fp32"]
@@ -413,6 +419,12 @@ class ChunkSpec(Spec):
             if value not in CHUNK_HEAD_DIMS:
                 raise field_problem("not supported by the chunk kernels", at=("head_dims", dim),
                                     allowed=", ".join(map(str, CHUNK_HEAD_DIMS)), got=value)
+        if self.features.bf16_decode_state:
+            raise field_problem("the chunk kernels keep fp32 states", at=("features", "bf16_decode_state"),
+                                allowed="false", got=True)
+        if list(self.features.input_dtypes) != ["bf16"]:
+            raise field_problem("the chunk kernels read bf16 inputs only", at=("features", "input_dtypes"),
+                                allowed="[bf16]", got=list(self.features.input_dtypes))
         return self
 
 

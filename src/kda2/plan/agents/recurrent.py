@@ -26,7 +26,13 @@ class PipelineAgent:
         else:
             why = (f"T<={bucket}: prefetch token t+1's q/k/g/v/beta while token t updates the state (the per-token "
                    "chain is latency-bound)")
-        return [c.extend(self.name, why, prefetch=bucket > 1) for c in cands]
+        inter = bucket <= DECODE_MAX_T
+        why += ("; per-token states compiled in (multi-token decode keeps them for speculative rollback)" if inter
+                else "; no per-token states (they cost ~18 registers in the prefill kernels, sm_90a, 2026-11-30)")
+        states = ["fp32", "bf16"] if inter and getattr(spec.features, "bf16_decode_state", False) else ["fp32"]
+        if len(states) > 1:
+            why += "; bf16-state entries too (features.bf16_decode_state: half the state bytes)"
+        return [c.extend(self.name, why, prefetch=bucket > 1, intermediate=inter, state_dtypes=states) for c in cands]
 
 
 class StagingAgent:
@@ -60,6 +66,10 @@ class StagingAgent:
             if not decode:  # per-token latency: the shuffle-reduced layouts first, all-K last
                 options = options[1:] + options[:1] if options and options[0][1] == "all" else options
             for staging, k_map, why in options:
+                if k_map == "all":  # its token loop has no prefetch pipeline: one kernel for every decode bucket
+                    out.append(c.extend(self.name, why + " (no next-token prefetch in this loop)", staging=staging,
+                                        k_map=k_map, prefetch=False))
+                    continue
                 out.append(c.extend(self.name, why, staging=staging, k_map=k_map))
         return out
 

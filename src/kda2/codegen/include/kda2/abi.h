@@ -11,8 +11,11 @@
 // Version 2: KDA2RecurrentArgs gains workspace, workspace_bytes and max_seqlen (appended); kda2_fwd,
 // kda2_workspace_bytes and KDA2_ERR_WORKSPACE; the library JSON names its family.
 //
-// Version 3: `reserved` becomes `split` (chunk libraries: segments per sequence, 0 = the library's choice);
-// the chunk workspace gains the split region after the slots.
+// Version 3: Flags KDA2_A_LOG_BF16, KDA2_DT_BIAS_BF16 (gate parameters in bf16), KDA2_INPUT_FP16 (q/k/v/o,
+// and g or beta when 16-bit, in fp16) and KDA2_STATE_BF16 (h0/ht/intermediate in bf16); KDA2_ERR_DTYPE;
+// KDA2RecurrentArgs gains `intermediate` (per-token states, appended); varlen max_seqlen may be an upper
+// bound (the token count); HV / H is any integer ratio; `reserved` becomes `split` (chunk libraries: segments
+// per sequence, 0 = the library's choice) and the chunk workspace gains the split region after the slots.
 #pragma once
 #include <stdint.h>
 
@@ -30,10 +33,14 @@ enum KDA2Flags {
   KDA2_QK_L2NORM = 1 << 0,     // q, k <- x / sqrt(sum x^2 + 1e-6)
   KDA2_BETA_SIGMOID = 1 << 1,  // beta <- sigmoid(beta)
   KDA2_NEG_EIGVAL = 1 << 2,    // beta <- 2 * sigmoid(beta) (needs KDA2_BETA_SIGMOID)
-  KDA2_G_BF16 = 1 << 3,        // g is bf16 (else fp32)
-  KDA2_BETA_BF16 = 1 << 4,     // beta is bf16 (else fp32)
+  KDA2_G_BF16 = 1 << 3,        // g is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
+  KDA2_BETA_BF16 = 1 << 4,     // beta is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
   KDA2_HAS_A_LOG = 1 << 5,     // A_log given (lower_bound mode may omit it)
   KDA2_HAS_DT_BIAS = 1 << 6,   // dt_bias given
+  KDA2_A_LOG_BF16 = 1 << 7,    // A_log is bf16 (else fp32); read as fp32 (recurrent libraries)
+  KDA2_DT_BIAS_BF16 = 1 << 8,  // dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)
+  KDA2_INPUT_FP16 = 1 << 9,    // q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16
+  KDA2_STATE_BF16 = 1 << 10,   // h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them
 };
 
 // Negative return codes; positive ones are CUresult values of the CUDA driver API.
@@ -47,25 +54,26 @@ enum KDA2Status {
   KDA2_ERR_DRIVER = -6,           // libcuda.so.1 could not be opened (no NVIDIA driver)
   KDA2_ERR_NO_CONTEXT = -7,       // no current CUDA context (initialise CUDA first), or too many
   KDA2_ERR_WORKSPACE = -8,        // workspace NULL or smaller than kda2_workspace_bytes() (chunk libraries)
+  KDA2_ERR_DTYPE = -9,            // input dtype (KDA2_INPUT_FP16) or gate parameter dtype not built into this library
 };
 
 typedef struct KDA2RecurrentArgs {
-  const void* q;                 // [B*T or total, H, K]   bf16
-  const void* k;                 // [B*T or total, H, K]   bf16
-  const void* v;                 // [B*T or total, HV, V]  bf16
+  const void* q;                 // [B*T or total, H, K]   bf16 (fp16 with KDA2_INPUT_FP16)
+  const void* k;                 // [B*T or total, H, K]   bf16 (fp16 with KDA2_INPUT_FP16)
+  const void* v;                 // [B*T or total, HV, V]  bf16 (fp16 with KDA2_INPUT_FP16)
   const void* g;                 // [B*T or total, HV, K]  fp32 or bf16 (KDA2_G_BF16)
   const void* beta;              // [B*T or total, HV]     fp32 or bf16 (KDA2_BETA_BF16)
-  const float* A_log;            // [HV] or NULL
-  const float* dt_bias;          // [HV*K] or NULL
-  void* o;                       // [B*T or total, HV, V]  bf16, fully written
-  const float* h0;               // initial states [*, HV, K, V] (or [*, HV, V, K]) fp32, or NULL (zeros)
+  const float* A_log;            // [HV] or NULL; fp32, or bf16 with KDA2_A_LOG_BF16
+  const float* dt_bias;          // [HV*K] or NULL; fp32, or bf16 with KDA2_DT_BIAS_BF16
+  void* o;                       // [B*T or total, HV, V]  input dtype, fully written
+  const float* h0;               // initial states [*, HV, K, V] (or [*, HV, V, K]) fp32 (bf16 with KDA2_STATE_BF16), or NULL (zeros)
   float* ht;                     // final states, same layout, or NULL; may equal h0 (in place)
   const int64_t* cu_seqlens;     // [N+1] or NULL (dense: sequence n is tokens n*T .. n*T+T-1)
   const int32_t* state_indices;  // [N] rows of h0/ht per sequence, or NULL (row n); < 0: skip
   int32_t N;                     // sequences
   int32_t T;                     // tokens per sequence (dense); with cu_seqlens: total packed tokens
   int32_t H;                     // q/k heads
-  int32_t HV;                    // value heads, HV % H == 0
+  int32_t HV;                    // value heads, HV % H == 0 (any ratio; value head hv reads q/k head hv / (HV/H))
   float scale;
   float lower_bound;
   int32_t gate_mode;             // KDA2GateMode
@@ -75,7 +83,9 @@ typedef struct KDA2RecurrentArgs {
   // ---- ABI 2 ----
   void* workspace;               // chunk libraries: device scratch of >= kda2_workspace_bytes() bytes; else NULL
   int64_t workspace_bytes;       // size of workspace
-  int64_t max_seqlen;            // longest sequence; kda2_fwd fills it in (chunk dense: <= 0 means T)
+  int64_t max_seqlen;            // longest sequence, or an upper bound (varlen: the token count); kda2_fwd fills it in (chunk dense: <= 0 means T)
+  // ---- ABI 3 ----
+  float* intermediate;           // recurrent: NULL, or the state after every token [B*T or total, HV, K, V] (state layout and dtype)
 } KDA2RecurrentArgs;
 
 // Host and device (the chunk kernels index the workspace with the same helpers as the library).

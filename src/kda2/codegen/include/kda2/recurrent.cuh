@@ -8,8 +8,13 @@
 // so one reduction round per token serves both. Next token's inputs are loaded before the
 // current token's reduction so their latency hides behind the shuffles.
 //
-// Each variant's generated kernel.cu defines a config struct and an extern "C" entry that calls
-// Kernel<Config>::run; the planner decides the config, this file holds no per-variant choice.
+// Each variant's generated kernel.cu defines a config struct and one extern "C" entry per input dtype
+// and state dtype that calls Kernel<Config, Elem, StateT>::run (Elem = __nv_bfloat16 or __half: q, k, v, o
+// and 16-bit g / beta; StateT = float, or __nv_bfloat16 for the opt-in bf16 decode states: h0, ht and the
+// per-token states in bf16, half the bytes, the arithmetic still fp32);
+// the planner decides the config, this file holds no per-variant choice. Gate parameters A_log / dt_bias
+// are fp32 or bf16 (KDA2_A_LOG_BF16 / KDA2_DT_BIAS_BF16), read as fp32. With args.intermediate set, the
+// state after every token is also written there (speculative-decode rollback).
 // Config members (all static constexpr):
 //   int  K, V              head dims (K % 32 == 0)
 //   int  WARPS, VPW        warps per CTA, value columns per warp
@@ -21,8 +26,11 @@
 //   bool HAS_SOFTPLUS, HAS_LOWER_BOUND, HAS_L2NORM, HAS_BETA_SIGMOID, HAS_VARLEN   features compiled in
 //   bool SCATTER           reduce-scatter over the warp, else xor all-reduce
 //   bool PREFETCH          load the next token's inputs during the current token
+//   bool INTERMEDIATE      write the state after every token to args.intermediate when it is set (decode-like
+//                          buckets only: it costs ~18 registers in the prefill kernels)
 #pragma once
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "kda2/abi.h"
@@ -77,63 +85,180 @@ __device__ __forceinline__ void store_f32(float* __restrict__ p, const float (&i
   }
 }
 
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+// The 16-bit input element types: two packed in a 32-bit word, widened to / narrowed from fp32.
+template <class E>
+struct Elem16;
+template <>
+struct Elem16<__nv_bfloat16> {
+  static __device__ __forceinline__ float lo(uint32_t w) { return __uint_as_float(w << 16); }
+  static __device__ __forceinline__ float hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+};
+template <>
+struct Elem16<__half> {
+  static __device__ __forceinline__ float lo(uint32_t w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
+  static __device__ __forceinline__ float hi(uint32_t w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
+  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+  static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+};
 
-// N bf16 starting at p (2N-byte aligned) widened to fp32, in one or a few vector loads.
-template <int N>
-__device__ __forceinline__ void load_bf16(const __nv_bfloat16* __restrict__ p, float (&out)[N]) {
+// N 16-bit elements starting at p (2N-byte aligned) widened to fp32, in one or a few vector loads.
+template <class E, int N>
+__device__ __forceinline__ void load_e16(const E* __restrict__ p, float (&out)[N]) {
+  using X = Elem16<E>;
   if constexpr (N % 8 == 0) {
 #pragma unroll
     for (int c = 0; c < N; c += 8) {
       const uint4 w = *reinterpret_cast<const uint4*>(p + c);
-      out[c] = bf16_lo(w.x); out[c + 1] = bf16_hi(w.x); out[c + 2] = bf16_lo(w.y); out[c + 3] = bf16_hi(w.y);
-      out[c + 4] = bf16_lo(w.z); out[c + 5] = bf16_hi(w.z); out[c + 6] = bf16_lo(w.w); out[c + 7] = bf16_hi(w.w);
+      out[c] = X::lo(w.x); out[c + 1] = X::hi(w.x); out[c + 2] = X::lo(w.y); out[c + 3] = X::hi(w.y);
+      out[c + 4] = X::lo(w.z); out[c + 5] = X::hi(w.z); out[c + 6] = X::lo(w.w); out[c + 7] = X::hi(w.w);
     }
   } else if constexpr (N == 4) {
     const uint2 w = *reinterpret_cast<const uint2*>(p);
-    out[0] = bf16_lo(w.x); out[1] = bf16_hi(w.x); out[2] = bf16_lo(w.y); out[3] = bf16_hi(w.y);
+    out[0] = X::lo(w.x); out[1] = X::hi(w.x); out[2] = X::lo(w.y); out[3] = X::hi(w.y);
   } else if constexpr (N == 2) {
     const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
-    out[0] = bf16_lo(w); out[1] = bf16_hi(w);
+    out[0] = X::lo(w); out[1] = X::hi(w);
   } else {
 #pragma unroll
-    for (int c = 0; c < N; ++c) out[c] = __bfloat162float(p[c]);
+    for (int c = 0; c < N; ++c) out[c] = X::to_f(p[c]);
   }
 }
 
-template <int N>
-__device__ __forceinline__ void store_bf16(__nv_bfloat16* __restrict__ p, const float (&in)[N]) {
+template <class E, int N>
+__device__ __forceinline__ void store_e16(E* __restrict__ p, const float (&in)[N]) {
+  using X = Elem16<E>;
   if constexpr (N % 8 == 0) {
 #pragma unroll
     for (int c = 0; c < N; c += 8)
-      __stcs(reinterpret_cast<uint4*>(p + c), make_uint4(pack_bf16x2(in[c], in[c + 1]), pack_bf16x2(in[c + 2], in[c + 3]),
-                                                         pack_bf16x2(in[c + 4], in[c + 5]), pack_bf16x2(in[c + 6], in[c + 7])));
+      __stcs(reinterpret_cast<uint4*>(p + c), make_uint4(X::pack(in[c], in[c + 1]), X::pack(in[c + 2], in[c + 3]),
+                                                         X::pack(in[c + 4], in[c + 5]), X::pack(in[c + 6], in[c + 7])));
   } else if constexpr (N == 4) {
-    __stcs(reinterpret_cast<uint2*>(p), make_uint2(pack_bf16x2(in[0], in[1]), pack_bf16x2(in[2], in[3])));
+    __stcs(reinterpret_cast<uint2*>(p), make_uint2(X::pack(in[0], in[1]), X::pack(in[2], in[3])));
   } else if constexpr (N == 2) {
-    __stcs(reinterpret_cast<unsigned int*>(p), pack_bf16x2(in[0], in[1]));
+    __stcs(reinterpret_cast<unsigned int*>(p), X::pack(in[0], in[1]));
   } else {
 #pragma unroll
-    for (int c = 0; c < N; ++c) p[c] = __float2bfloat16_rn(in[c]);
+    for (int c = 0; c < N; ++c) p[c] = X::from_f(in[c]);
   }
+}
+
+// A gate parameter (A_log, dt_bias): fp32, or bf16 when the flag says so; read as fp32 (as FLA does).
+__device__ __forceinline__ float load_param(const float* __restrict__ p, long i, bool bf16) {
+  return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]) : p[i];
 }
 
 __device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(__expf(x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + __expf(-x)); }
 
+// State element access: fp32 states through the fp32 helpers above; bf16 states (the opt-in decode form)
+// widened on load and rounded on store, with the same streaming vector widths in half the bytes.
+template <class S, int N>
+__device__ __forceinline__ void ld_state(const S* __restrict__ p, float (&out)[N]) {
+  if constexpr (sizeof(S) == 4) {
+    load_f32<N, true>(reinterpret_cast<const float*>(p), out);
+  } else {
+    using X = Elem16<__nv_bfloat16>;
+    if constexpr (N % 8 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 8) {
+        const uint4 w = __ldcs(reinterpret_cast<const uint4*>(p + c));
+        out[c] = X::lo(w.x); out[c + 1] = X::hi(w.x); out[c + 2] = X::lo(w.y); out[c + 3] = X::hi(w.y);
+        out[c + 4] = X::lo(w.z); out[c + 5] = X::hi(w.z); out[c + 6] = X::lo(w.w); out[c + 7] = X::hi(w.w);
+      }
+    } else if constexpr (N % 4 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 4) {
+        const uint2 w = __ldcs(reinterpret_cast<const uint2*>(p + c));
+        out[c] = X::lo(w.x); out[c + 1] = X::hi(w.x); out[c + 2] = X::lo(w.y); out[c + 3] = X::hi(w.y);
+      }
+    } else if constexpr (N % 2 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 2) {
+        const unsigned int w = __ldcs(reinterpret_cast<const unsigned int*>(p + c));
+        out[c] = X::lo(w); out[c + 1] = X::hi(w);
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < N; ++c) out[c] = __bfloat162float(p[c]);
+    }
+  }
+}
+
+template <class S, int N>
+__device__ __forceinline__ void st_state(S* __restrict__ p, const float (&in)[N]) {
+  if constexpr (sizeof(S) == 4) {
+    store_f32<N, true>(reinterpret_cast<float*>(p), in);
+  } else {
+    using X = Elem16<__nv_bfloat16>;
+    if constexpr (N % 8 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 8)
+        __stcs(reinterpret_cast<uint4*>(p + c), make_uint4(X::pack(in[c], in[c + 1]), X::pack(in[c + 2], in[c + 3]),
+                                                           X::pack(in[c + 4], in[c + 5]), X::pack(in[c + 6], in[c + 7])));
+    } else if constexpr (N % 4 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 4)
+        __stcs(reinterpret_cast<uint2*>(p + c), make_uint2(X::pack(in[c], in[c + 1]), X::pack(in[c + 2], in[c + 3])));
+    } else if constexpr (N % 2 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 2) __stcs(reinterpret_cast<unsigned int*>(p + c), X::pack(in[c], in[c + 1]));
+    } else {
+#pragma unroll
+      for (int c = 0; c < N; ++c) p[c] = __float2bfloat16_rn(in[c]);
+    }
+  }
+}
+
+template <class S>
+__device__ __forceinline__ float4 ld_state4(const S* __restrict__ p) {
+  if constexpr (sizeof(S) == 4) {
+    return __ldcs(reinterpret_cast<const float4*>(p));
+  } else {
+    float x[4];
+    ld_state<S, 4>(p, x);
+    return make_float4(x[0], x[1], x[2], x[3]);
+  }
+}
+
+template <class S>
+__device__ __forceinline__ void st_state4(S* __restrict__ p, float4 v) {
+  if constexpr (sizeof(S) == 4) {
+    __stcs(reinterpret_cast<float4*>(p), v);
+  } else {
+    const float x[4] = {v.x, v.y, v.z, v.w};
+    st_state<S, 4>(p, x);
+  }
+}
+
+template <class S>
+__device__ __forceinline__ float ld_state1(const S* p) {
+  if constexpr (sizeof(S) == 4) return *reinterpret_cast<const float*>(p); else return __bfloat162float(*p);
+}
+template <class S>
+__device__ __forceinline__ void st_state1(S* p, float x) {
+  if constexpr (sizeof(S) == 4) *reinterpret_cast<float*>(p) = x; else *p = __float2bfloat16_rn(x);
+}
+
 // ---- the kernel, on a config struct --------------------------------------------------------------
 
-template <class Cfg>
+template <class Cfg, class E, class SE = float>
 struct Kernel {
+  using X = Elem16<E>;
   static constexpr int K = Cfg::K;
   static constexpr int V = Cfg::V;
   static constexpr int WARPS = Cfg::WARPS;
   static constexpr bool PREFETCH = Cfg::PREFETCH;    // decode-only variants skip the next-token pipeline
+  static constexpr bool INTERMEDIATE = Cfg::INTERMEDIATE;  // per-token states compiled in
   static constexpr int VPW = Cfg::VPW;               // value columns per warp
   static constexpr int BV = WARPS * VPW;             // value columns per CTA
   static constexpr int KPL = K / 32;                 // key rows per lane
@@ -173,18 +298,18 @@ struct Kernel {
   static __device__ __forceinline__ int scatter_col(int lane) { return (lane >> SCATTER_SHIFT) & (VPW - 1); }
 
   // The KPL key-row elements of this lane from a [.., K] row: one vector when rows are blocked.
-  static __device__ __forceinline__ void load_rows_bf16(const __nv_bfloat16* __restrict__ row, int lane, float (&out)[KPL]) {
+  static __device__ __forceinline__ void load_rows_e(const E* __restrict__ row, int lane, float (&out)[KPL]) {
     if constexpr (STRIDED) {
 #pragma unroll
-      for (int i = 0; i < KPL; ++i) out[i] = __bfloat162float(row[lane + 32 * i]);
+      for (int i = 0; i < KPL; ++i) out[i] = X::to_f(row[lane + 32 * i]);
     } else {
-      load_bf16<KPL>(row + lane * KPL, out);
+      load_e16<E, KPL>(row + lane * KPL, out);
     }
   }
 
-  static __device__ __forceinline__ void load_rows_gate(const void* __restrict__ g, long base, bool bf16, int lane, float (&out)[KPL]) {
-    if (bf16) {
-      load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(g) + base, lane, out);
+  static __device__ __forceinline__ void load_rows_gate(const void* __restrict__ g, long base, bool half, int lane, float (&out)[KPL]) {
+    if (half) {
+      load_rows_e(reinterpret_cast<const E*>(g) + base, lane, out);
     } else if constexpr (STRIDED) {
       const float* p = reinterpret_cast<const float*>(g) + base;
 #pragma unroll
@@ -221,19 +346,19 @@ struct Kernel {
   // NV == 1: this lane's scatter column only; otherwise the warp's VPW columns (a template on NV, so
   // the branch not taken is never instantiated).
   template <int NV>
-  static __device__ __forceinline__ void load_v(const __nv_bfloat16* __restrict__ row, int lane, float (&v)[NV]) {
-    if constexpr (NV == 1) v[0] = __bfloat162float(row[scatter_col(lane)]);
-    else load_bf16<NV>(row, v);
+  static __device__ __forceinline__ void load_v(const E* __restrict__ row, int lane, float (&v)[NV]) {
+    if constexpr (NV == 1) v[0] = X::to_f(row[scatter_col(lane)]);
+    else load_e16<E, NV>(row, v);
   }
 
   static __device__ __forceinline__ void load_token(const KDA2RecurrentArgs& a, long tok, int h, int hv, int v0, int lane, TokenIn& in) {
     const long qk_base = (tok * a.H + h) * (long)K;
-    load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.q) + qk_base, lane, in.q);
-    load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.k) + qk_base, lane, in.k);
+    load_rows_e(reinterpret_cast<const E*>(a.q) + qk_base, lane, in.q);
+    load_rows_e(reinterpret_cast<const E*>(a.k) + qk_base, lane, in.k);
     load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, (a.flags & KDA2_G_BF16) != 0, lane, in.g);
-    load_v(reinterpret_cast<const __nv_bfloat16*>(a.v) + (tok * a.HV + hv) * (long)V + v0, lane, in.v);
+    load_v(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + v0, lane, in.v);
     const long bi = tok * a.HV + hv;
-    in.beta = (a.flags & KDA2_BETA_BF16) ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(a.beta)[bi])
+    in.beta = (a.flags & KDA2_BETA_BF16) ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi])
                                          : reinterpret_cast<const float*>(a.beta)[bi];
   }
 
@@ -259,20 +384,20 @@ struct Kernel {
       len = a.T;
     }
     const int srow = a.state_indices != nullptr ? a.state_indices[n] : n;
-    __nv_bfloat16* o = reinterpret_cast<__nv_bfloat16*>(a.o);
+    E* o = reinterpret_cast<E*>(a.o);
     if (srow < 0) {  // padding slot: zero outputs, no state touched
       float z[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) z[c] = 0.f;
       if (part == 0)
-        for (long t = 0; t < len; ++t) store_bf16<CW>(o + ((bos + t) * a.HV + hv) * (long)V + col, z);
+        for (long t = 0; t < len; ++t) store_e16<E, CW>(o + ((bos + t) * a.HV + hv) * (long)V + col, z);
       return;
     }
     const long state_off = ((long)srow * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
     float S[RPL][CW];
     if (a.h0 != nullptr) {
 #pragma unroll
-      for (int r = 0; r < RPL; ++r) load_f32<CW, true>(a.h0 + state_off + (long)r * V, S[r]);
+      for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
     } else {
 #pragma unroll
       for (int r = 0; r < RPL; ++r)
@@ -285,11 +410,12 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
     if (mode != KDA2_GATE_PRECOMPUTED) {
-      const float al = (a.flags & KDA2_HAS_A_LOG) ? a.A_log[hv] : 0.f;
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
       gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
       if (a.flags & KDA2_HAS_DT_BIAS) {
+        const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
 #pragma unroll
-        for (int i = 0; i < KPL; ++i) dtb[i] = a.dt_bias[hv * K + lane + 32 * i];
+        for (int i = 0; i < KPL; ++i) dtb[i] = load_param(a.dt_bias, (long)hv * K + lane + 32 * i, dt_bf16);
       }
     }
     const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
@@ -302,13 +428,13 @@ struct Kernel {
     for (long t = 0; t < len; ++t) {
       const long tok = bos + t;
       float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
-      load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
-      load_rows_bf16(reinterpret_cast<const __nv_bfloat16*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
+      load_rows_e(reinterpret_cast<const E*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
+      load_rows_e(reinterpret_cast<const E*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
       load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, g_bf16, lane, g);
       float v_in[CW];
-      load_bf16<CW>(reinterpret_cast<const __nv_bfloat16*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
+      load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
       const long bi = tok * a.HV + hv;
-      const float b_in = b_bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(a.beta)[bi])
+      const float b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi])
                                 : reinterpret_cast<const float*>(a.beta)[bi];
       float sq = 0.f, sk = 0.f, sqk = 0.f;
 #pragma unroll
@@ -372,7 +498,7 @@ struct Kernel {
         vn[c] = beta * (v_in[c] - acc_k[c]);
         out[c] = a.scale * (acc_q[c] + qk * vn[c]);
       }
-      if (part == 0) store_bf16<CW>(o + (tok * a.HV + hv) * (long)V + col, out);
+      if (part == 0) store_e16<E, CW>(o + (tok * a.HV + hv) * (long)V + col, out);
 #pragma unroll
       for (int r = 0; r < RPL; r += 4) {
         const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
@@ -382,10 +508,38 @@ struct Kernel {
 #pragma unroll
           for (int c = 0; c < CW; ++c) S[r + e][c] = fmaf(kv[e], vn[c], S[r + e][c]);
       }
+      if (INTERMEDIATE && a.intermediate != nullptr) {  // the state after this token (speculative-decode rollback)
+        SE* p = reinterpret_cast<SE*>(a.intermediate) + (tok * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
+#pragma unroll
+        for (int r = 0; r < RPL; ++r) st_state<SE, CW>(p + (long)r * V, S[r]);
+      }
     }
     if (a.ht == nullptr) return;
 #pragma unroll
-    for (int r = 0; r < RPL; ++r) store_f32<CW, true>(a.ht + state_off + (long)r * V, S[r]);
+    for (int r = 0; r < RPL; ++r) st_state<SE, CW>(reinterpret_cast<SE*>(a.ht) + state_off + (long)r * V, S[r]);
+  }
+
+  // The register state of this lane (key rows key_row(lane, i), value columns v0 .. v0+VPW-1) to the
+  // state at `base` ([K, V], or [V, K] with V_FIRST) with direct stores: the final state of unstaged
+  // variants, and every per-token intermediate state.
+  static __device__ __forceinline__ void store_state_regs(SE* __restrict__ base, int lane, int v0, const float (&S)[KPL][VPW]) {
+    if constexpr (V_FIRST) {
+#pragma unroll
+      for (int j = 0; j < VPW; ++j) {
+        if constexpr (STRIDED) {
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) st_state1(base + (long)(v0 + j) * K + key_row(lane, i), S[i][j]);
+        } else {
+          float col[KPL];
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) col[i] = S[i][j];
+          st_state<SE, KPL>(base + (long)(v0 + j) * K + lane * KPL, col);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) st_state<SE, VPW>(base + (long)key_row(lane, i) * V + v0, S[i]);
+    }
   }
 
   // One CTA of the grid (V / BV, HV, N), WARPS * 32 threads. Called from the variant's extern "C"
@@ -419,7 +573,7 @@ struct Kernel {
       for (int j = 0; j < VPW; ++j) z[j] = 0.f;
       if (lane == 0)
         for (long t = 0; t < len; ++t)
-          store_bf16<VPW>(reinterpret_cast<__nv_bfloat16*>(a.o) + ((bos + t) * a.HV + hv) * (long)V + v0, z);
+          store_e16<E, VPW>(reinterpret_cast<E*>(a.o) + ((bos + t) * a.HV + hv) * (long)V + v0, z);
       return;
     }
 
@@ -438,7 +592,7 @@ struct Kernel {
         for (int it = 0; it < FILL_ITERS; ++it) {
           const int f = it * WARPS * 32 + threadIdx.x;
           if (f < FILL_TOTAL)
-            buf[it] = __ldcs(reinterpret_cast<const float4*>(a.h0 + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4));
+            buf[it] = ld_state4(reinterpret_cast<const SE*>(a.h0) + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4);
         }
 #pragma unroll
         for (int it = 0; it < FILL_ITERS; ++it) {
@@ -461,19 +615,19 @@ struct Kernel {
 #pragma unroll
             for (int j = 0; j < VPW; ++j)
 #pragma unroll
-              for (int i = 0; i < KPL; ++i) S[i][j] = a.h0[state_off + (long)(v0 + j) * K + key_row(lane, i)];
+              for (int i = 0; i < KPL; ++i) S[i][j] = ld_state1(reinterpret_cast<const SE*>(a.h0) + state_off + (long)(v0 + j) * K + key_row(lane, i));
           } else {
 #pragma unroll
             for (int j = 0; j < VPW; ++j) {
               float col[KPL];
-              load_f32<KPL, true>(a.h0 + state_off + (long)(v0 + j) * K + lane * KPL, col);
+              ld_state<SE, KPL>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)(v0 + j) * K + lane * KPL, col);
 #pragma unroll
               for (int i = 0; i < KPL; ++i) S[i][j] = col[i];
             }
           }
         } else {
 #pragma unroll
-          for (int i = 0; i < KPL; ++i) load_f32<VPW, true>(a.h0 + state_off + (long)key_row(lane, i) * V + v0, S[i]);
+          for (int i = 0; i < KPL; ++i) ld_state<SE, VPW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)key_row(lane, i) * V + v0, S[i]);
         }
       } else {
 #pragma unroll
@@ -490,11 +644,12 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
     if (mode != KDA2_GATE_PRECOMPUTED) {
-      const float al = (a.flags & KDA2_HAS_A_LOG) ? a.A_log[hv] : 0.f;
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
       gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
       if (a.flags & KDA2_HAS_DT_BIAS) {
+        const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
 #pragma unroll
-        for (int i = 0; i < KPL; ++i) dtb[i] = a.dt_bias[hv * K + key_row(lane, i)];
+        for (int i = 0; i < KPL; ++i) dtb[i] = load_param(a.dt_bias, (long)hv * K + key_row(lane, i), dt_bf16);
       }
     }
     const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
@@ -555,7 +710,7 @@ struct Kernel {
 #pragma unroll
           for (int j = 0; j < VPW; ++j) S[i][j] = fmaf(kn, vnew[j], S[i][j]);
         }
-        if (lane == 0) store_bf16<VPW>(reinterpret_cast<__nv_bfloat16*>(a.o) + o_row, out);
+        if (lane == 0) store_e16<E, VPW>(reinterpret_cast<E*>(a.o) + o_row, out);
       } else {
         // Reduce-scatter: each round halves the values a lane carries (2*VPW - 1 shuffles in all, plus
         // 5 - LOG2_M to finish the last one), instead of 5 * 2*VPW for the all-reduce.
@@ -589,9 +744,10 @@ struct Kernel {
           for (int j = 0; j < VPW; ++j) S[i][j] = fmaf(kn, vnew[j], S[i][j]);
         }
         if (lane >= 16 && (lane & ((1 << SCATTER_SHIFT) - 1)) == 0)
-          reinterpret_cast<__nv_bfloat16*>(a.o)[o_row + scatter_col(lane)] =
-              __float2bfloat16_rn(a.scale * (sum * rq + qk * vn_pair));
+          reinterpret_cast<E*>(a.o)[o_row + scatter_col(lane)] = X::from_f(a.scale * (sum * rq + qk * vn_pair));
       }
+      if (INTERMEDIATE && a.intermediate != nullptr)  // the state after this token (speculative-decode rollback)
+        store_state_regs(reinterpret_cast<SE*>(a.intermediate) + ((bos + t) * a.HV + hv) * (long)K * V, lane, v0, S);
       if (PREFETCH) cur = nxt;
       else if (t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, cur);  // correct beyond the bucket too
     }
@@ -606,25 +762,11 @@ struct Kernel {
       for (int it = 0; it < FILL_ITERS; ++it) {
         const int f = it * WARPS * 32 + threadIdx.x;
         if (f < FILL_TOTAL)
-          __stcs(reinterpret_cast<float4*>(a.ht + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4),
-                 *reinterpret_cast<const float4*>(&tile[(f / (BV / 4)) * SMEM_STRIDE + (f % (BV / 4)) * 4]));
-      }
-    } else if constexpr (V_FIRST) {
-#pragma unroll
-      for (int j = 0; j < VPW; ++j) {
-        if constexpr (STRIDED) {
-#pragma unroll
-          for (int i = 0; i < KPL; ++i) a.ht[state_off + (long)(v0 + j) * K + key_row(lane, i)] = S[i][j];
-        } else {
-          float col[KPL];
-#pragma unroll
-          for (int i = 0; i < KPL; ++i) col[i] = S[i][j];
-          store_f32<KPL, true>(a.ht + state_off + (long)(v0 + j) * K + lane * KPL, col);
-        }
+          st_state4(reinterpret_cast<SE*>(a.ht) + state_off + (long)(f / (BV / 4)) * V + v_cta + (f % (BV / 4)) * 4,
+                    *reinterpret_cast<const float4*>(&tile[(f / (BV / 4)) * SMEM_STRIDE + (f % (BV / 4)) * 4]));
       }
     } else {
-#pragma unroll
-      for (int i = 0; i < KPL; ++i) store_f32<VPW, true>(a.ht + state_off + (long)key_row(lane, i) * V + v0, S[i]);
+      store_state_regs(reinterpret_cast<SE*>(a.ht) + state_off, lane, v0, S);
     }
   }
 };

@@ -1,0 +1,300 @@
+"""Issue 13 on a GPU: the recurrent library over input dtypes, gate-parameter dtypes, GVA ratios, layouts,
+multi-token decode with per-token states, and varlen with only a device cu_seqlens under CUDA graph capture.
+
+Runs once per built recurrent spec (tests/gpu/conftest.py: one per head-dim pair, K in {64, 128, 256}).
+Every output is poisoned with NaN first. Bar (docs/DESIGN.md §1.1): relative L2 of o and of the states vs
+the float64 reference <= 5e-3, tightened to 2x FLA's error + 1e-4 on the same inputs where FLA 0.6 is
+importable and runs the case (kda2.bench.cases.bound). A case the library does not build skips through
+feature_matrix.require_built (a failure where the spec file says it is built).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from feature_matrix import require_built  # noqa: E402
+from test_recurrent_gpu import TOL, Case, assert_close, make_inputs, options, run_ref  # noqa: E402
+
+#: (input dtype, gate-parameter dtype, GVA ratio, state layout): the full product, each a small softplus case.
+MATRIX = [Case(f"{d}-p{'bf16' if p else 'fp32'}-gva{r}-{'vf' if vf else 'kf'}", B=3, T=4, H=2 if r < 8 else 1,
+               ratio=r, gate="softplus", v_first=vf, dtype=d, param_bf16=p, g_bf16=(r == 2), beta_bf16=(r == 4))
+          for d, p, r, vf in itertools.product(("bf16", "fp16"), (False, True), (1, 2, 4, 8), (False, True))]
+
+
+@pytest.fixture(scope="module")
+def fla_recurrent(torch_cuda, pytestconfig):
+    """(FLA 0.6's fused_recurrent_kda or None where FLA is not importable, --fla-recurrent). Without FLA the 5e-3
+    bar applies alone; under --require-gpu a missing FLA fails unless --fla-recurrent=none."""
+    want = pytestconfig.getoption("fla_recurrent")
+    if want == "none":
+        return None, want
+    try:
+        from fla.ops.kda import fused_recurrent_kda
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no FLA here"
+        if pytestconfig.getoption("require_gpu"):
+            pytest.fail(f"--require-gpu but FLA is not importable ({exc}); install .whl/fla_core-*.whl or pass "
+                        "--fla-recurrent=none")
+        return None, want
+    return fused_recurrent_kda, want
+
+
+def _fla_wanted(want: str, lib, c: Case) -> bool:
+    """--fla-recurrent: kimi = the Kimi-Linear form FLA is built for (K=V=128, bf16 inputs, fp32 parameters)."""
+    return want == "all" or (want == "kimi" and lib.k == lib.v == 128 and c.dtype == "bf16" and not c.param_bf16)
+
+
+def _fla_errors(fla, ref, x: dict, c: Case, o_ref, ht_ref) -> tuple[float | None, float | None, str]:
+    """FLA's relative L2 errors of (o, final state) on the same inputs, and what happened ("ok", "not run", or why
+    FLA refused the case)."""
+    if fla is None:
+        return None, None, "not run"
+    try:
+        o, ht = fla(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+                    initial_state=None if x["initial_state"] is None else x["initial_state"].clone(),
+                    output_final_state=True, cu_seqlens=x["cu_seqlens"], **options(c))
+    except Exception as exc:  # noqa: BLE001 - FLA may not run every combination (e.g. fp16 inputs)
+        return None, None, f"rejected: {type(exc).__name__}: {str(exc)[:200]}"
+    ef = lambda got, want: ref.relative_l2(got.double().cpu().numpy(), want)  # noqa: E731
+    return ef(o, o_ref), ef(ht, ht_ref), "ok"
+
+
+@pytest.mark.parametrize("case", MATRIX, ids=lambda c: c.id)
+def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurrent, case: Case):
+    torch = torch_cuda
+    from kda2.bench.cases import bound
+    from kda2.runtime import fused_recurrent_kda
+
+    require_built(lib, case)
+    x = make_inputs(torch, lib, case, seed + 11)
+    ctx = f"{case.id} [{lib.spec}, K={lib.k} V={lib.v}] --seed={seed}"
+    out = torch.full_like(x["v"], math.nan)
+    fso = torch.full(x["sshape"], math.nan, device="cuda")
+    o, ht = fused_recurrent_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+                                initial_state=x["initial_state"], output_final_state=True, library=lib, out=out,
+                                final_state_out=fso, **options(case))
+    torch.cuda.synchronize()
+    assert o.dtype == x["q"].dtype, f"{ctx}: o is {o.dtype}, not the input dtype"
+    o_ref, ht_ref = run_ref(ref, x, case)
+    err_o = assert_close(ref, "o", o, o_ref, ctx)
+    err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
+    fla, want = fla_recurrent
+    fla_o, fla_s, status = _fla_errors(fla if _fla_wanted(want, lib, case) else None, ref, x, case, o_ref, ht_ref)
+    kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and not case.param_bf16 and case.ratio == 1
+    assert not (kimi_form and status.startswith("rejected")), f"{ctx}: FLA refused its own form: {status}"
+    assert err_o <= bound(fla_o), f"{ctx}: o error {err_o:.3e} > 2x FLA's {fla_o:.3e} + 1e-4"
+    assert err_s <= bound(fla_s), f"{ctx}: state error {err_s:.3e} > 2x FLA's {fla_s:.3e} + 1e-4"
+
+
+def _per_token_states(ref, x: dict, c: Case, rows0) -> np.ndarray:
+    """[N, T, ...] float64: the reference state after every token, one token at a time from rows0 [N, ...]."""
+    T = x["q"].shape[1]
+    states, s = [], rows0
+    for t in range(T):
+        sl = {n: (x[n][:, t:t + 1] if x[n] is not None else None) for n in ("q", "k", "v", "g", "beta")}
+        _, s = ref.recurrent_kda_ref(sl["q"], sl["k"], sl["v"], sl["g"], sl["beta"], A_log=x["A_log"],
+                                     dt_bias=x["dt_bias"], initial_state=s, output_final_state=True, **options(c))
+        states.append(s)
+    return np.stack(states, axis=1)
+
+
+@pytest.mark.parametrize("T", [2, 4, 8])
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+def test_multi_token_decode_with_intermediate_states(lib, ref, torch_cuda, seed, T, v_first):
+    """Speculative verify: T tokens per sequence from the state pool, each row read and written once, the state
+    after every token kept in intermediate_states_out (rows of the pool not named stay untouched)."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda_pool
+
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    c = Case(f"mtp-T{T}", B=4, T=T, H=2, ratio=2, gate=gate, v_first=v_first,
+             dtype="fp16" if "fp16" in f.input_dtypes else "bf16")
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 21)
+    ctx = f"{c.id}-{'vf' if v_first else 'kf'} [{lib.spec}] --seed={seed}"
+    P, slots = 7, [5, 0, -1, 2]
+    pool = torch.randn((P,) + x["sshape"][1:], generator=torch.Generator(device="cuda").manual_seed(seed + 22),
+                       device="cuda") * 0.1
+    before = pool.clone()
+    idx = torch.tensor(slots, dtype=torch.int32, device="cuda")
+    out = torch.full_like(x["v"], math.nan)
+    inter = torch.full((4, T) + x["sshape"][1:], math.nan, device="cuda")
+    o = fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                                 dt_bias=x["dt_bias"], library=lib, out=out, intermediate_states_out=inter,
+                                 **options(c))
+    torch.cuda.synchronize()
+    o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=np.array(slots))
+    assert_close(ref, "o", o, o_ref, ctx)
+    used = [s for s in slots if s >= 0]
+    assert_close(ref, "pool rows", pool[used], pool_ref[used], ctx)
+    for r in range(P):
+        if r not in used:
+            assert torch.equal(pool[r], before[r]), f"{ctx}: pool row {r} is not referenced but changed"
+    live = [n for n, s in enumerate(slots) if s >= 0]
+    rows0 = before[[slots[n] for n in live]]
+    sub = {n: (x[n][live] if x[n] is not None and n in ("q", "k", "v", "g", "beta") else x[n]) for n in x}
+    want = _per_token_states(ref, sub, c, rows0)
+    assert_close(ref, "intermediate states", inter[live], want, ctx)
+    assert torch.equal(inter[live][:, -1], pool[used]), f"{ctx}: the last intermediate state is not the pool row"
+
+
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+def test_varlen_device_only_cu_seqlens_graph_replay(lib, ref, torch_cuda, seed, v_first):
+    """Only a device cu_seqlens (no cu_seqlens_cpu, no max_seqlen): nothing is read back, so the call captures in
+    a CUDA graph; replays with new values in the same buffers match the reference."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda
+
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    cu = (0, 5, 6, 30, 64)
+    c = Case("graph-varlen-device-cu", cu=cu, ratio=2, gate=gate, v_first=v_first)
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 31)
+    ctx = f"{c.id} [{lib.spec}] --seed={seed}"
+    cu_dev = x["cu_seqlens"]
+    out = torch.empty_like(x["v"])
+    fso = torch.empty(x["sshape"], device="cuda")
+    h0 = x["initial_state"].clone()
+    call = lambda: fused_recurrent_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"],  # noqa: E731
+                                       dt_bias=x["dt_bias"], initial_state=h0, output_final_state=True,
+                                       cu_seqlens=cu_dev, library=lib, out=out, final_state_out=fso, **options(c))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()  # warm-up off the capture path
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    for rep in range(2):  # new inputs in the captured buffers each replay
+        y = make_inputs(torch, lib, c, seed + 40 + rep)
+        for n in ("q", "k", "v", "g", "beta"):
+            x[n].copy_(y[n])
+        h0.copy_(y["initial_state"])
+        out.fill_(math.nan)
+        fso.fill_(math.nan)
+        graph.replay()
+        torch.cuda.synchronize()
+        o_ref, ht_ref = run_ref(ref, dict(y, A_log=x["A_log"], dt_bias=x["dt_bias"]), c)
+        assert_close(ref, f"o (replay {rep})", out, o_ref, ctx)
+        assert_close(ref, f"final_state (replay {rep})", fso, ht_ref, ctx)
+
+
+def test_bad_dims_dtypes_ratios_raise_before_launch(lib, torch_cuda, seed):
+    """Each bad call raises KDA2InputError naming what is allowed, and leaves every poisoned buffer untouched."""
+    torch = torch_cuda
+    from kda2.runtime import KDA2InputError, fused_recurrent_kda, fused_recurrent_kda_pool
+
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    c = Case("bad13", B=2, T=3, H=2, ratio=2, gate=gate, v_first="v_first" in f.state_layouts)
+    x = make_inputs(torch, lib, c, seed + 51)
+    out = torch.full_like(x["v"], math.nan)
+    fso = torch.full(x["sshape"], math.nan, device="cuda")
+    pool = torch.randn((3,) + x["sshape"][1:], device="cuda")
+    before = pool.clone()
+    idx = torch.tensor([0, 2], dtype=torch.int32, device="cuda")
+    inter = torch.full((2, 3) + x["sshape"][1:], math.nan, device="cuda")
+    good = dict(q=x["q"], k=x["k"], v=x["v"], g=x["g"], beta=x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"])
+    K, V = lib.k, lib.v
+    other = 32 if K != 32 else 64
+    bad = {
+        "fp32 inputs": (dict(q=x["q"].float(), k=x["k"].float(), v=x["v"].float()), "q dtype.*bfloat16|bf16"),
+        "H > HV": (dict(q=x["q"].repeat(1, 1, 3, 1), k=x["k"].repeat(1, 1, 3, 1)), "HV"),
+        "HV % H != 0": (dict(v=x["v"][:, :, :3].contiguous(), g=x["g"][:, :, :3].contiguous(),
+                             beta=x["beta"][:, :, :3].contiguous()), "HV"),
+        "K not built": (dict(q=x["q"][..., :other].contiguous(), k=x["k"][..., :other].contiguous()), "head dims"),
+        "A_log float16": (dict(A_log=None if x["A_log"] is None else x["A_log"].half()), "A_log"),
+    }
+    if "fp16" not in f.input_dtypes:
+        bad["fp16 inputs (not built)"] = (dict(q=x["q"].half(), k=x["k"].half(), v=x["v"].half()), "fp16|input_dtypes")
+    if x["A_log"] is None:
+        bad.pop("A_log float16")
+    for what, (change, match) in bad.items():
+        args = dict(good, **change)
+        with pytest.raises(KDA2InputError, match=match):
+            fused_recurrent_kda(**args, initial_state=x["initial_state"], output_final_state=True, library=lib,
+                                out=out if what != "fp32 inputs" else None, final_state_out=fso, **options(c))
+        with pytest.raises(KDA2InputError):
+            fused_recurrent_kda_pool(**args, state_pool=pool, ssm_state_indices=idx, library=lib, **options(c))
+    with pytest.raises(KDA2InputError, match="intermediate_states_out"):
+        fused_recurrent_kda_pool(**good, state_pool=pool, ssm_state_indices=idx, library=lib, out=out,
+                                 intermediate_states_out=inter[:, :2], **options(c))
+    torch.cuda.synchronize()
+    assert bool(out.isnan().all()) and bool(fso.isnan().all()) and bool(inter.isnan().all()), "an output was written"
+    assert torch.equal(pool, before), "the state pool was written"
+    assert TOL == 5e-3
+
+
+_BF16_STATE_ROWS: list[dict] = []
+
+
+@pytest.fixture(scope="module")
+def bf16_state_rows(pytestconfig, torch_cuda):
+    """Collects the bf16-state vs fp32-state errors; written to --results-dir/bf16-state-accuracy.json at the end."""
+    yield _BF16_STATE_ROWS
+    out_dir = pytestconfig.getoption("results_dir")
+    if out_dir and _BF16_STATE_ROWS:
+        import json
+
+        path = Path(out_dir) / "bf16-state-accuracy.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"bar": TOL, "rows": _BF16_STATE_ROWS}, indent=1) + "\n")
+        print(f"\nbf16 decode state accuracy -> {path}")
+
+
+@pytest.mark.parametrize("T", [1, 4])
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+def test_bf16_decode_state_error_vs_fp32(lib, ref, torch_cuda, seed, bf16_state_rows, T, v_first):
+    """The opt-in bf16 decode state (features.bf16_decode_state): the same pool call with the pool in bf16 and in
+    fp32 (the same values: the fp32 pool is the bf16 one widened), both against the float64 reference. Records both
+    errors (bench/results via --results-dir); the bf16 run must meet the same 5e-3 bar."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda_pool
+
+    f = lib.features
+    if not f.bf16_decode_state:
+        from feature_matrix import NotBuilt
+
+        raise NotBuilt(f"not built into spec {lib.spec}: features.bf16_decode_state is false")
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    c = Case(f"bf16-state-T{T}", B=64, T=T, H=4, ratio=2, gate=gate, v_first=v_first)
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 61)
+    ctx = f"{c.id}-{'vf' if v_first else 'kf'} [{lib.spec}] --seed={seed}"
+    P = 80
+    idx = torch.randperm(P, generator=torch.Generator().manual_seed(seed))[:64].to(torch.int32).cuda()
+    pool16 = (torch.randn((P,) + x["sshape"][1:], generator=torch.Generator(device="cuda").manual_seed(seed + 62),
+                          device="cuda") * 0.1).bfloat16()
+    before = pool16.float()
+    errs = {}
+    for name, pool in (("fp32", before.clone()), ("bf16", pool16.clone())):
+        out = torch.full_like(x["v"], math.nan)
+        inter = torch.full((64, T) + x["sshape"][1:], math.nan, device="cuda", dtype=pool.dtype) if T > 1 else None
+        fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                                 dt_bias=x["dt_bias"], library=lib, out=out, intermediate_states_out=inter,
+                                 **options(c))
+        torch.cuda.synchronize()
+        o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=idx.cpu().numpy())
+        used = idx.long()
+        errs[name] = (assert_close(ref, f"o ({name} state)", out, o_ref, ctx),
+                      assert_close(ref, f"pool rows ({name} state)", pool[used].float(), pool_ref[idx.cpu().numpy()],
+                                   ctx))
+        if inter is not None:
+            assert bool(inter.isfinite().all()), f"{ctx}: per-token states not all written ({name})"
+            assert torch.equal(inter[:, -1], pool[used]), f"{ctx}: last per-token state differs from the pool ({name})"
+    bf16_state_rows.append({"spec": lib.spec, "K": lib.k, "V": lib.v, "T": T, "layout": "v_first" if v_first else
+                            "k_first", "o_err_fp32_state": errs["fp32"][0], "o_err_bf16_state": errs["bf16"][0],
+                            "state_err_fp32": errs["fp32"][1], "state_err_bf16": errs["bf16"][1], "seed": seed})

@@ -386,7 +386,7 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
         assert f"[{agent}] " in p.stdout
     assert "limit 166912 B (profile a100 (published): smem_per_block_bytes=166912)" in p.stdout
     data = json.loads(kda2("plan", KIMI_CHUNK, "--rules", RULES, "--json").stdout)
-    assert {v["config"]["block_v"] for entry in data for v in entry["variants"]} == {32, 64}
+    assert {v["config"]["block_v"] for entry in data for v in entry["variants"]} == {16, 32, 64}
 
 
 @pytest.fixture

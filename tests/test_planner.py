@@ -199,7 +199,7 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
     assert ("kimi_linear_recurrent", "sm_90a") in raws and ("small_head_recurrent", "sm_90a") in raws
     # the migration kept the H200 winners of 2026-11-29 (ids as of the issue-13 configs: per-dtype entries)
     assert locks["kimi_linear_recurrent"]["sm_90a"]["v_first:1024"] == "05d3d782312a"
-    assert locks["small_head_recurrent"]["sm_90a"]["v_first:1"] == "96ddefbe106b"
+    assert locks["small_head_recurrent"]["sm_90a"]["v_first:1"] == "69a9759324ce"
     plans, warnings = plan_all(specs, rules, locks=locks)
     assert not [w for w in warnings if "tuning record" in w], warnings
     for plan in plans:

@@ -166,7 +166,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     spec = load_spec(REPO / "kernel_specs" / "kimi_linear_recurrent.yaml")
     spec_plan = plan_spec(spec, "sm_80", load_rules(REPO / "rules"))
     pv = next(v for v in spec_plan.variants if v.config["staging"] == "direct")
-    tplan = {"smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "conflicts_before": {}, "conflicts_after": {},
+    tplan = {"smem_stride": 0, "stage_row": 20, "smem_pad": 0, "smem_bytes": 0, "conflicts_before": {}, "conflicts_after": {},
              "pass": {"name": "kda2.bank_pad"}}
     text = render_variant(pv.config, tplan)
     lines = text.splitlines()

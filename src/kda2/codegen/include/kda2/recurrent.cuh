@@ -23,6 +23,7 @@
 //   bool V_FIRST           states [V, K] (else [K, V])
 //   bool SMEM_STAGING      state in/out through a shared-memory tile of row stride SMEM_STRIDE floats
 //   int  SMEM_STRIDE       from the TIR bank-conflict pass (1 when not staged)
+//   int  STAGE_ROW         k_map=all: row stride of the per-warp token stage, from the TIR pass
 //   bool HAS_SOFTPLUS, HAS_LOWER_BOUND, HAS_L2NORM, HAS_BETA_SIGMOID, HAS_VARLEN   features compiled in
 //   bool SCATTER           reduce-scatter over the warp, else xor all-reduce
 //   bool PREFETCH          load the next token's inputs during the current token
@@ -283,7 +284,8 @@ struct Kernel {
   static constexpr int CGROUPS = ALL_K ? VPW / CW : 32;  // lanes across the warp's columns
   static constexpr int KSPLIT = 32 / CGROUPS;        // lanes sharing those columns, each a share of K
   static constexpr int RPL = K / KSPLIT;             // key rows per lane
-  static constexpr int STAGE_ROW = RPL + 4;          // +4 floats per lane group: groups read different banks
+  static constexpr int STAGE_ROW = Cfg::STAGE_ROW;   // k_map=all token stage row stride: the TIR stage's decision
+  static_assert(!ALL_K || (STAGE_ROW >= RPL && STAGE_ROW % 4 == 0), "stage rows hold RPL floats, 16-byte aligned");
 
   static_assert(K % 32 == 0, "K must be a multiple of 32");
   static_assert(!ALL_K || (VPW % CW == 0 && 32 % (VPW / CW) == 0 && !V_FIRST && !SMEM_STAGING),

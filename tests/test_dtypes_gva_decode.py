@@ -92,7 +92,7 @@ def test_render_one_entry_per_input_dtype():
     decode = next(v for v in plan.variants if v.config["intermediate"])
     prefill = next(v for v in plan.variants if not v.config["intermediate"])
     assert decode.config["state_dtypes"] == ["fp32", "bf16"] and prefill.config["state_dtypes"] == ["fp32"]
-    text = render_variant(decode.config, {"smem_stride": 1})
+    text = render_variant(decode.config, {"smem_stride": 1, "stage_row": 20})
     i = decode.id
     assert kernel_symbols(decode.config) == (f"kda2_recurrent_{i}", f"kda2_recurrent_f16_{i}",
                                              f"kda2_recurrent_s16_{i}", f"kda2_recurrent_f16_s16_{i}")

@@ -188,6 +188,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
         "LANE_COLS": str(cfg["lane_cols"]), "ALL_K": str(cfg["k_map"] == "all").lower(),
         "STRIDED": str(cfg["k_map"] in ("strided", "all")).lower(),
         "V_FIRST": str(cfg["state_layout"] == "v_first").lower(), "SMEM_STAGING": "false", "SMEM_STRIDE": "1",
+        "STAGE_ROW": "20" if cfg["k_map"] == "all" else "4",
         "HAS_SOFTPLUS": str("softplus" in cfg["gate_modes"]).lower(),
         "HAS_LOWER_BOUND": str("lower_bound" in cfg["gate_modes"]).lower(),
         "HAS_L2NORM": str(cfg["qk_l2norm"]).lower(), "HAS_BETA_SIGMOID": str(cfg["beta_sigmoid"]).lower(),

@@ -216,3 +216,14 @@ def test_recurrent_warps_follow_the_waves_on_this_gpu(tmp_path, profiles) -> Non
     plan = plan_spec(spec, "sm_90a", [], profile=few_blocks)
     assert all("wave(s) of" in dict(v.reasons)["tile"] and "sm_count=132" in dict(v.reasons)["tile"]
                for v in plan.variants)
+
+
+@pytest.mark.compile  # real NVRTC (or nvcc)
+def test_calibration_kernels_compile_for_every_arch() -> None:
+    """kda2 calibrate compiles its kernels on the GPU host; a bad compile option fails here first (it did: -O3
+    is not an NVRTC option)."""
+    from kda2.tools.calibrate import _compile
+
+    for arch in ("sm_80", "sm_90a"):
+        cubin = _compile(arch)
+        assert cubin[:4] == b"\x7fELF", arch

@@ -365,7 +365,7 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
     spec, rules = load_spec(KIMI_CHUNK), load_rules(RULES)
     assert "block_v" in p.stdout and "stages" in p.stdout and "smem prep/state B" in p.stdout
     for arch in spec.archs:
-        plan = plan_spec(spec, arch, rules)
+        plan = plan_spec(spec, arch, rules, tuned=tuned(spec).get(arch))  # as the CLI: routed by the tuning record
         section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
                                  f"dispatch rows", 1)[1].split("\n\n")[0]
         rows = [CHUNK_ROW.match(line) for line in section.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]

@@ -37,9 +37,14 @@ def edited(tmp_path: Path, src: Path, *subs: tuple[str, str], name: str | None =
 def test_shipped_profiles_are_published_and_one_default_per_arch(profiles) -> None:
     assert set(profiles) >= {"a100", "h100", "h200"}
     assert (profiles["a100"].arch, profiles["h100"].arch, profiles["h200"].arch) == ("sm_80", "sm_90a", "sm_90a")
-    for p in profiles.values():
+    for name in ("a100", "h100", "h200"):
+        p = profiles[name]
         assert p.source == "published" and p.citation
         assert p.smem_per_block_bytes <= p.smem_per_sm_bytes
+    # a measured profile (kda2 calibrate on a GPU) says when and how, and never silently becomes a default
+    for p in profiles.values():
+        if p.source == "measured":
+            assert p.date and p.command.startswith("kda2 calibrate") and not p.default_for_arch
     assert profiles["h200"].default_for_arch and profiles["a100"].default_for_arch
     assert not profiles["h100"].default_for_arch
     # the datasheets: same SM array, different memory

@@ -79,7 +79,8 @@ def test_intermediate_states_only_in_decode_like_buckets():
     by_id = {v.id: v for v in plan.variants}
     for row in plan.dispatch:
         for vid in row["candidates"]:
-            assert by_id[vid].config["intermediate"] is (row["bucket"] <= DECODE_MAX_T), row
+            # multi-token decode only: a T = 1 kernel's only state is its final one (and the code costs it time)
+            assert by_id[vid].config["intermediate"] is (1 < row["bucket"] <= DECODE_MAX_T), row
     assert 8 in [row["bucket"] for row in plan.dispatch], "the multi-token decode bucket is in the default spec"
 
 
@@ -90,7 +91,7 @@ def test_render_one_entry_per_input_dtype():
 
     plan = plan_spec(validate_spec(_spec_doc()), "sm_90a", [])
     decode = next(v for v in plan.variants if v.config["intermediate"])
-    prefill = next(v for v in plan.variants if not v.config["intermediate"])
+    prefill = next(v for v in plan.variants if v.config["prefetch"] and not v.config["intermediate"])
     assert decode.config["state_dtypes"] == ["fp32", "bf16"] and prefill.config["state_dtypes"] == ["fp32"]
     text = render_variant(decode.config, {"smem_stride": 1, "stage_row": 20})
     i = decode.id
@@ -141,8 +142,9 @@ def test_real_build_refuses_before_the_driver(manifest):
     inter = rc(intermediate=0x2000)
     assert (inter in passed) if has_inter else inter == abi.ERR_FEATURE
     if lib.family == "recurrent" and "k_first" in lib.features.state_layouts:
-        buckets = [b for b in lib.buckets if b <= 16]
+        buckets = [b for b in lib.buckets if 1 < b <= 16]
         assert lib.intermediate_max_t(False) == (max(buckets) if buckets else 0)
+        assert lib.intermediate_min_t(False) == (min(buckets) if buckets else 0)
 
 
 def ctypes_addr(a) -> int:

@@ -85,7 +85,7 @@ def test_every_layout_and_bucket_is_routed_exactly_once(kimi, rules) -> None:
             assert v.config["state_layout"] == d["state_layout"] and "bucket" not in v.config
             # what the bucket changes in the code (the all-K decode loop has no prefetch: shared by buckets 1 and 8)
             assert v.config["prefetch"] == (d["bucket"] > 1 and v.config["k_map"] != "all")
-            assert v.config["intermediate"] == (d["bucket"] <= 16)
+            assert v.config["intermediate"] == (1 < d["bucket"] <= 16)
             assert d["routed_by"] == "rank" and d["variant"] == g[(d["state_layout"], d["bucket"])][0]
         # every kernel is some row's candidate, and kernels are unique: buckets with the same code share one
         assert {i for ids in g.values() for i in ids} == {v.id for v in plan.variants}

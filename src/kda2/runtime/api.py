@@ -214,6 +214,8 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     flags |= _v.state_flag(lib, sdtype, longest, state_v_first, "initial_state" if initial_state is not None
                            else "final_state_out")
     inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev, sdtype)
+    if inter_ptr:  # the T = 1 kernels keep no per-token states: route at the first bucket whose kernel does
+        longest = max(longest, lib.intermediate_min_t(state_v_first))
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev, sdtype)
@@ -298,6 +300,8 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     _v.check_tensor("ssm_state_indices", idx, (_I32, _I64), (N,), dev)
     inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev,
                                    state_pool.dtype)
+    if inter_ptr:
+        longest = max(longest, lib.intermediate_min_t(state_v_first))
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o = torch.empty_like(v) if out is None else out

@@ -164,7 +164,24 @@ class Library:
         return best
 
     def intermediate_max_t(self, state_v_first: bool) -> int:
-        return self.max_t_with("intermediate", state_v_first)
+        """The longest call that can keep per-token states: the decode rows from the first one built with them
+        (T = 1 kernels are not: a call asking for them routes at intermediate_min_t)."""
+        layout = "v_first" if state_v_first else "k_first"
+        rows = sorted(int(d["bucket"]) for d in self.dispatch if d["state_layout"] == layout)
+        have = [b for b in rows if (layout, b) in self._rows_with["intermediate"]]
+        if not have:
+            return 0
+        best = 0
+        for b in rows[rows.index(have[0]):]:
+            if (layout, b) not in self._rows_with["intermediate"]:
+                break
+            best = b
+        return best
+
+    def intermediate_min_t(self, state_v_first: bool) -> int:
+        """The max_seqlen to route a call keeping per-token states by: the smallest bucket built with them."""
+        layout = "v_first" if state_v_first else "k_first"
+        return min((b for lay, b in self._rows_with["intermediate"] if lay == layout), default=0)
 
     def check_device(self, device_index: int, capability: tuple[int, int]) -> None:
         """First use on a device: refuse a GPU this arch cannot run on (clearer than error 209), then

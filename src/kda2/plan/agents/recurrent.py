@@ -26,10 +26,14 @@ class PipelineAgent:
         else:
             why = (f"T<={bucket}: prefetch token t+1's q/k/g/v/beta while token t updates the state (the per-token "
                    "chain is latency-bound)")
-        inter = bucket <= DECODE_MAX_T
+        # Per-token states only for multi-token decode (1 < T <= DECODE_MAX_T): a one-token call's only state is
+        # its final one, and the code cost the T=1 kernels 3-11 % at N=64/256 (H200, 2026-11-30, same-run A/B,
+        # experiments/2026-11-30-final); in the prefill kernels it costs ~18 registers.
+        inter = 1 < bucket <= DECODE_MAX_T
         why += ("; per-token states compiled in (multi-token decode keeps them for speculative rollback)" if inter
-                else "; no per-token states (they cost ~18 registers in the prefill kernels, sm_90a, 2026-11-30)")
-        states = ["fp32", "bf16"] if inter and getattr(spec.features, "bf16_decode_state", False) else ["fp32"]
+                else "; no per-token states (T=1: the final state is the only one; prefill: ~18 registers)")
+        states = (["fp32", "bf16"] if bucket <= DECODE_MAX_T and getattr(spec.features, "bf16_decode_state", False)
+                  else ["fp32"])
         if len(states) > 1:
             why += "; bf16-state entries too (features.bf16_decode_state: half the state bytes)"
         return [c.extend(self.name, why, prefetch=bucket > 1, intermediate=inter, state_dtypes=states) for c in cands]

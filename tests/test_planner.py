@@ -197,9 +197,9 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
             locks.setdefault(s.name, {}).update(read_lock(path))
             raws[(s.name, arch)] = raw
     assert ("kimi_linear_recurrent", "sm_90a") in raws and ("small_head_recurrent", "sm_90a") in raws
-    # the migration kept the H200 winners of 2026-11-29 (ids as of the issue-13 configs: per-dtype entries)
+    # H200 winners (re-tuned 2026-11-30; the T=1 kernels without per-token states have new ids)
     assert locks["kimi_linear_recurrent"]["sm_90a"]["v_first:1024"] == "05d3d782312a"
-    assert locks["small_head_recurrent"]["sm_90a"]["v_first:1"] == "69a9759324ce"
+    assert locks["small_head_recurrent"]["sm_90a"]["v_first:1"] == "33fd8e069a90"
     plans, warnings = plan_all(specs, rules, locks=locks)
     assert not [w for w in warnings if "tuning record" in w], warnings
     for plan in plans:

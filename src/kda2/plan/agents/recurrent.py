@@ -27,8 +27,8 @@ class PipelineAgent:
             why = (f"T<={bucket}: prefetch token t+1's q/k/g/v/beta while token t updates the state (the per-token "
                    "chain is latency-bound)")
         # Per-token states only for multi-token decode (1 < T <= DECODE_MAX_T): a one-token call's only state is
-        # its final one, and the code cost the T=1 kernels 3-11 % at N=64/256 (H200, 2026-11-30, same-run A/B,
-        # experiments/2026-11-30-final); in the prefill kernels it costs ~18 registers.
+        # its final one; leaving the code out of the T=1 kernels saved ~1 % at N=64/256 (H200, 2026-11-30,
+        # experiments/2026-11-30-final calls 6 and 7); in the prefill kernels it costs ~18 registers.
         inter = 1 < bucket <= DECODE_MAX_T
         why += ("; per-token states compiled in (multi-token decode keeps them for speculative rollback)" if inter
                 else "; no per-token states (T=1: the final state is the only one; prefill: ~18 registers)")

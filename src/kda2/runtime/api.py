@@ -105,12 +105,14 @@ def outputs(torch, v, out, output_final_state: bool, final_state_out, sshape: tu
 
 
 def check_intermediate(lib: Library, inter, B: int, T: int, HV: int, K: int, V: int, v_first: bool, longest: int,
-                       dev, sdtype=None) -> int:
+                       dev, sdtype=None) -> tuple[int, int]:
     """`intermediate_states_out`: [B, T, HV, K, V] ([.., V, K] with state_v_first; B = 1 with varlen) in the
     state dtype, the state after every token (speculative decoding keeps them to roll back rejected tokens).
-    Only the decode-like buckets' kernels write them (Library.intermediate_max_t)."""
+    Only the multi-token decode buckets' kernels write them (Library.intermediate_max_t). Returns (its pointer or
+    0, the length to route the call by: the T = 1 kernels keep no per-token states, so a call asking for them
+    routes at the first bucket whose kernel does)."""
     if inter is None:
-        return 0
+        return 0, longest
     _v.check_tensor("intermediate_states_out", inter, (sdtype or _F32,), (B, T, HV) + ((V, K) if v_first else (K, V)),
                     dev)
     most = lib.intermediate_max_t(v_first)
@@ -118,7 +120,7 @@ def check_intermediate(lib: Library, inter, B: int, T: int, HV: int, K: int, V: 
         raise _v.fail("intermediate_states_out", f"a call of up to {longest} tokens per sequence",
                       f"sequences of at most {most} tokens (the multi-token decode buckets of {_v._spec(lib)} that "
                       "are compiled with per-token states; with a device-only cu_seqlens pass max_seqlen=)")
-    return inter.data_ptr()
+    return inter.data_ptr(), max(longest, lib.intermediate_min_t(v_first))
 
 
 def no_tokens(ht, initial_state):
@@ -213,9 +215,8 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
         _v.check_tensor("final_state_out", final_state_out, (sdtype,), sshape, dev)
     flags |= _v.state_flag(lib, sdtype, longest, state_v_first, "initial_state" if initial_state is not None
                            else "final_state_out")
-    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev, sdtype)
-    if inter_ptr:  # the T = 1 kernels keep no per-token states: route at the first bucket whose kernel does
-        longest = max(longest, lib.intermediate_min_t(state_v_first))
+    inter_ptr, longest = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev,
+                                            sdtype)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o, ht = outputs(torch, v, out, output_final_state, final_state_out, sshape, dev, sdtype)
@@ -298,10 +299,8 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     flags |= _v.state_flag(lib, state_pool.dtype, longest, state_v_first, "state_pool")
     idx = ssm_state_indices
     _v.check_tensor("ssm_state_indices", idx, (_I32, _I64), (N,), dev)
-    inter_ptr = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev,
-                                   state_pool.dtype)
-    if inter_ptr:
-        longest = max(longest, lib.intermediate_min_t(state_v_first))
+    inter_ptr, longest = check_intermediate(lib, intermediate_states_out, B, T, HV, K, V, state_v_first, longest, dev,
+                                            state_pool.dtype)
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o = torch.empty_like(v) if out is None else out

@@ -153,9 +153,15 @@ __device__ __forceinline__ void store_e16(E* __restrict__ p, const float (&in)[N
   }
 }
 
-// A gate parameter (A_log, dt_bias): fp32, or bf16 when the flag says so; read as fp32 (as FLA does).
+// A gate parameter (A_log, dt_bias): fp32, or bf16 when the flag says so; read as fp32 (as FLA does). One aligned
+// 32-bit load and selects, no branch around the load: `bf16 ? bf16 load : fp32 load` made the decode kernels 19 %
+// slower at N = 256 for the same work (ncu, H200: bench/results/h200-2026-11-30-final/decode_bisect.md). A bf16
+// element is the low or high half of the aligned word holding it; that word never leaves the allocation
+// (allocations are 256-byte aligned and sized).
 __device__ __forceinline__ float load_param(const float* __restrict__ p, long i, bool bf16) {
-  return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]) : p[i];
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p) + (bf16 ? 2 * i : 4 * i);
+  const uint32_t w = __ldg(reinterpret_cast<const unsigned int*>(at & ~uintptr_t(3)));
+  return __uint_as_float(bf16 ? ((at & 2) ? (w & 0xffff0000u) : (w << 16)) : w);
 }
 
 __device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(__expf(x)); }

@@ -8,7 +8,7 @@ ROOT=$PWD; O=/tmp/o; mkdir -p $O
 export PYTHONPATH=$ROOT/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  .whl/fla_core-*.whl .whl/flash_linear_attention-*.whl || exit 3
+  .fla/*.whl || exit 3
 export TRITON_CACHE_DIR=/tmp/triton
 summ() { python3 - "$@" <<'PY'
 import json, sys

@@ -109,9 +109,9 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                     seen.add(pv.id)
                     variants.append(pv)
             # one row per batch class (kda2.plan.model.class_rows); untuned, every class takes the agents' first
+            key = f"{layout}:{bucket}"
             for w, min_chains in class_rows(spec.family, bucket):
                 first, routed_by = group[0], "rank"
-                key = f"{layout}:{bucket}"
                 winner = (tuned or {}).get(f"{key}:{w.name}", (tuned or {}).get(key))
                 if winner is not None:
                     match = [pv for pv in group if pv.id == winner]

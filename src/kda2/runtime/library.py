@@ -84,10 +84,9 @@ class Library:
         # (layout, bucket) whose variants, in every batch class, write per-token states / take bf16 states.
         cfg = {int(v["index"]): v.get("config", {}) for v in self.variants}
         rows = [(d["state_layout"], int(d["bucket"]), cfg.get(int(d["index"]), {})) for d in self.dispatch]
-        has = {"intermediate": lambda c: bool(c.get("intermediate")),
-               "bf16_state": lambda c: "bf16" in c.get("state_dtypes", ())}
-        self._rows_with = {what: {(lay, b) for lay, b, _ in rows}
-                           - {(lay, b) for lay, b, c in rows if not ok(c)} for what, ok in has.items()}
+        lacking = {"intermediate": {(lay, b) for lay, b, c in rows if not c.get("intermediate")},
+                   "bf16_state": {(lay, b) for lay, b, c in rows if "bf16" not in c.get("state_dtypes", ())}}
+        self._rows_with = {what: {(lay, b) for lay, b, _ in rows} - out for what, out in lacking.items()}
 
         self._dll = ctypes.CDLL(str(so_path))
         for name, (restype, argtypes) in abi.FUNCTIONS.items():

@@ -20,8 +20,8 @@ value is logged and leaves the monitor off.
 
 What is measured. A key is a dispatch row of a loaded library: (library, state layout, bucket, batch class),
 which names one kernel/variant (`kernel` = the row's variant id). The row is the one the library itself picks
-for the call (`kda2_route`: state layout, longest sequence, state chains N·HV). Of every `sample_every` calls on a key the first is
-sampled: two CUDA events (`torch.cuda.Event(enable_timing=True)`, the torch entries' stream) are recorded
+for the call (`kda2_route`: state layout, longest sequence, state chains N·HV). Of every `sample_every` calls
+on a key the first is sampled: two CUDA events (`torch.cuda.Event(enable_timing=True)`, the torch entries' stream) are recorded
 on the call's stream just before and just after the launch. The latency is the stream time between them:
 the kernel(s) of the call, plus any time the GPU sat idle waiting for the launch itself when the stream was
 empty (a busy stream shows kernel time only). Nothing waits for the GPU on the hot path: pending samples

@@ -139,7 +139,7 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     lib = m.get("library")
     g = Group(m["spec"], m["arch"], hw, m["family"], str(path), lib.get("sha256") if isinstance(lib, dict) else None)
     for d in m["dispatch"]:
-        if d.get("class", _primary(m["family"], d["bucket"])) != _primary(m["family"], d["bucket"]):
+        if d.get("class") not in (None, _primary(m["family"], d["bucket"])):
             continue  # a bucket's other batch classes share its candidates: one task each
         key = f"{d['state_layout']}:{d['bucket']}"
         incumbent = prior.get(key, {}).get("variant") or d["variant"]

@@ -80,7 +80,8 @@ def test_no_command_is_a_usage_error() -> None:
 
 # ---- plan --------------------------------------------------------------------------------------
 
-ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+) +(\d+) +(smem|direct) +(strided|blocked|all) "
+ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+(?:x\d)?) +(\d+) +(\d+|-) +(smem|direct) "
+                 r"+(strided|blocked|all) "
                  r"+(butterfly|scatter) +(.+)$")
 
 
@@ -121,9 +122,11 @@ def test_plan_table_has_one_row_per_variant() -> None:
             assert d["routed_by"] == want, d
         for m, v in zip(rows, plan.variants):
             c = v.config
-            assert (m[2], m[3] == "True", int(m[4]), int(m[5]), m[6], m[7], m[8]) == (
-                c["state_layout"], c["prefetch"], c["v_per_warp"], c["warps"], c["staging"], c["k_map"], c["reduce"])
-            assert routes_and_rules(m[9]) == (expected_routes(plan, v.id), list(v.rules))
+            cols = f"{c['v_per_warp']}" + (f"x{c['lane_cols']}" if c.get("lane_cols", 1) > 1 else "")
+            assert (m[2], m[3] == "True", m[4], int(m[5]), m[6], m[7], m[8], m[9]) == (
+                c["state_layout"], c["prefetch"], cols, c["warps"], str(c.get("min_ctas", "-")), c["staging"],
+                c["k_map"], c["reduce"])
+            assert routes_and_rules(m[10]) == (expected_routes(plan, v.id), list(v.rules))
 
 
 def test_plan_reasons_and_arch() -> None:

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
 KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
-AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "budget")
+AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "occupancy", "budget")
 CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "budget")
 
 

@@ -207,7 +207,7 @@ def test_recurrent_warps_follow_the_waves_on_this_gpu(tmp_path, profiles) -> Non
     """Serial-chain buckets order the spec's warps options by the waves their chains need on the profile's
     SMs. With 32 blocks per SM the waves tie (registers scale with warps) and the spec's order stays; a GPU
     that holds only 4 CTAs per SM makes 2-warp CTAs need twice the waves: they go last."""
-    spec = load_spec(edited(tmp_path, KIMI, ("warps: [4]", "warps: [2, 4, 8]"), ("max_candidates: 4", "max_candidates: 64")))
+    spec = load_spec(edited(tmp_path, KIMI, ("warps: [4, 8]", "warps: [2, 4, 8]"), ("max_candidates: 8", "max_candidates: 64")))
 
     def order(hw):
         plan = plan_spec(spec, hw.arch, [], profile=hw)
@@ -232,3 +232,32 @@ def test_calibration_kernels_compile_for_every_arch() -> None:
     for arch in ("sm_80", "sm_90a"):
         cubin = _compile(arch)
         assert cubin[:4] == b"\x7fELF", arch
+
+
+def test_occupancy_agent_raises_launch_bounds_in_decode_buckets_only(tmp_path, profiles) -> None:
+    """`occupancy: [compiler, raised]` adds, for decode buckets only, each shape again with launch bounds asking
+    for the most CTAs per SM whose register cap (the profile's register file) holds the estimate + headroom;
+    the spec edit back to `[compiler]` removes them, and a smaller register file asks for fewer CTAs."""
+    from kda2.plan.agents.recurrent import OccupancyAgent
+    from kda2.plan.model import DECODE_MAX_T, register_cap, registers_estimate
+
+    spec = load_spec(KIMI)
+    hw = profiles["h200"]
+    plan = plan_spec(spec, "sm_90a", [], profile=hw)
+    raised = {v.id: v.config for v in plan.variants if v.config.get("min_ctas", 1) > 1}
+    assert raised
+    for d in plan.dispatch:
+        if any(i in raised for i in d["candidates"]):
+            assert d["bucket"] <= DECODE_MAX_T, d
+    for cfg in raised.values():
+        cap = register_cap(cfg, hw)
+        assert registers_estimate(cfg) + OccupancyAgent.HEADROOM <= cap < hw.registers_per_thread_max
+        assert cap == hw.registers_per_sm // (32 * cfg["warps"] * cfg["min_ctas"]) // 8 * 8
+    off = load_spec(edited(tmp_path, KIMI, ("occupancy: [compiler, raised]", "occupancy: [compiler]")))
+    assert not any(v.config.get("min_ctas", 1) > 1 for v in plan_spec(off, "sm_90a", [], profile=hw).variants)
+    small = hw.model_copy(update={"registers_per_sm": hw.registers_per_sm // 2})
+    by_shape = lambda p: {(c["state_layout"], c["k_map"], c["v_per_warp"], c.get("lane_cols", 1), c["warps"],
+                           c["intermediate"]): c.get("min_ctas", 1) for c in (v.config for v in p.variants)
+                          if c.get("min_ctas", 1) > 1}
+    big, half = by_shape(plan), by_shape(plan_spec(spec, "sm_90a", [], profile=small))
+    assert half and any(k in big for k in half) and all(half[k] < big[k] for k in half if k in big)

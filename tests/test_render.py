@@ -171,12 +171,16 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     text = render_variant(pv.config, tplan)
     lines = text.splitlines()
     assert lines[0].startswith(f"// {variant_name(pv.config)}: ") and "kda2/recurrent.cuh" in lines[0]
-    assert len(lines) <= 48  # config + up to four entries (input dtype x state dtype)
+    assert len(lines) <= 49  # config + up to four entries (input dtype x state dtype)
     assert '#include "kda2/recurrent.cuh"' in lines
     assert f"namespace kda2_{pv.id} {{" in lines
     assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config, __nv_bfloat16, float>::run(a);" in text
-    assert re.search(rf'^extern "C" __global__ void __launch_bounds__\(kda2_{pv.id}::Config::WARPS \* 32, 1\) '
+    assert re.search(rf'^extern "C" __global__ void __launch_bounds__\(kda2_{pv.id}::Config::WARPS \* 32, '
+                     rf"kda2_{pv.id}::Config::MIN_CTAS\) "
                      rf"{kernel_symbol(pv.id)}\(const KDA2RecurrentArgs a\) \{{$", text, re.M)
+    assert "static constexpr int MIN_CTAS = 1;" in text  # ptxas's own choice unless the occupancy agent raised it
+    raised = next(v for v in spec_plan.variants if v.config.get("min_ctas", 1) > 1)
+    assert f"static constexpr int MIN_CTAS = {raised.config['min_ctas']};" in render_variant(raised.config, tplan)
     for _, why in pv.reasons:
         assert why not in text, why
     assert spec.name not in text and __version__ not in text and "Generated" not in text
@@ -194,6 +198,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
         "HAS_L2NORM": str(cfg["qk_l2norm"]).lower(), "HAS_BETA_SIGMOID": str(cfg["beta_sigmoid"]).lower(),
         "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
         "PREFETCH": str(cfg["prefetch"]).lower(), "INTERMEDIATE": str(cfg["intermediate"]).lower(),
+        "MIN_CTAS": str(cfg.get("min_ctas", 1)),
     }, text
 
 

@@ -111,6 +111,13 @@ def registers_estimate(cfg: Mapping[str, Any]) -> int:
     return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
 
 
+def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:
+    """Registers per thread ptxas may use under the variant's launch bounds: min_ctas CTAs of 32·warps threads
+    must fit the SM's register file (in whole 8-register steps), and never more than a thread can address."""
+    per_thread = hw.registers_per_sm // (32 * cfg["warps"] * cfg.get("min_ctas", 1))
+    return min(per_thread // 8 * 8, hw.registers_per_thread_max)
+
+
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
     """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows (k_map all)."""
     if cfg["staging"] == "smem":

@@ -30,6 +30,9 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "k_map": ("strided", "blocked", "all"),  # key rows of a lane: l + 32*i, l*K/32 + i, or all K
     "lane_cols": (1, 2, 4),              # adjacent value columns per lane (k_map all; 1 otherwise)
     "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums: xor all-reduce or reduce-scatter
+    # Resident CTAs per SM the kernel's launch bounds ask for (register cap registers_per_sm / (threads · n));
+    # absent = 1, ptxas's own choice, so the configs (and ids) of kernels without it are unchanged.
+    "min_ctas": tuple(range(1, 17)),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with an entry each: ("bf16",), ("fp16",), ("bf16", "fp16")
     "qk_l2norm": (False, True),
@@ -69,6 +72,7 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 #: Per family, the knobs the planner's agents choose (the rest of a config is what the spec compiles in):
 #: what a tuning line, a failure record and a proposed rule name a candidate by.
 AGENT_KNOBS = {
-    "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce"),
+    "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
+                  "min_ctas"),
     "chunk": ("state_layout", "chunk", "block_v", "stages"),
 }

@@ -314,14 +314,19 @@ def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
 class Agents(_Strict):
     """Planner settings of a recurrent spec; every key optional.
 
-    Defaults: tile Tile(), staging Staging(), reduce [butterfly].
+    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler].
+    occupancy (decode buckets): `compiler` leaves resident CTAs per SM to ptxas's register use; `raised`
+    also proposes each shape with launch bounds asking for more CTAs per SM (plan/agents/recurrent.py
+    OccupancyAgent), which caps its registers.
     """
 
     tile: Tile = Tile()
     staging: Staging = Staging()
     reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
+    occupancy: Choices[Literal["compiler", "raised"]] = ["compiler"]
 
-    _refuse_chunk = model_validator(mode="before")(_no_keys_of("chunk", ("chunk",), "tile, staging, reduce"))
+    _refuse_chunk = model_validator(mode="before")(_no_keys_of("chunk", ("chunk",),
+                                                               "tile, staging, reduce, occupancy"))
 
 
 class ChunkTile(_Strict):
@@ -341,7 +346,7 @@ class ChunkAgents(_Strict):
     chunk: ChunkTile = ChunkTile()
 
     _refuse_recurrent = model_validator(mode="before")(
-        _no_keys_of("recurrent", ("tile", "staging", "reduce"), "chunk"))
+        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy"), "chunk"))
 
 
 class Budget(_Strict):

@@ -76,7 +76,9 @@ def _chunk_smem(c: dict) -> str:
 #: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
 _PLAN_COLUMNS = {
     "recurrent": [("prefetch", "<8", lambda c: c["prefetch"]),
-                  ("v/warp", ">6", lambda c: c["v_per_warp"]), ("warps", ">5", lambda c: c["warps"]),
+                  ("v/warp", ">6", lambda c: f"{c['v_per_warp']}" + (f"x{c['lane_cols']}" if c.get("lane_cols", 1) > 1
+                                                                   else "")),
+                  ("warps", ">5", lambda c: c["warps"]), ("cta/sm", ">6", lambda c: c.get("min_ctas", "-")),
                   ("staging", "<7", lambda c: c["staging"]), ("k_map", "<8", lambda c: c["k_map"]),
                   ("reduce", "<9", lambda c: c["reduce"])],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
@@ -395,7 +397,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     import signal
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kda2 plan ... | head` ends quietly
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `kda2 build SPEC -- -k TARGET`: argparse gives a REMAINDER after a `nargs="*"` positional nothing once the
+    # positional has taken the words, so the words after `--` are split off here and handed over whole.
+    passthrough = None
+    if argv[:1] == ["build"] and "--" in argv:
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
+    if passthrough is not None:
+        args.scons_args = passthrough
     for attr in ("scons_args", "bench_args"):
         if getattr(args, attr, None) and getattr(args, attr)[0] == "--":
             setattr(args, attr, getattr(args, attr)[1:])

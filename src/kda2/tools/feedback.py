@@ -101,8 +101,10 @@ def propose(ref: str, *, rules_dir: str = "rules", tuning_dir: str = "tuning", a
     match["config"] = dict(rec["knobs"])
     rid = _next_id(root)
     numbers = json.dumps(rec.get("numbers", {}), sort_keys=True)
-    evidence = (f"kda2 tune failure {rec['id']} ({rec['kind']}), {rec.get('date', '?')}, GPU {rec.get('gpu', '?')} "
-                f"(profile {rec.get('profile')}, {rec['arch']}), spec {rec['spec']} row {rec.get('route')}, variant "
+    origin = " ".join(str(rec.get("command", "kda2 tune")).split()[:2])  # kda2 tune or kda2 build
+    where = f"row {rec['route']}" if rec.get("route") else "at build"
+    evidence = (f"{origin} failure {rec['id']} ({rec['kind']}), {rec.get('date', '?')}, GPU {rec.get('gpu', '?')} "
+                f"(profile {rec.get('profile')}, {rec['arch']}), spec {rec['spec']} {where}, variant "
                 f"{rec['variant']}: {rec.get('detail', '')}; numbers {numbers}; command: {rec.get('command', '?')}; "
                 f"record tuning/failures/{rec['spec']}.{rec.get('profile')}.jsonl")
     body: dict[str, Any] = {"id": rid, "version": 1, "match": match, "action": action}

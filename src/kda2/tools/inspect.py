@@ -29,7 +29,8 @@ def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
     """The config words of an inspect line (and, for chunk, the kernel's dynamic shared memory)."""
     c = v["config"]
     if family != "chunk":
-        return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}"
+        bounds = f" launch bounds {c['min_ctas']} CTA/SM" if c.get("min_ctas", 1) > 1 else ""
+        return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}{bounds}"
     text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}"
     try:
         plan = json.loads((root / v["plan"]).read_text())

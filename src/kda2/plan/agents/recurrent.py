@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, registers_estimate, smem_estimate,
-                             workloads)
+from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, register_cap, registers_estimate,
+                             smem_estimate, workloads)
 
 
 class PipelineAgent:
@@ -82,7 +82,8 @@ def waves(cfg: dict, hw: Any, bucket: int) -> tuple[int, int, int]:
     """(chains, resident slots, waves) of a config at the bucket's routing workload on this GPU: a chain is one
     (sequence, head, V-tile) CTA; slots = SMs x CTAs per SM (registers, smem, threads of the profile)."""
     w = workloads("recurrent", bucket)[0]
-    occ = occupancy(Resources(registers_estimate(cfg), smem_estimate(cfg), 0, 32 * cfg["warps"], "estimate"), hw)
+    occ = occupancy(Resources(min(registers_estimate(cfg), register_cap(cfg, hw)), smem_estimate(cfg), 0,
+                              32 * cfg["warps"], "estimate"), hw)
     n = w.N * w.H * (cfg["v"] // (cfg["v_per_warp"] * cfg["warps"]))
     slots = hw.sm_count * max(occ.ctas_per_sm, 1)
     return n, slots, -(-n // slots)
@@ -158,6 +159,43 @@ class ReduceAgent:
         return out
 
 
+class OccupancyAgent:
+    """Decode buckets: each shape as ptxas lays it out (registers as it likes, often 140-170 at K=128, so 2-3
+    CTAs of 4 warps per SM) and, with the spec's `occupancy: [.., raised]`, again with launch bounds asking for
+    more resident CTAs per SM. A decode call streams every state once, so its speed is bytes in flight per SM:
+    the raised variant trades registers (ptxas must fit the cap, or the build's spill check refuses it) for
+    more CTAs loading at once. The CTA count is the most whose register cap (the profile's registers per SM)
+    still holds the agents' register estimate plus 16 of headroom; it is proposed only when that cap is below
+    what a thread may address (else it binds nothing). Prefill buckets are serial-chain bound: left to ptxas.
+    """
+    name = "occupancy"
+
+    HEADROOM = 16  # registers over the estimate the cap must leave (the estimate is a floor, not ptxas's count)
+
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+        modes = spec.agents.occupancy
+        out = []
+        for c in cands:
+            cfg = c.config
+            if "compiler" in modes or bucket > DECODE_MAX_T:
+                out.append(c.extend(self.name, "resident CTAs per SM left to ptxas's register use"))
+            if "raised" not in modes or bucket > DECODE_MAX_T:
+                continue
+            need = registers_estimate(cfg) + self.HEADROOM
+            threads = 32 * cfg["warps"]
+            m = min(hw.registers_per_sm // (threads * need), hw.threads_per_sm_max // threads)
+            if m <= 1:
+                continue
+            cap = register_cap({**cfg, "min_ctas": m}, hw)
+            if cap >= hw.registers_per_thread_max:
+                continue  # a cap ptxas can never hit changes nothing
+            out.append(c.extend(self.name, f"T<={bucket}: launch bounds ask for {m} CTAs/SM of {threads} threads: "
+                                f"register cap {cap} >= estimate {registers_estimate(cfg)} + {self.HEADROOM} "
+                                f"({hw.cite('registers_per_sm')}); more state loads in flight per SM",
+                                min_ctas=m))
+        return out
+
+
 class BudgetAgent:
     """Drops candidates that cannot fit the budget or this GPU, then keeps the best-ranked `max_candidates`.
 
@@ -176,7 +214,7 @@ class BudgetAgent:
         kept: dict[str, list[Candidate]] = {}
         for c in cands:
             cfg = c.config
-            est = registers_estimate(cfg)
+            est = min(registers_estimate(cfg), register_cap(cfg, hw))
             if est > reg_limit:
                 continue
             smem = smem_estimate(cfg)
@@ -203,4 +241,4 @@ RECURRENT_AGENTS = (
     LayoutAgent(k_first="states [N,HV,K,V]: FLA's default layout",
                 v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); "
                         "each value column is 512 contiguous bytes along K"),
-    PipelineAgent(), StagingAgent(), TileAgent(), ReduceAgent(), BudgetAgent())
+    PipelineAgent(), StagingAgent(), TileAgent(), ReduceAgent(), OccupancyAgent(), BudgetAgent())

@@ -470,6 +470,7 @@ STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }}
 constexpr int {{ key|upper }} = {{ plan[key] }};
 {%- endfor %}
 constexpr int BLOCK_V = {{ config.block_v }}, STAGES = {{ config.stages }}, BT = {{ config.chunk }};
+{%- for prep_symbol, state_symbol, elem in entries %}
 extern "C" __global__ void {{ prep_symbol }}(const KDA2RecurrentArgs a) {
   extern __shared__ char smem[];
   if (a.N < 0) smem[threadIdx.x] = (char)kda2_chunk_ids(&a);
@@ -477,6 +478,7 @@ extern "C" __global__ void {{ prep_symbol }}(const KDA2RecurrentArgs a) {
 extern "C" __global__ void {{ state_symbol }}(const KDA2RecurrentArgs a) {
   if (a.workspace_bytes < kda2_chunk_slot_bytes(a.H, a.HV)) ((char*)a.workspace)[threadIdx.x] = 0;
 }
+{%- endfor %}
 """
 
 

@@ -51,6 +51,7 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
     "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
+    "dtypes": tuple,                     # input dtypes with a prep + state entry each (fold, combine shared)
     # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
     # not knobs, so they split no kernel; the library checks calls against the spec's features.
 }

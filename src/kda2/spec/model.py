@@ -265,8 +265,8 @@ class Features(_Strict):
     """What the kernels compute. All required except `input_dtypes`, `bf16_decode_state`, `gva_ratios`.
 
     gate_modes: gate activations compiled in; qk_l2norm / beta_sigmoid: done in the kernel;
-    input_dtypes: q/k/v/o dtypes, each an entry of every recurrent kernel (default [bf16]; chunk: bf16
-    only); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and
+    input_dtypes: q/k/v/o dtypes, each an entry of every kernel (default [bf16]; the chunk family's
+    intermediates stay bf16 either way, docs/DESIGN.md §1); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and
     write bf16 states (h0/ht/pool and per-token states, half the bytes; default false; recurrent only);
     gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time: any ratio with
     HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or v_first [V,K].
@@ -422,9 +422,6 @@ class ChunkSpec(Spec):
         if self.features.bf16_decode_state:
             raise field_problem("the chunk kernels keep fp32 states", at=("features", "bf16_decode_state"),
                                 allowed="false", got=True)
-        if list(self.features.input_dtypes) != ["bf16"]:
-            raise field_problem("the chunk kernels read bf16 inputs only", at=("features", "input_dtypes"),
-                                allowed="[bf16]", got=list(self.features.input_dtypes))
         return self
 
 

@@ -1,7 +1,8 @@
 """One-off (issue 13, chunk family): chunk configs gained `dtypes` (one prep + state entry per input dtype), which
 changes every chunk variant id. Rewrite the chunk tuning records' ids to the ids of the same kernels with the
-spec's input dtypes, so the measured routes still apply (the bf16 entries' code is unchanged: same registers,
-same instructions; the fp16 entries are added beside them). Run from the repository root:
+spec's input dtypes, so the measured routes still apply: the bf16 state, fold and combine SASS is identical to
+the tuned build's, the bf16 prep widens bf16 with Elem16 (shifts, not cvt: 3592 vs 3648 SASS instructions on
+sm_90a, same registers, same values) — its timing is not re-measured; the fp16 entries are added beside them. Run from the repository root:
     PYTHONPATH=src python experiments/2026-12-01-issue13-chunk/translate_tuning.py
 """
 import json

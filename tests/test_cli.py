@@ -85,13 +85,13 @@ ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+) +(\
 
 
 def routes_and_rules(cell: str) -> tuple[list[str], list[str]]:
-    """The last cell of a plan row: "vf<=64(tune) vf<=1024(tune)  rules 0002@v1"."""
+    """The last cell of a plan row: "vf<=64/prefill-n8(tune) vf<=1024/prefill-n8(tune)  rules 0002@v1"."""
     routes, _, rules = cell.partition("  rules ")
     return sorted(routes.split()), rules.split()
 
 
 def expected_routes(plan, vid: str) -> list[str]:
-    return sorted(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}({d['routed_by']})"
+    return sorted(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}/{d['class']}({d['routed_by']})"
                   for d in plan.dispatch if d["variant"] == vid) or ["candidate"]
 
 
@@ -254,8 +254,8 @@ def test_inspect_tiny_build_is_clean(tiny_build: Path, name: str) -> None:
     p = kda2("inspect", out)
     m = json.loads((out / "manifest.json").read_text())
     (v,) = m["variants"]
-    assert f"{name} / sm_90a: 1 kernels for 1 dispatch rows" in p.stdout
-    assert re.search(rf"^  {v['name']}\n    routes: v_first T<=1\n    sm_90a  regs +\d+  smem +0 B  stack 0 B  "
+    assert f"{name} / sm_90a: 1 kernels for 3 dispatch rows" in p.stdout  # bucket 1: three decode batch classes
+    assert re.search(rf"^  {v['name']}\n    routes: v_first T<=1 \(decode-n1, decode-n64, decode-n256\)\n    sm_90a  regs +\d+  smem +0 B  stack 0 B  "
                      rf"spills 0/0 B  v_first direct blocked v/warp 4 warps 4$", p.stdout, re.M), p.stdout
     assert v["name"].endswith(v["id"]) and v["name"].startswith(f"kda2_recurrent_sm_90a_k{TINY[name]}v{TINY[name]}_vf")
     assert "local memory: none" in p.stdout

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kda2.plan.model import (Resources, Workload, bytes_moved, chains, estimate,
+from kda2.plan.model import (Resources, Workload, bytes_moved, chains, class_rows, estimate,
                              occupancy, prune_reason, rank, resources_from_ptxas, spearman, spearman_of_record,
                              step_ns_from_record, workloads)
 from kda2.plan.profile import load_profiles
@@ -89,11 +89,34 @@ def test_resources_from_ptxas_takes_the_largest_kernel() -> None:
     assert (res.registers, res.smem_bytes, res.spill_bytes, res.threads) == (168, 155696, 16, 128)
 
 
-def test_workloads_route_by_the_first_class() -> None:
-    assert [w.name for w in workloads("recurrent", 1)] == ["decode-n256", "decode-n1"]
+def test_workloads_first_class_ranks_the_bucket() -> None:
+    assert [w.name for w in workloads("recurrent", 1)] == ["decode-n256", "decode-n64", "decode-n1"]
     assert workloads("recurrent", 1024)[0].as_dict() == {"N": 8, "T": 256, "H": 32, "class": "prefill-n8"}
     assert [(w.N, w.T) for w in (workloads("chunk", b)[0] for b in (2048, 8192, 65536))] == \
         [(8, 2048), (2, 8192), (1, 65536)]
+
+
+@pytest.mark.parametrize("family,bucket", [("recurrent", 1), ("recurrent", 8), ("recurrent", 1024),
+                                           ("chunk", 2048), ("chunk", 8192), ("chunk", 65536)])
+def test_class_rows_partition_the_chains(family: str, bucket: int) -> None:
+    rows = class_rows(family, bucket)
+    assert rows[0][1] == 0  # every call has a row
+    assert {w.name for w, _ in rows} == {w.name for w in workloads(family, bucket)}
+    for (lo, m_lo), (hi, m_hi) in zip(rows, rows[1:]):
+        # each class's own shape routes to its own row, and the boundary lies between neighbours
+        assert lo.chains < m_hi <= hi.chains and m_lo < m_hi
+    for w, _ in rows:
+        assert max((r for r in rows if r[1] <= w.chains), key=lambda r: r[1])[0] == w
+
+
+def test_class_rows_split_the_p_shapes() -> None:
+    """P3 and P6 share the 2048 bucket but not a class; P1 and P4 likewise at 8192 (DESIGN §1.1)."""
+    def klass(bucket: int, chains: int) -> str:
+        return max((r for r in class_rows("chunk", bucket) if r[1] <= chains), key=lambda r: r[1])[0].name
+
+    assert klass(2048, 8 * 32) != klass(2048, 2 * 8)
+    assert klass(8192, 1 * 64) != klass(8192, 6 * 64)
+    assert klass(65536, 32) == workloads("chunk", 65536)[0].name
 
 
 def test_spearman() -> None:

@@ -86,9 +86,10 @@ class FakeBackend:
 
 
 def _row(layout: str, bucket: int, index: int, us: float | None = None, shape: dict | None = None,
-         gpu: str = "NVIDIA H200") -> dict:
-    row = {"state_layout": layout, "bucket": bucket, "variant": f"var{layout[0]}{bucket}", "index": index,
-           "routed_by": "tune" if us is not None else "rank", "candidates": [f"var{layout[0]}{bucket}"]}
+         gpu: str = "NVIDIA H200", klass: str = "all", min_chains: int = 0) -> dict:
+    vid = f"var{layout[0]}{bucket}" + ("" if klass == "all" else klass)
+    row = {"state_layout": layout, "bucket": bucket, "class": klass, "min_chains": min_chains, "variant": vid,
+           "index": index, "routed_by": "tune" if us is not None else "rank", "candidates": [vid]}
     if us is not None:
         row["tuned"] = {"us": us, "gpu": gpu, "date": "2026-11-29T14:41:45+00:00", "shape": shape or TUNED_SHAPE}
     return row
@@ -105,6 +106,17 @@ class FakeLib:
         self.rc = 0
         self.launches: list[tuple] = []
         self._args = abi.KDA2RecurrentArgs()
+
+    def route(self, state_v_first: bool, max_seqlen: int, chains: int) -> dict | None:
+        """A stand-in for kda2_route over `dispatch` (the real one is tested in test_render.py)."""
+        rows = [d for d in self.dispatch if d["state_layout"] == ("v_first" if state_v_first else "k_first")]
+        fit = [d for d in rows if max_seqlen <= d["bucket"]] or (rows if self.family == "chunk" else [])
+        if not fit:
+            return None
+        bucket = min(d["bucket"] for d in fit) if any(max_seqlen <= d["bucket"] for d in rows) else \
+            max(d["bucket"] for d in rows)
+        return max((d for d in rows if d["bucket"] == bucket and d["min_chains"] <= chains),
+                   key=lambda d: d["min_chains"])
 
     def _fwd(self, addr: int, max_seqlen: int, stream) -> int:
         self.launches.append((addr, max_seqlen, stream))
@@ -175,6 +187,18 @@ def test_chunk_family_routes_long_sequences_to_the_last_row(env):
     call(m, lib, make_args(T=100_000), entry="chunk_kda")
     (s,) = m.stats()
     assert (s["bucket"], s["family"], s["sampled"]) == (8192, "chunk", 1)
+
+
+def test_each_batch_class_is_its_own_key(env):
+    """One bucket, two batch classes: calls of few and of many chains are kept apart (their own kernels)."""
+    b, _ = env
+    lib = FakeLib(b, [_row("k_first", 2048, 0, klass="few"), _row("k_first", 2048, 1, klass="many", min_chains=64)],
+                  family="chunk")
+    m = monitor.enable(sample_every=1, backend=b)
+    for N in (1, 1, 4):  # 32, 32 and 128 chains at HV = 32
+        call(m, lib, make_args(N=N, T=2048), entry="chunk_kda")
+    got = {(s["class"], s["kernel"]): s["sampled"] for s in m.stats()}
+    assert got == {("few", "vark2048few"): 2, ("many", "vark2048many"): 1}
 
 
 def test_stats_median_p90_over_a_bounded_window(env):
@@ -255,7 +279,7 @@ def test_alert_once_per_key_against_the_tuned_latency(env, caplog):
     assert m.regressions == 1 and len([r for r in caplog.records if r.name == "kda2.monitor"]) == 1
     (s,) = [s for s in m.stats() if s["bucket"] == 1]
     assert s["regressed"] and s["comparable"] == 90
-    assert 'kda2_regressions_total{spec="fake_spec",arch="sm_90a",kernel="vark1",bucket="1"} 1' in m.prometheus_text()
+    assert 'kda2_regressions_total{spec="fake_spec",arch="sm_90a",kernel="vark1",bucket="1",class="all"} 1' in m.prometheus_text()
 
 
 def test_other_shapes_are_recorded_but_never_alert(env, caplog):
@@ -363,7 +387,7 @@ def test_jsonl_and_prometheus_files(env, tmp_path):
                    ("varv1", "1", "0.5"): 10.0, ("varv1", "1", "0.9"): 10.0}
     for name, labels, _ in rows:
         if name.startswith("kda2_call_latency_us"):
-            assert set(labels) == {"spec", "arch", "kernel", "bucket"} | ({"quantile"} if name ==
+            assert set(labels) == {"spec", "arch", "kernel", "bucket", "class"} | ({"quantile"} if name ==
                                                                            "kda2_call_latency_us" else set())
     val = {(r[0], r[1].get("kernel")): r[2] for r in rows if r[0] != "kda2_call_latency_us"}
     assert val[("kda2_call_latency_us_count", "vark1")] == 4 and val[("kda2_call_latency_us_sum", "vark1")] == 1000

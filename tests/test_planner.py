@@ -15,6 +15,7 @@ from kda2.plan.lock import read_lock, record_path
 from kda2.plan.profile import load_profiles, resolve_targets
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.variant import variant_id
+from kda2.plan.model import class_rows, workloads
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
@@ -40,7 +41,13 @@ def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
 
 
 def routes(plan: SpecPlan) -> dict[str, dict[str, Any]]:
-    return {f"{d['state_layout']}:{d['bucket']}": d for d in plan.dispatch}
+    """Dispatch rows by "<layout>:<bucket>:<batch class>"."""
+    return {f"{d['state_layout']}:{d['bucket']}:{d['class']}": d for d in plan.dispatch}
+
+
+def rows_of(plan: SpecPlan, key: str) -> list[dict[str, Any]]:
+    """The rows (one per batch class) of "<layout>:<bucket>"."""
+    return [d for k, d in routes(plan).items() if k.rsplit(":", 1)[0] == key]
 
 
 def spec_variant(tmp_path: Path, name: str = "kimi_linear_recurrent", **budget: int) -> Path:
@@ -73,12 +80,12 @@ def test_plan_is_deterministic(kimi, rules) -> None:
 def test_every_layout_and_bucket_is_routed_exactly_once(kimi, rules) -> None:
     for arch in kimi.archs:
         plan = plan_spec(kimi, arch, rules)
-        keys = [(d["state_layout"], d["bucket"]) for d in plan.dispatch]
-        expected = [(lay, b) for lay in ("k_first", "v_first") if lay in kimi.features.state_layouts
-                    for b in kimi.seq_len_buckets]
-        assert keys == expected  # once each, sorted by (layout, bucket): kda2_select relies on it
+        keys = [(d["state_layout"], d["bucket"], d["class"], d["min_chains"]) for d in plan.dispatch]
+        expected = [(lay, b, w.name, m) for lay in ("k_first", "v_first") if lay in kimi.features.state_layouts
+                    for b in kimi.seq_len_buckets for w, m in class_rows("recurrent", b)]
+        assert keys == expected  # once each, sorted by (layout, bucket, min_chains)
         g = groups(plan)
-        assert sorted(g) == sorted(expected)
+        assert sorted(g) == sorted({k[:2] for k in expected})
         for d in plan.dispatch:
             v = plan.variants[d["index"]]
             assert v.id == d["variant"]
@@ -144,25 +151,51 @@ def test_lock_routes_to_a_non_first_candidate(kimi, rules, tmp_path) -> None:
     assert not [w for w in warnings if "tuning record" in w], warnings
     by_arch = {p.arch: p for p in plans}
     tuned = routes(by_arch["sm_90a"])
-    assert tuned["v_first:1"]["variant"] == chosen and tuned["v_first:1"]["routed_by"] == "tune"
-    assert by_arch["sm_90a"].variants[tuned["v_first:1"]["index"]].id == chosen
+    # a record of one class per bucket (no "classes") routes every batch class of the row
+    assert len(rows_of(by_arch["sm_90a"], "v_first:1")) == len(workloads("recurrent", 1)) > 1
+    for d in rows_of(by_arch["sm_90a"], "v_first:1"):
+        assert d["variant"] == chosen and d["routed_by"] == "tune"
+        assert by_arch["sm_90a"].variants[d["index"]].id == chosen
     for key, d in tuned.items():
-        if key != "v_first:1":
+        if not key.startswith("v_first:1:"):
             assert d["routed_by"] == "rank" and d == routes(ranked)[key]
     assert all(d["routed_by"] == "rank" for d in by_arch["sm_80"].dispatch)
     # the lock only re-routes: the variants built are the same, in the same order
     assert [v.id for v in by_arch["sm_90a"].variants] == [v.id for v in ranked.variants]
 
 
+def test_record_routes_each_batch_class_to_its_own_winner(kimi, rules, tmp_path) -> None:
+    """A schema-2 record with per-class winners: each class row calls its own kernel, the rest stay ranked."""
+    ranked = plan_spec(kimi, "sm_90a", rules)
+    group = groups(ranked)[("k_first", 1)]
+    names = [w.name for w, _ in class_rows("recurrent", 1)]
+    winners = {name: group[i % len(group)] for i, name in enumerate(names)}
+    assert len(set(winners.values())) > 1
+    path = tmp_path / f"{kimi.name}.h200.json"
+    path.write_text(json.dumps({"schema": 2, "spec": kimi.name, "profile": "h200", "arch": "sm_90a", "gpu": "x",
+                                "date": "d", "routes": {"k_first:1": {
+                                    "variant": winners[workloads("recurrent", 1)[0].name], "candidates": {},
+                                    "classes": {n: {"variant": v, "us": 1.0, "shape": {"N": 1, "T": 1, "H": 32}}
+                                                for n, v in winners.items()}}}}))
+    plans, warnings = plan_all([kimi], rules, locks={kimi.name: read_lock(path)})
+    assert not [w for w in warnings if "tuning record" in w], warnings
+    plan = next(p for p in plans if p.arch == "sm_90a")
+    got = {d["class"]: (d["variant"], d["routed_by"]) for d in rows_of(plan, "k_first:1")}
+    assert got == {n: (v, "tune") for n, v in winners.items()}
+    assert [v.id for v in plan.variants] == [v.id for v in ranked.variants]  # routing only, same kernels
+
+
 def test_lock_naming_an_unknown_variant_warns_and_falls_back(kimi, rules, tmp_path) -> None:
     ranked = plan_spec(kimi, "sm_90a", rules)
     lock = read_lock(write_lock(tmp_path / "x.lock.json", kimi.name, {"v_first:1": "0123456789ab"}))
     plans, warnings = plan_all([kimi], rules, locks={kimi.name: lock})
-    (w,) = [w for w in warnings if "tuning record" in w]
-    assert "0123456789ab" in w and "v_first:1" in w and "sm_90a" in w and kimi.name in w
-    assert "\n" not in w
-    d = routes(next(p for p in plans if p.arch == "sm_90a"))["v_first:1"]
-    assert d["routed_by"] == "rank" and d == routes(ranked)["v_first:1"]
+    ws = [w for w in warnings if "tuning record" in w]
+    assert len(ws) == len(workloads("recurrent", 1))  # one per batch class the stale winner would have routed
+    for w, klass in zip(ws, [w.name for w, _ in class_rows("recurrent", 1)]):
+        assert "0123456789ab" in w and "v_first:1" in w and klass in w and "sm_90a" in w and kimi.name in w
+        assert "\n" not in w
+    for d in rows_of(next(p for p in plans if p.arch == "sm_90a"), "v_first:1"):
+        assert d["routed_by"] == "rank" and d == routes(ranked)[f"v_first:1:{d['class']}"]
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"archs": []}', '{"archs": {"sm_90a": []}}',
@@ -207,10 +240,10 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
         if entry is None:
             assert all(d["routed_by"] == "rank" for d in plan.dispatch)
             continue
-        g, r = groups(plan), routes(plan)
+        g, r = groups(plan), {f"{lay}:{b}": rows_of(plan, f"{lay}:{b}") for lay, b in groups(plan)}
         assert set(entry["routes"]) <= set(r), "the record must name only routes of the plan"
         for key in set(r) - set(entry["routes"]):  # a route added since the record (issue 13: the multi-token
-            assert r[key]["routed_by"] == "rank", key  # bucket 8) runs the agents' first choice until `kda2 tune`
+            assert all(d["routed_by"] == "rank" for d in r[key]), key  # bucket 8) runs the agents' first choice
         for key, route in entry["routes"].items():
             layout, bucket = key.split(":")
             group = g[(layout, int(bucket))]
@@ -221,7 +254,9 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
             failed = {json.loads(line)["variant"] for line in (fpath.read_text().splitlines() if fpath.is_file() else [])}
             gone = set(route["candidates"]) - set(group)
             assert gone <= failed, f"{plan.spec.name} {key}: stale timed candidates {sorted(gone - failed)}"
-            assert r[key]["variant"] == route["variant"] and r[key]["routed_by"] == "tune"
+            for d in r[key]:  # each class its own winner when the record has them, else the row's
+                want = route.get("classes", {}).get(d["class"], {}).get("variant", route["variant"])
+                assert d["variant"] == want and d["routed_by"] == "tune", (key, d["class"])
 
 
 # ---- budget ------------------------------------------------------------------------------------
@@ -289,7 +324,7 @@ def test_chunk_plan_ranks_block_v_by_bucket(rules) -> None:
                 want = [32]
             assert [c["block_v"] for c in cfgs] == want, (arch, layout, bucket)
             assert all(c["chunk"] == 64 and c["stages"] == 2 and c["family"] == "chunk" for c in cfgs)
-            assert routes(plan)[f"{layout}:{bucket}"]["variant"] == ids[0]
+            assert {d["variant"] for d in rows_of(plan, f"{layout}:{bucket}")} == {ids[0]}
         for v in plan.variants:
             assert [a for a, _ in v.reasons][:len(CHUNK_AGENTS)] == list(CHUNK_AGENTS)
             why = dict(v.reasons)

@@ -286,9 +286,9 @@ def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_p
     cfgs = [SMEM_CFG, {**built["all_k-sm_90a"]["config"], "gate_modes": ["softplus"]},
             {**built["v_first-sm_90a"]["config"], "gate_modes": ["lower_bound", "precomputed"]}]
     variants = [{"id": variant_id(c), "config": c, "cubin_path": str(cubin)} for c in cfgs]
-    dispatch = [{"state_layout": "k_first", "bucket": 1, "index": 1},
-                {"state_layout": "k_first", "bucket": 64, "index": 0},
-                {"state_layout": "v_first", "bucket": 64, "index": 2}]
+    dispatch = [{"state_layout": "k_first", "bucket": 1, "class": "c", "min_chains": 0, "index": 1},
+                {"state_layout": "k_first", "bucket": 64, "class": "c", "min_chains": 0, "index": 0},
+                {"state_layout": "v_first", "bucket": 64, "class": "c", "min_chains": 0, "index": 2}]
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
@@ -297,8 +297,8 @@ def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_p
         assert f'"{kernel_symbol(v["id"])}"' in text
         assert f'kda2_cubin_{v["id"]}' in text
         assert f'.incbin \\"{cubin}\\"' in text
-    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+) \},  // ([0-9a-f]{12})$", text, re.M)
-    assert rows == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), str(d["index"]),
+    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+), (\d+) \},  // c: ([0-9a-f]{12})$", text, re.M)
+    assert rows == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), "0", str(d["index"]),
                      variants[d["index"]]["id"]) for d in dispatch]
     assert "constexpr int kNumVariants = 3;" in text and "constexpr int kNumRoutes = 3;" in text
 
@@ -315,7 +315,7 @@ def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_p
     syms = subprocess.run([nm, str(so)], capture_output=True, text=True, check=True).stdout
     for v in variants:
         assert re.search(rf"\bkda2_cubin_{v['id']}\b", syms)
-    for entry in ("kda2_select", "kda2_launch", "kda2_recurrent_fwd", "kda2_library_json", "kda2_num_variants"):
+    for entry in ("kda2_select", "kda2_route", "kda2_launch", "kda2_recurrent_fwd", "kda2_library_json", "kda2_num_variants"):
         assert re.search(rf" T {entry}$", syms, re.M), entry
 
     # the launcher's feature check reads the rendered gate masks with the header's KDA2_GATE_* codes:
@@ -376,8 +376,13 @@ def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path,
             cfg = dict(CHUNK_CFG, state_layout=layout, block_v=bv)
             plan = {"prep_threads": 256, "state_threads": bv // 16 * 64, "prep_smem_bytes": 103680,
                     "state_smem_bytes": {32: 155680, 64: 195616}[bv]}  # (the TIR stage's numbers, test_tir)
-            dispatch.append({"state_layout": layout, "bucket": b, "index": len(variants)})
+            dispatch.append({"state_layout": layout, "bucket": b, "class": "few", "min_chains": 0,
+                             "index": len(variants)})
             variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": str(cubin), "plan": plan})
+        # a second batch class in the first bucket, from 64 chains on, served by the last bucket's tiles
+        dispatch.insert(len(dispatch) - len(dispatch_buckets) + 1, {
+            "state_layout": layout, "bucket": dispatch_buckets[0], "class": "many", "min_chains": 64,
+            "index": len(variants) - 1})
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "c", "arch": "sm_90a", "family": "chunk",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("c", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
@@ -418,8 +423,13 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
         fn.restype, fn.argtypes = restype, argtypes
     assert lib.kda2_abi_version() == abi.ABI_VERSION
     assert json.loads(lib.kda2_library_json())["family"] == "chunk"
-    assert [lib.kda2_select(vf, t) for vf in (0, 1) for t in (1, 2048, 2049, 65536, 1 << 20)] == [
+    assert [lib.kda2_select(vf, t, 1) for vf in (0, 1) for t in (1, 2048, 2049, 65536, 1 << 20)] == [
         0, 0, 1, 1, 1, 2, 2, 3, 3, 3]  # above the largest bucket: the last bucket's variant
+    # batch classes: from 64 chains on, bucket 2048 calls its "many" row (the 65536 tiles); 65536 has one class
+    assert [lib.kda2_select(0, 2048, c) for c in (0, 63, 64, 10 ** 6)] == [0, 0, 1, 1]
+    assert [lib.kda2_select(1, 100, c) for c in (5, 64)] == [2, 3] and lib.kda2_select(1, 3000, 10 ** 6) == 3
+    assert [lib.kda2_route(vf, 2048, c) for vf in (0, 1) for c in (1, 64)] == [0, 1, 3, 4]
+    assert lib.kda2_route(0, 1 << 20, 64) == 2 and lib.kda2_route(1, 1 << 20, 0) == 5
     a = abi.KDA2RecurrentArgs(N=3, T=1000, H=16, HV=32, gate_mode=abi.GATE_SOFTPLUS)
     addr = ctypes.addressof(a)
     for N, T, HV, varlen in ((3, 1000, 32, False), (1, 5000, 64, True), (8, 64, 8, False), (1, 0, 4, True)):

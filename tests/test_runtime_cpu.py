@@ -46,15 +46,17 @@ int kda2_abi_version(void) { return %(abi)d; }
 const char* kda2_library_json(void) { return %(json)s; }
 int kda2_num_variants(void) { return %(nvar)d; }
 int kda2_preload(void) { return 0; }
-int kda2_select(int32_t v_first, int64_t max_seqlen) {
+int kda2_route(int32_t v_first, int64_t max_seqlen, int64_t chains) {
+  (void)chains;  /* one batch class per bucket: row r calls variant r */
 %(select)s
 }
+int kda2_select(int32_t v_first, int64_t max_seqlen, int64_t chains) { return kda2_route(v_first, max_seqlen, chains); }
 int kda2_launch(int index, const KDA2RecurrentArgs* a, void* s) {
   if (index < 0 || index >= %(nvar)d) return KDA2_ERR_BAD_INDEX;
   last = *a; last_stream = s; calls++; return forced_rc;
 }
 int kda2_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) {
-  int i = kda2_select(a->state_v_first, m);
+  int i = kda2_select(a->state_v_first, m, (int64_t)a->N * a->HV);
   if (i < 0) return i;
   last_max_seqlen = m;
   KDA2RecurrentArgs c = *a;
@@ -103,7 +105,8 @@ def make_fake_build(root: Path, spec: str = "fake_spec", arch: str = "sm_90a", *
                              "config": {"bucket": b, "intermediate": b in intermediate_buckets,
                                         "state_dtypes": ["fp32", "bf16"] if b in bf16_state_buckets else ["fp32"]},
                              "cubin": f"{vid}/kernel.cubin", "resources": {}})
-            dispatch.append({"state_layout": layout, "bucket": b, "variant": vid, "index": idx})
+            dispatch.append({"state_layout": layout, "bucket": b, "class": "all", "min_chains": 0, "variant": vid,
+                             "index": idx})
             chosen = 0 if bad_select else idx
             select.append(f"  if (v_first == {vf} && max_seqlen <= {b}) return {chosen};")
     built_vf = {int(lay == "v_first") for lay in features["state_layouts"]}
@@ -244,9 +247,9 @@ def test_load_forms_and_cache(fake, monkeypatch):
     assert loader.load(fake.parent.parent, arch="sm_90a") is lib  # the spec directory + explicit arch
     monkeypatch.setenv("KDA2_BUILD_DIR", str(fake.parents[2]))
     assert loader.load("fake_spec", arch="sm_90a") is lib  # a bare spec name
-    assert lib.select(False, 1) == 0 and lib.select(True, 2) == 4
+    assert lib.select(False, 1, 1) == 0 and lib.select(True, 2, 1) == 4
     with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
-        lib.select(False, 1025)
+        lib.select(False, 1025, 1)
 
 
 @needs_cc
@@ -775,7 +778,7 @@ def test_chunk_kda_fills_args_and_reuses_the_workspace(chunk_env, monkeypatch):
     a = d.kda2_test_last().contents
     assert a.workspace_bytes >= abi.chunk_workspace_bytes(1, 70000, 4, 128, 128, False) > ws[1]
     assert d.kda2_test_last_max_seqlen() == 70000
-    assert lib.select(False, 70000) == lib.select(False, 65536)
+    assert lib.select(False, 70000, 1) == lib.select(False, 65536, 1)
 
     # varlen: T is the packed total, max_seqlen the longest sequence (from the host copy, or the hint)
     one = [t[:1] for t in _inputs(torch, B=1, T=300, H=2, HV=4).values()]
@@ -841,14 +844,14 @@ def test_real_build_loads_on_cpu(manifest):
     lib = loader.load(manifest)
     assert lib.family in ("recurrent", "chunk") and lib.k > 0 and lib.v > 0
     for entry in lib.dispatch:
-        assert lib.select(entry["state_layout"] == "v_first", entry["bucket"]) == entry["index"]
+        assert lib.select(entry["state_layout"] == "v_first", entry["bucket"], entry["min_chains"]) == entry["index"]
     layout = lib.features.state_layouts[0]
     if lib.family == "chunk":  # any length: above the largest bucket, the last bucket's variant
         last = next(d["index"] for d in lib.dispatch if d["state_layout"] == layout and d["bucket"] == lib.max_bucket)
-        assert lib.select(layout == "v_first", lib.max_bucket + 1) == last
+        assert lib.select(layout == "v_first", lib.max_bucket + 1, 0) == last
         args = abi.KDA2RecurrentArgs(N=2, T=3000, H=4, HV=8)
         assert lib.workspace_bytes(args) == abi.chunk_workspace_bytes(2, 3000, 8, lib.k, lib.v, False)
     else:
         with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
-            lib.select(layout == "v_first", lib.max_bucket + 1)
+            lib.select(layout == "v_first", lib.max_bucket + 1, 0)
         assert lib.workspace_bytes(abi.KDA2RecurrentArgs(N=2, T=3000, H=4, HV=8)) == 0

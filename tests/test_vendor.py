@@ -443,7 +443,7 @@ def test_load_bundle_on_cpu(real: Built, tmp_path: Path) -> None:
         assert (lib.spec, lib.arch) == (real.spec, arch) and lib.so_path == (d / f"lib{real.spec}.{arch}.so").resolve()
         assert mapped(lib.so_path)
         for entry in lib.dispatch:
-            assert lib.select(entry["state_layout"] == "v_first", entry["bucket"]) == entry["index"]
+            assert lib.select(entry["state_layout"] == "v_first", entry["bucket"], entry["min_chains"]) == entry["index"]
     # the loader also refuses a bundle manifest in the wrong <spec>/<arch> directory
     wrong = to / real.spec / "sm_00"
     shutil.copytree(to / real.spec / real.archs[0], wrong)

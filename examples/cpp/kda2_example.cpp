@@ -373,11 +373,14 @@ int main(int argc, char** argv) {
 
   // Layout: the one asked for, else k_first when the library routes it, else v_first.
   int v_first = opt.layout == "v_first" ? 1 : 0;
-  int index = api.select(v_first, T);
-  if (index == KDA2_ERR_LAYOUT && opt.layout == "auto") index = api.select(v_first = 1, T);
+  // The variant kda2_fwd will call: the dispatch row of this length and batch class (N * HV state chains).
+  const int64_t chains = static_cast<int64_t>(N) * HV;
+  int index = api.select(v_first, T, chains);
+  if (index == KDA2_ERR_LAYOUT && opt.layout == "auto") index = api.select(v_first = 1, T, chains);
   if (index < 0)
     die(kExitSetup, std::string("kda2_select(") + (v_first ? "v_first" : "k_first") + ", max_seqlen " +
-                        std::to_string(T) + ") returned " + status_name(index));
+                        std::to_string(T) + ", chains " + std::to_string(chains) + ") returned " +
+                        status_name(index));
 
   KDA2RecurrentArgs args;
   std::memset(&args, 0, sizeof(args));

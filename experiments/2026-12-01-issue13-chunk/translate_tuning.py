@@ -32,5 +32,7 @@ for record in sorted(Path("tuning").glob("*.json")):
                       for i in row["candidates"]}
         r["variant"] = old_to_new.get(r["variant"], r["variant"])
         r["candidates"] = {old_to_new.get(i, i): c for i, c in r.get("candidates", {}).items()}
+        for c in r.get("classes", {}).values():  # each batch class's own winner (its rows share the candidates)
+            c["variant"] = old_to_new.get(c["variant"], c["variant"])
         print(record.name, key, r["variant"])
     record.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

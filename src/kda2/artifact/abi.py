@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 # ---- version ------------------------------------------------------------------------------------
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 #: What each version changed, oldest first (rendered into the header's preamble).
 ABI_HISTORY: tuple[tuple[int, str], ...] = (
@@ -35,6 +35,8 @@ ABI_HISTORY: tuple[tuple[int, str], ...] = (
         "varlen max_seqlen may be an upper bound (the token count); HV / H is any integer ratio; `reserved` becomes "
         "`split` (chunk libraries: segments per sequence, 0 = the library's choice) and the chunk workspace gains "
         "the split region after the slots."),
+    (4, "Batch classes: a dispatch table has one row per (layout, bucket, class), a class serving calls of at "
+        "least `min_chains` state chains (N * HV); kda2_select takes `chains`; kda2_route names the row it picks."),
 )
 
 
@@ -254,9 +256,13 @@ FUNCTIONS_TABLE: tuple[Function, ...] = (
     Function("kda2_library_json", "const char*", (),
              'NUL-terminated JSON: {"abi_version", "spec", "arch", "family", "k", "v", "variants", "dispatch"}.'),
     Function("kda2_num_variants", "int", (), "Number of variants (indices 0 .. n-1 of kda2_launch)."),
-    Function("kda2_select", "int", (("int32_t", "state_v_first"), ("int64_t", "max_seqlen")),
-             "Index of the variant the dispatch table picks for (layout, max_seqlen), or a KDA2Status < 0. "
-             "Chunk libraries route a max_seqlen above the largest bucket to the last bucket's variant."),
+    Function("kda2_route", "int", (("int32_t", "state_v_first"), ("int64_t", "max_seqlen"), ("int64_t", "chains")),
+             "Row of the dispatch table (as listed in kda2_library_json) for (layout, max_seqlen, chains = N * HV): "
+             "the smallest bucket >= max_seqlen, then the row of that bucket with the largest min_chains <= "
+             "chains; or a KDA2Status < 0. Chunk libraries route a max_seqlen above the largest bucket to the "
+             "last bucket."),
+    Function("kda2_select", "int", (("int32_t", "state_v_first"), ("int64_t", "max_seqlen"), ("int64_t", "chains")),
+             "Index of the variant kda2_route's row calls, or a KDA2Status < 0."),
     Function("kda2_workspace_bytes", "int64_t", (("const KDA2RecurrentArgs*", "args"),),
              "Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent "
              "libraries, kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split "
@@ -267,7 +273,7 @@ FUNCTIONS_TABLE: tuple[Function, ...] = (
              "Launch variant `index` (as listed in kda2_library_json) on `stream` (args->max_seqlen as given)."),
     Function("kda2_fwd", "int",
              (("const KDA2RecurrentArgs*", "args"), ("int64_t", "max_seqlen"), ("void*", "stream")),
-             "kda2_select + kda2_launch, with args->max_seqlen set to max_seqlen."),
+             "kda2_select (chains = args->N * args->HV) + kda2_launch, with args->max_seqlen set to max_seqlen."),
     Function("kda2_recurrent_fwd", "int",
              (("const KDA2RecurrentArgs*", "args"), ("int64_t", "max_seqlen"), ("void*", "stream")),
              "The ABI 1 name of kda2_fwd."),

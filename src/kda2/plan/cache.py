@@ -112,7 +112,8 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     for p in plans:
         base = baselines[p.spec.name].get(p.arch, {})
         for d in p.dispatch:
-            b = base.get(f"{d['state_layout']}:{d['bucket']}")
+            key = f"{d['state_layout']}:{d['bucket']}"
+            b = base.get(f"{key}:{d['class']}", base.get(key))
             if d["routed_by"] == "tune" and b and b["variant"] == d["variant"]:
                 d["tuned"] = {k: b[k] for k in ("us", "gpu", "date", "shape")}
     data = dict(_to_json(plans, warnings), key=key)

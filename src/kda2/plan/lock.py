@@ -6,7 +6,11 @@ holds their bytes, so a changed record re-routes the build); the manifest carrie
 Schema 2 (one profile per file):
     {"schema": 2, "spec", "profile", "arch", "gpu", "date", "torch", "library_sha256",
      "routes": {"<layout>:<bucket>": {"variant", "shape": {N, T, H, class}, "spearman",
-                                      "candidates": {id: {"us", "error", "model_us", "classes", "rejected"}}}}}
+                                      "candidates": {id: {"us", "error", "model_us", "classes", "rejected"}},
+                                      "classes": {class: {"variant", "us", "shape"}}}}}
+`variant`/`shape` are the row's first batch class (what the static model ranks by); `classes` holds each
+class's winner (kda2.plan.model.workloads), which its own dispatch row routes to (a record without it routes
+every class of the bucket to `variant`).
 Schema 1 (`kernel_specs/<spec>.lock.json`, {"archs": {arch: {gpu, date, routes}}}) is still read, so an old
 lock passed by path keeps working; the committed ones were migrated to schema 2 with the same winners.
 """
@@ -41,13 +45,16 @@ def _entry_baselines(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         cand = r.get("candidates", {}).get(r["variant"], {})
         out[key] = {"variant": r["variant"], "us": cand.get("us"), "gpu": entry.get("gpu"),
                     "date": entry.get("date"), "shape": r.get("shape")}
+        for name, c in r.get("classes", {}).items():  # each batch class's own winner
+            out[f"{key}:{name}"] = {"variant": c["variant"], "us": c["us"], "gpu": entry.get("gpu"),
+                                    "date": entry.get("date"), "shape": c["shape"]}
     return out
 
 
 def read_baselines(path: str | os.PathLike) -> dict[str, dict[str, dict[str, Any]]]:
     """Each route's winner and what the record measured for it, per arch: {arch: {"v_first:1": {"variant",
-    "us", "gpu", "date", "shape"}}} (empty if there is no file): the planner routes by "variant", the
-    manifest carries the rest as the runtime monitor's baseline."""
+    "us", "gpu", "date", "shape"}, "v_first:1:decode-n64": {...}}} (empty if there is no file): the planner
+    routes by "variant", the manifest carries the rest as the runtime monitor's baseline."""
     p = Path(path)
     if not p.is_file():
         return {}

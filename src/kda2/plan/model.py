@@ -36,21 +36,46 @@ class Workload:
     H: int
     name: str = ""
 
+    @property
+    def chains(self) -> int:
+        """Independent (sequence, head) states: what a batch class is told apart by (kda2_select's `chains`)."""
+        return self.N * self.H
+
     def as_dict(self) -> dict[str, Any]:
         return {"N": self.N, "T": self.T, "H": self.H, **({"class": self.name} if self.name else {})}
 
 
+def _w(kind: str, N: int, T: int, H: int = 32) -> Workload:
+    return Workload(N, T, H, f"{kind}-n{N}" + ("" if H == 32 else f"h{H}"))
+
+
 def workloads(family: str, bucket: int) -> list[Workload]:
-    """Batch classes a (family, bucket) is tuned at; the first is the one the dispatch row is routed by
-    (the library dispatches by bucket only). Recurrent decode: N=256 (bandwidth, D3) then N=1 (latency,
-    D1); recurrent prefill: 8 sequences of min(bucket, 256); chunk: bucket tokens, N so that N·T ≈ 16K
-    tokens (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), all H = 32."""
+    """The batch classes of a (family, bucket): each gets its own dispatch row and tuned winner
+    (`class_rows` sets where one ends and the next begins); the first is the one the static model ranks by
+    and the untuned row routes by. Recurrent decode: N = 256 (bandwidth, D3), N = 64 (D2), N = 1 (latency,
+    D1), one token each, or 4 in a multi-token bucket (M1's speculative verify); recurrent prefill: 8
+    sequences of min(bucket, 256). Chunk: the bucket's length, N so that N·T ≈ 16K tokens at H = 32 first (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), then the
+    other end of the range of chains the P-shapes span: a thin shard at 2048 (P6: 16 chains), a wide mixed
+    batch at 8192 (P4: 384 chains, its longest prompt within the bucket)."""
     if family == "recurrent":
-        if bucket <= DECODE_MAX_T:
-            return [Workload(256, 1, 32, "decode-n256"), Workload(1, 1, 32, "decode-n1")]
-        return [Workload(8, min(bucket, 256), 32, "prefill-n8")]
+        if bucket <= DECODE_MAX_T:  # T = 1, or 4 tokens per sequence for a multi-token bucket (M1)
+            t = min(bucket, 4)
+            return [_w("decode", 256, t), _w("decode", 64, t), _w("decode", 1, t)]
+        return [_w("prefill", 8, min(bucket, 256))]
     n = max(1, min(8, 16384 // bucket))
-    return [Workload(n, bucket, 32, f"prefill-n{n}")]
+    first = _w("prefill", n, bucket)
+    if bucket <= 2048:
+        return [first, _w("prefill", 2, bucket, 8)]
+    if bucket <= 8192:
+        return [first, _w("prefill", 6, bucket // 2, 64)]
+    return [first]
+
+
+def class_rows(family: str, bucket: int) -> list[tuple[Workload, int]]:
+    """(batch class, min_chains) in dispatch order: ascending chains, each class serving calls from its
+    min_chains up to the next one's (the geometric midpoint between neighbouring classes; the first from 0)."""
+    ws = sorted(workloads(family, bucket), key=lambda w: w.chains)
+    return [(w, 0 if i == 0 else math.isqrt(ws[i - 1].chains * w.chains - 1) + 1) for i, w in enumerate(ws)]
 
 
 @dataclass(frozen=True)

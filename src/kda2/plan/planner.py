@@ -1,8 +1,9 @@
 """Plan stage: Spec x arch -> the variants to build and the dispatch table that routes to them.
 
 Agents propose and prune candidates per (state layout, seq_len bucket); rules then forbid, set or add
-flags; the first surviving candidate of each (layout, bucket) is the one the dispatch table calls,
-the others are built too, as tuning candidates reachable by index.
+flags; the dispatch table has one row per batch class of each (layout, bucket) (kda2.plan.model.class_rows:
+calls are told apart by their number of state chains, N·HV). A row calls the tuned winner of its class, else
+the first surviving candidate; the others are built too, as tuning candidates reachable by index.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from kda2.plan.agents import FAMILY_AGENTS, Candidate
+from kda2.plan.model import class_rows
 from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
 from kda2.spec.model import Spec
@@ -43,7 +45,8 @@ class SpecPlan:
     spec: Spec
     arch: str
     variants: tuple[PlannedVariant, ...]     # library index order
-    dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "index", "variant", "routed_by", "candidates"}
+    dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "class", "min_chains", "index", "variant",
+                                             #  "routed_by", "candidates"}: one row per batch class of a bucket
     considered: tuple[dict[str, Any], ...]   # every config the agents proposed (for rule warnings)
     warnings: tuple[str, ...] = ()
     profile: Profile | None = None           # the hardware the agents designed for
@@ -61,7 +64,8 @@ def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
 
 def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None,
               profile: Profile | None = None) -> SpecPlan:
-    """`tuned`: {"<layout>:<bucket>": variant id} from the spec's tuning record for this arch, if any.
+    """`tuned`: {"<layout>:<bucket>:<class>": variant id} from the spec's tuning record for this arch, if any (a
+    "<layout>:<bucket>" key, from a record of one class per bucket, routes every class of the bucket).
     `profile`: the hardware the agents design for (default: the spec's target for `arch`, from profiles/)."""
     if profile is None:
         profile = resolve_targets(spec, load_profiles())[arch]
@@ -104,19 +108,23 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                 if pv.id not in seen:
                     seen.add(pv.id)
                     variants.append(pv)
-            first, routed_by = group[0], "rank"
-            winner = (tuned or {}).get(f"{layout}:{bucket}")
-            if winner is not None:
-                match = [pv for pv in group if pv.id == winner]
-                if match:
-                    first, routed_by = match[0], "tune"
-                else:
-                    warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant {winner} for {layout}:{bucket} "
-                                    f"is no longer a candidate; routing to the agents' first choice "
-                                    f"(re-run `kda2 tune`)")
-            dispatch.append({"state_layout": layout, "bucket": bucket, "variant": first.id, "routed_by": routed_by,
-                             "index": next(i for i, v in enumerate(variants) if v.id == first.id),
-                             "candidates": [pv.id for pv in group]})
+            # one row per batch class (kda2.plan.model.class_rows); untuned, every class takes the agents' first
+            key = f"{layout}:{bucket}"
+            for w, min_chains in class_rows(spec.family, bucket):
+                first, routed_by = group[0], "rank"
+                winner = (tuned or {}).get(f"{key}:{w.name}", (tuned or {}).get(key))
+                if winner is not None:
+                    match = [pv for pv in group if pv.id == winner]
+                    if match:
+                        first, routed_by = match[0], "tune"
+                    else:
+                        warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant "
+                                        f"{winner} for {key} ({w.name}) is no longer a candidate; routing to the "
+                                        f"agents' first choice (re-run `kda2 tune`)")
+                dispatch.append({"state_layout": layout, "bucket": bucket, "class": w.name, "min_chains": min_chains,
+                                 "variant": first.id, "routed_by": routed_by,
+                                 "index": next(i for i, v in enumerate(variants) if v.id == first.id),
+                                 "candidates": [pv.id for pv in group]})
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
                     considered=tuple(considered), warnings=tuple(warnings), profile=profile)
 

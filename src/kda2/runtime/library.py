@@ -81,13 +81,12 @@ class Library:
                                 f"(allowed: {', '.join(map(repr, FAMILIES))})")
         self.features = Features.from_manifest(manifest.get("features", {}), where)
         self.max_bucket: int = self.buckets[-1]
-        # (layout, bucket) rows whose variant writes per-token states / takes bf16 states (recurrent configs).
+        # (layout, bucket) whose variants, in every batch class, write per-token states / take bf16 states.
         cfg = {int(v["index"]): v.get("config", {}) for v in self.variants}
         rows = [(d["state_layout"], int(d["bucket"]), cfg.get(int(d["index"]), {})) for d in self.dispatch]
-        self._rows_with = {
-            "intermediate": {(lay, b) for lay, b, c in rows if c.get("intermediate")},
-            "bf16_state": {(lay, b) for lay, b, c in rows if "bf16" in c.get("state_dtypes", ())},
-        }
+        lacking = {"intermediate": {(lay, b) for lay, b, c in rows if not c.get("intermediate")},
+                   "bf16_state": {(lay, b) for lay, b, c in rows if "bf16" not in c.get("state_dtypes", ())}}
+        self._rows_with = {what: {(lay, b) for lay, b, _ in rows} - out for what, out in lacking.items()}
 
         self._dll = ctypes.CDLL(str(so_path))
         for name, (restype, argtypes) in abi.FUNCTIONS.items():
@@ -102,6 +101,7 @@ class Library:
         self._workspace_bytes = self._dll.kda2_workspace_bytes
         self._launch = self._dll.kda2_launch
         self._select = self._dll.kda2_select
+        self._route = self._dll.kda2_route
         self._preload = self._dll.kda2_preload
         self._tls = threading.local()
         self._checked_devices: set[int] = set()
@@ -143,19 +143,21 @@ class Library:
         n = self._dll.kda2_num_variants()
         if n != len(self.variants):
             raise ArtifactError(f"{so}: kda2_num_variants() = {n}, manifest lists {len(self.variants)}")
-        for entry in self.dispatch:
+        for row, entry in enumerate(self.dispatch):
             v_first = 1 if entry["state_layout"] == "v_first" else 0
-            got = self._select(v_first, int(entry["bucket"]))
-            if got != int(entry["index"]):
-                raise ArtifactError(f"{so}: kda2_select({entry['state_layout']}, {entry['bucket']}) = {got}, "
-                                    f"manifest dispatch says {entry['index']} ({mf})")
+            at = (v_first, int(entry["bucket"]), int(entry.get("min_chains", 0)))
+            got, got_row = self._select(*at), self._route(*at)
+            if got != int(entry["index"]) or got_row != row:
+                raise ArtifactError(f"{so}: kda2_select/kda2_route({entry['state_layout']}, {entry['bucket']}, "
+                                    f"{at[2]}) = {got}/row {got_row}, manifest dispatch says {entry['index']}/row "
+                                    f"{row} ({mf})")
 
     def max_t_with(self, what: str, state_v_first: bool) -> int:
         """The longest sequence a call needing `what` ("intermediate": per-token states; "bf16_state": bf16
         states) may have on this layout: every bucket up to it routes to a variant built with it (0: none)."""
         layout = "v_first" if state_v_first else "k_first"
         best = 0
-        for lay, bucket in sorted((d["state_layout"], int(d["bucket"])) for d in self.dispatch):
+        for lay, bucket in sorted({(d["state_layout"], int(d["bucket"])) for d in self.dispatch}):
             if lay != layout:
                 continue
             if (lay, bucket) not in self._rows_with[what]:
@@ -167,7 +169,7 @@ class Library:
         """The longest call that can keep per-token states: the decode rows from the first one built with them
         (T = 1 kernels are not: a call asking for them routes at intermediate_min_t)."""
         layout = "v_first" if state_v_first else "k_first"
-        rows = sorted(int(d["bucket"]) for d in self.dispatch if d["state_layout"] == layout)
+        rows = sorted({int(d["bucket"]) for d in self.dispatch if d["state_layout"] == layout})
         have = [b for b in rows if (layout, b) in self._rows_with["intermediate"]]
         if not have:
             return 0
@@ -213,12 +215,19 @@ class Library:
             a = self._tls.args = abi.KDA2RecurrentArgs()
         return a
 
-    def select(self, state_v_first: bool, max_seqlen: int) -> int:
-        """Variant index the dispatch table picks; raises KDA2LaunchError on a KDA2Status."""
-        rc = self._select(1 if state_v_first else 0, int(max_seqlen))
+    def select(self, state_v_first: bool, max_seqlen: int, chains: int) -> int:
+        """Variant index the dispatch table picks for a call of `chains` = N·HV state chains; raises
+        KDA2LaunchError on a KDA2Status."""
+        rc = self._select(1 if state_v_first else 0, int(max_seqlen), int(chains))
         if rc < 0:
             raise self.error(rc)
         return rc
+
+    def route(self, state_v_first: bool, max_seqlen: int, chains: int) -> dict | None:
+        """The dispatch row (manifest `dispatch` entry) kda2_route picks, or None where it picks none (a recurrent
+        call longer than the largest bucket, a layout not built)."""
+        row = self._route(1 if state_v_first else 0, int(max_seqlen), int(chains))
+        return self.dispatch[row] if 0 <= row < len(self.dispatch) else None
 
     def workspace_bytes(self, args: abi.KDA2RecurrentArgs) -> int:
         """kda2_workspace_bytes: device scratch a launch with `args` needs (0 for recurrent libraries)."""

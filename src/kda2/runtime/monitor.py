@@ -18,10 +18,10 @@ or, for a process you do not edit, the environment, read once when `kda2.runtime
 `KDA2_MONITOR_JSONL`, `KDA2_MONITOR_PROMETHEUS` (paths) and `KDA2_MONITOR_ALERT_RATIO` (1.5). A malformed
 value is logged and leaves the monitor off.
 
-What is measured. A key is a dispatch row of a loaded library: (library, state layout, bucket), which names
-one kernel/variant (`kernel` = the row's variant id). The row is found from the call's state layout and
-longest sequence exactly as `kda2_select` does. Of every `sample_every` calls on a key the first is
-sampled: two CUDA events (`torch.cuda.Event(enable_timing=True)`, the torch entries' stream) are recorded
+What is measured. A key is a dispatch row of a loaded library: (library, state layout, bucket, batch class),
+which names one kernel/variant (`kernel` = the row's variant id). The row is the one the library itself picks
+for the call (`kda2_route`: state layout, longest sequence, state chains N·HV). Of every `sample_every` calls
+on a key the first is sampled: two CUDA events (`torch.cuda.Event(enable_timing=True)`, the torch entries' stream) are recorded
 on the call's stream just before and just after the launch. The latency is the stream time between them:
 the kernel(s) of the call, plus any time the GPU sat idle waiting for the launch itself when the stream was
 empty (a busy stream shows kernel time only). Nothing waits for the GPU on the hot path: pending samples
@@ -48,15 +48,15 @@ for the key becomes 1. The check runs each time `min_samples` more comparable sa
 Output (`flush()` writes both; `prometheus_text()` returns the exposition without writing):
 
 - JSON lines, appended to `jsonl`: one `{"record": "sample", ...}` per resolved sample (call time, spec,
-  arch, family, kernel, variant_index, state_layout, bucket, routed_by, entry, device, shape {N, T, H, HV},
+  arch, family, kernel, variant_index, state_layout, bucket, class, routed_by, entry, device, shape {N, T, H, HV},
   us, tuned_us, tuned_shape, comparable, reason), one `{"record": "alert", ...}` per regression, one
   `{"record": "paused", ...}` when sampling first pauses for a graph capture, and at each flush one
   `{"record": "summary", ...}` per key (calls, sampled, count, median_us, p90_us, mean_us, min_us, max_us,
   comparable, comparable_median_us, tuned_us, ratio, regressed). Records wait in memory (at most
   `max_records`, oldest dropped and counted) until `flush()`, which also returns them.
 - Prometheus text exposition 0.0.4, rewritten atomically at `prometheus` (a node_exporter textfile):
-  `kda2_call_latency_us{spec,arch,kernel,bucket,quantile}` (summary: quantiles 0.5 and 0.9, `_sum`, `_count`),
-  `kda2_calls_sampled_total{spec,arch,kernel,bucket}`, `kda2_calls_total{...}` (calls seen while on),
+  `kda2_call_latency_us{spec,arch,kernel,bucket,class,quantile}` (summary: quantiles 0.5 and 0.9, `_sum`,
+  `_count`), `kda2_calls_sampled_total{spec,arch,kernel,bucket,class}`, `kda2_calls_total{...}` (calls seen while on),
   `kda2_regressions_total{...}` (0 or 1 per key), `kda2_tuned_latency_us{...}` (tuned routes), and
   `kda2_monitor_paused_total`, `kda2_monitor_skipped_total` (backlog), `kda2_monitor_errors_total`.
 
@@ -154,7 +154,7 @@ class TorchEvents:
 class _Route:
     """One dispatch row of one library (the monitor's key) and its statistics."""
 
-    __slots__ = ("lib", "spec", "arch", "family", "kernel", "variant_index", "layout", "bucket", "routed_by",
+    __slots__ = ("lib", "spec", "arch", "family", "kernel", "variant_index", "layout", "bucket", "klass", "routed_by",
                  "tuned_us", "tuned_shape", "tuned_gpu", "countdown", "calls", "sampled", "count", "total_us",
                  "min_us", "max_us", "window", "cwindow", "ccount", "regressed")
 
@@ -166,6 +166,7 @@ class _Route:
         self.variant_index = int(row["index"])
         self.layout = str(row["state_layout"])
         self.bucket = int(row["bucket"])
+        self.klass = str(row.get("class", ""))
         self.routed_by = row.get("routed_by")
         tuned = row.get("tuned") or None
         self.tuned_us = self.tuned_shape = self.tuned_gpu = None
@@ -184,12 +185,13 @@ class _Route:
         self.regressed = False
 
     def labels(self) -> dict:
-        return {"spec": self.spec, "arch": self.arch, "kernel": self.kernel, "bucket": str(self.bucket)}
+        return {"spec": self.spec, "arch": self.arch, "kernel": self.kernel, "bucket": str(self.bucket),
+                "class": self.klass}
 
     def ident(self) -> dict:
         return {"spec": self.spec, "arch": self.arch, "family": self.family, "kernel": self.kernel,
                 "variant_index": self.variant_index, "state_layout": self.layout, "bucket": self.bucket,
-                "routed_by": self.routed_by}
+                "class": self.klass, "routed_by": self.routed_by}
 
     def tuned_shape_dict(self) -> dict | None:
         return None if self.tuned_shape is None else dict(zip(("N", "T", "H"), self.tuned_shape))
@@ -217,8 +219,8 @@ class Monitor:
         self.window = window
         self.max_pending = max_pending
         self._backend = backend
-        self._routes: dict = {}      # (lib, v_first, longest) -> _Route | None (no row: the launch will fail)
-        self._rows: dict = {}        # (lib, layout, bucket) -> _Route, in first-seen order
+        self._routes: dict = {}      # (lib, v_first, longest, chains) -> _Route | None (no row: the launch fails)
+        self._rows: dict = {}        # (lib, layout, bucket, class) -> _Route, in first-seen order
         self._pending: deque = deque()
         self._free: list = []        # resolved event pairs, re-recorded by later samples
         self._records: deque = deque(maxlen=max_records)
@@ -234,9 +236,10 @@ class Monitor:
     def launch(self, entry: str, lib: Any, args: Any, dev_index: int, longest: int, stream: Any) -> None:
         """Launch `args` as the entry would (`kda2_fwd`, `_relaunch` on a non-zero return), sampling 1 call of
         every `sample_every` per dispatch row. Called only by the hooked launch sites while on."""
-        r = self._routes.get((lib, args.state_v_first, longest), False)
+        chains = args.N * args.HV
+        r = self._routes.get((lib, args.state_v_first, longest, chains), False)
         if r is False:
-            r = self._route(lib, args.state_v_first, longest)
+            r = self._route(lib, args.state_v_first, longest, chains)
         if r is not None:
             r.calls += 1
             r.countdown -= 1
@@ -278,23 +281,18 @@ class Monitor:
         if _api._multi_gpu or lib._fwd(_addressof(args), longest, stream):
             _api._relaunch(lib, args, dev_index, longest)
 
-    def _route(self, lib: Any, v_first: int, longest: int) -> _Route | None:
-        """The dispatch row kda2_select picks: the first bucket >= longest of the layout; past the last bucket
-        the last row for a chunk library (any length runs), none for a recurrent one (the launch fails)."""
-        layout = "v_first" if v_first else "k_first"
-        rows = sorted((d for d in lib.dispatch if d.get("state_layout") == layout), key=lambda d: int(d["bucket"]))
-        row = next((d for d in rows if longest <= int(d["bucket"])), None)
-        if row is None and rows and getattr(lib, "family", "recurrent") == "chunk":
-            row = rows[-1]
+    def _route(self, lib: Any, v_first: int, longest: int, chains: int) -> _Route | None:
+        """The dispatch row the library picks (kda2_route); None where it picks none (the launch fails)."""
+        row = lib.route(bool(v_first), longest, chains)
         r = None
         if row is not None:
-            rkey = (lib, layout, int(row["bucket"]))
+            rkey = (lib, row["state_layout"], int(row["bucket"]), row.get("class"))
             r = self._rows.get(rkey)
             if r is None:
                 r = self._rows[rkey] = _Route(lib, row, self.window)
         if len(self._routes) >= _ROUTE_CACHE_MAX:  # many distinct lengths (varlen prefill): start over
             self._routes.clear()
-        self._routes[(lib, v_first, longest)] = r
+        self._routes[(lib, v_first, longest, chains)] = r
         return r
 
     def _pause(self, r: _Route, entry: str) -> None:

@@ -122,12 +122,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         routed: dict[str, list[str]] = {}
         for d in p.dispatch:
             routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
-                                                       f"<={d['bucket']}({d['routed_by']})")
+                                                       f"<={d['bucket']}/{d['class']}({d['routed_by']})")
         print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "
               f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}")
         print(f"  {'id':<12} {'layout':<8} "
-              + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket, routed by)  rules")
+              + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket/batch class, routed by)  rules")
         for v in p.variants:
             c = v.config
             print(f"  {v.id:<12} {c['state_layout']:<8} "

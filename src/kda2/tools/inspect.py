@@ -17,7 +17,11 @@ def _fail(msg: str) -> int:
 
 
 def _routes(m: dict, vid: str) -> str:
-    rows = [f"{d['state_layout']} T<={d['bucket']}" for d in m["dispatch"] if d["variant"] == vid]
+    classes: dict[str, list[str]] = {}  # "<layout> T<=<bucket>" -> the batch classes routed here
+    for d in m["dispatch"]:
+        if d["variant"] == vid:
+            classes.setdefault(f"{d['state_layout']} T<={d['bucket']}", []).append(d.get("class", ""))
+    rows = [f"{k} ({', '.join(c)})" if any(c) else k for k, c in classes.items()]
     return ", ".join(rows) if rows else "tuning candidate only"
 
 

@@ -7,8 +7,9 @@ profile; spills, register or smem overflow and occupancy below the floor are pru
 recorded), then each survivor is
   1. launched once on a small case and compared with kda2.reference (fp64, token by token): relative L2 of
      o and the final state <= 5e-3, all finite (outputs are poisoned with NaN first);
-  2. timed at every batch class of its bucket (kda2.plan.model.workloads; the first routes the row):
-     CUDA events around each call, median, inputs rotating over enough sets that they do not fit in L2.
+  2. timed at every batch class of its bucket (kda2.plan.model.workloads; each class's fastest routes the
+     class's dispatch row, the first class's is the row's headline): CUDA events around each call, median,
+     inputs rotating over enough sets that they do not fit in L2.
 Every finished candidate is kept in `tuning/<spec>.<profile>.partial.json`, so an interrupted run (Ctrl-C,
 --time-limit) resumes where it stopped; the record is written when every row is done. Failures (wrong
 result, launch error, spill, slower than the row's incumbent by more than --margin) are appended with their
@@ -138,6 +139,8 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     lib = m.get("library")
     g = Group(m["spec"], m["arch"], hw, m["family"], str(path), lib.get("sha256") if isinstance(lib, dict) else None)
     for d in m["dispatch"]:
+        if d.get("class") not in (None, _primary(m["family"], d["bucket"])):
+            continue  # a bucket's other batch classes share its candidates: one task each
         key = f"{d['state_layout']}:{d['bucket']}"
         incumbent = prior.get(key, {}).get("variant") or d["variant"]
         for vid in d["candidates"]:
@@ -150,6 +153,11 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
                                 incumbent=vid == incumbent))
     fit_steps(g, record_path(m["spec"], hw.name, tuning_dir), budget)
     return g
+
+
+def _primary(family: str, bucket: int) -> str:
+    """The batch class a bucket's candidates are ranked, pruned and checked for slowness at."""
+    return workloads(family, int(bucket))[0].name
 
 
 def _from_plan_cache(manifest: Path, spec: str, arch: str) -> tuple[Any, Any] | None:
@@ -222,6 +230,8 @@ def groups_from_spec(spec_path: str | os.PathLike, *, rules_dir: str = "rules", 
         by_id = {v.id: v for v in plan.variants}
         g = Group(spec.name, arch, hw, spec.family, None, None, [])
         for d in plan.dispatch:
+            if d["class"] != _primary(spec.family, d["bucket"]):
+                continue
             key = f"{d['state_layout']}:{d['bucket']}"
             for vid in d["candidates"]:
                 cfg = by_id[vid].config
@@ -629,10 +639,20 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
                                          gpu, command))
         pairs = [(c["model_us"], c["us"]) for c in ok.values() if c.get("model_us") is not None]
         rho = spearman([p for p, _ in pairs], [m for _, m in pairs])
+        # each batch class's own winner: its dispatch row routes there (kda2.plan.model.class_rows)
+        classes = {}
+        for w in workloads(g.family, tasks[0].bucket):
+            timed = {vid: c["classes"][w.name] for vid, c in ok.items() if w.name in c.get("classes", {})}
+            if timed:
+                win = min(timed, key=timed.get)
+                classes[w.name] = {"variant": win, "us": timed[win], "shape": w.as_dict()}
         rows[key] = {"variant": best, "shape": workloads(g.family, tasks[0].bucket)[0].as_dict(),
-                     "spearman": None if rho is None else round(rho, 3), "candidates": cands}
+                     "spearman": None if rho is None else round(rho, 3), "candidates": cands, "classes": classes}
         log(f"  {key:<14} -> {best} {ok[best]['us']:.1f} us; model-vs-measured Spearman "
             f"{'n/a' if rho is None else f'{rho:+.2f}'} over {len(pairs)}")
+        for name, c in classes.items():
+            if name != rows[key]["shape"]["class"]:
+                log(f"  {key:<14}    {name}: {c['variant']} {c['us']:.1f} us")
     append_failures(Path(tuning_dir) / "failures" / f"{g.spec}.{g.profile.name}.jsonl", late)
     data = {"schema": RECORD_SCHEMA, "spec": g.spec, "profile": g.profile.name, "arch": g.arch, "gpu": gpu,
             "date": _now(), "torch": _torch_version(), "library_sha256": g.library_sha256, "command": command,

@@ -2,7 +2,7 @@
 //   PYTHONPATH=src python -m kda2.artifact.abi --write
 // (tests/test_abi_facts.py fails while this file and the tables disagree).
 //
-// KDA² C ABI, version 3. Shared by every lib<spec>.<arch>.so (families recurrent and
+// KDA² C ABI, version 4. Shared by every lib<spec>.<arch>.so (families recurrent and
 // chunk) and by the kernels, which take KDA2RecurrentArgs by value; kda2.runtime.abi mirrors it with
 // ctypes, built from the same tables. Change a field only together with KDA2_ABI_VERSION.
 //
@@ -16,10 +16,14 @@
 // KDA2RecurrentArgs gains `intermediate` (per-token states, appended); varlen max_seqlen may be an upper
 // bound (the token count); HV / H is any integer ratio; `reserved` becomes `split` (chunk libraries: segments
 // per sequence, 0 = the library's choice) and the chunk workspace gains the split region after the slots.
+//
+// Version 4: Batch classes: a dispatch table has one row per (layout, bucket, class), a class serving calls
+// of at least `min_chains` state chains (N * HV); kda2_select takes `chains`; kda2_route names the row it
+// picks.
 #pragma once
 #include <stdint.h>
 
-#define KDA2_ABI_VERSION 3
+#define KDA2_ABI_VERSION 4
 
 // Gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).
 enum KDA2GateMode {
@@ -144,9 +148,12 @@ int kda2_abi_version(void);
 const char* kda2_library_json(void);
 // Number of variants (indices 0 .. n-1 of kda2_launch).
 int kda2_num_variants(void);
-// Index of the variant the dispatch table picks for (layout, max_seqlen), or a KDA2Status < 0. Chunk
-// libraries route a max_seqlen above the largest bucket to the last bucket's variant.
-int kda2_select(int32_t state_v_first, int64_t max_seqlen);
+// Row of the dispatch table (as listed in kda2_library_json) for (layout, max_seqlen, chains = N * HV): the
+// smallest bucket >= max_seqlen, then the row of that bucket with the largest min_chains <= chains; or a
+// KDA2Status < 0. Chunk libraries route a max_seqlen above the largest bucket to the last bucket.
+int kda2_route(int32_t state_v_first, int64_t max_seqlen, int64_t chains);
+// Index of the variant kda2_route's row calls, or a KDA2Status < 0.
+int kda2_select(int32_t state_v_first, int64_t max_seqlen, int64_t chains);
 // Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent libraries,
 // kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split the library will
 // launch with (args->split, or its choice when 0) for chunk ones; < 0: a KDA2Status.
@@ -155,7 +162,7 @@ int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* args);
 int kda2_preload(void);
 // Launch variant `index` (as listed in kda2_library_json) on `stream` (args->max_seqlen as given).
 int kda2_launch(int index, const KDA2RecurrentArgs* args, void* stream);
-// kda2_select + kda2_launch, with args->max_seqlen set to max_seqlen.
+// kda2_select (chains = args->N * args->HV) + kda2_launch, with args->max_seqlen set to max_seqlen.
 int kda2_fwd(const KDA2RecurrentArgs* args, int64_t max_seqlen, void* stream);
 // The ABI 1 name of kda2_fwd.
 int kda2_recurrent_fwd(const KDA2RecurrentArgs* args, int64_t max_seqlen, void* stream);

@@ -128,8 +128,15 @@ __device__ __forceinline__ void store_e16(E* __restrict__ p, const float (&in)[N
   }
 }
 
-// A gate parameter (A_log, dt_bias): fp32, or bf16 when the flag says so; read as fp32 (as FLA does).
+// A gate parameter (A_log, dt_bias): fp32, or bf16 when the flag says so; read as fp32 (as FLA does). A kernel
+// body is compiled twice (Kernel::run): P16 = false reads fp32 only, as the kernels did before bf16 parameters
+// existed; P16 = true serves calls with any bf16 parameter. One body with a runtime choice here made the decode
+// kernels up to 19 % slower at N = 256 even for fp32 parameters (ncu and the decode benchmark on the H200:
+// bench/results/h200-2026-11-30-final/decode_bisect.md, experiments/2026-12-01-classes): the per-head prologue's
+// loads are on the critical path of a one-token CTA.
+template <bool P16>
 __device__ __forceinline__ float load_param(const float* __restrict__ p, long i, bool bf16) {
+  if constexpr (!P16) return p[i];
   return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]) : p[i];
 }
 
@@ -344,6 +351,7 @@ struct Kernel {
   // state access is a row segment of VPW columns per lane group (coalesced), a CTA reads whole rows, and
   // no shared-memory transpose is needed; sums over K are in-lane plus log2(KSPLIT) shuffles. q, k and
   // the decay of the current token reach every lane through a per-warp shared-memory row.
+  template <bool P16>
   static __device__ __forceinline__ void run_all_k(const KDA2RecurrentArgs& a) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
@@ -381,18 +389,18 @@ struct Kernel {
 #pragma unroll
         for (int c = 0; c < CW; ++c) S[r][c] = 0.f;
     }
-    __shared__ __align__(16) float stage[WARPS][3][KSPLIT * STAGE_ROW];  // q*rq, k*rk, decay of the token
+    float (&stage)[WARPS][3][KSPLIT * STAGE_ROW] = stage_smem();  // q*rq, k*rk, decay of the token
     const int mode = a.gate_mode;
     float gate_mul = 1.f, dtb[KPL];
 #pragma unroll
     for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
     if (mode != KDA2_GATE_PRECOMPUTED) {
-      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param<P16>(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
       gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
       if (a.flags & KDA2_HAS_DT_BIAS) {
         const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
 #pragma unroll
-        for (int i = 0; i < KPL; ++i) dtb[i] = load_param(a.dt_bias, (long)hv * K + lane + 32 * i, dt_bf16);
+        for (int i = 0; i < KPL; ++i) dtb[i] = load_param<P16>(a.dt_bias, (long)hv * K + lane + 32 * i, dt_bf16);
       }
     }
     const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
@@ -521,11 +529,27 @@ struct Kernel {
 
   // One CTA of the grid (V / BV, HV, N), WARPS * 32 threads. Called from the variant's extern "C"
   // entry and force-inlined there, so the entry is the whole kernel (no device-function call).
+  // Shared memory is declared here, once per kernel, not in the bodies: each body<P16> would get its own copy.
+  static __device__ __forceinline__ float (&stage_smem())[WARPS][3][KSPLIT * STAGE_ROW] {
+    __shared__ __align__(16) float stage[WARPS][3][KSPLIT * STAGE_ROW];
+    return stage;
+  }
+  static __device__ __forceinline__ float (&tile_smem())[SMEM_STAGING ? K * SMEM_STRIDE : 4] {
+    __shared__ __align__(16) float tile[SMEM_STAGING ? K * SMEM_STRIDE : 4];
+    return tile;
+  }
+
+  // The entry: one uniform branch picks the body compiled for the call's gate-parameter dtypes (load_param).
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
-    if constexpr (ALL_K) {
-      run_all_k(a);
-      return;
+    if (a.flags & (KDA2_A_LOG_BF16 | KDA2_DT_BIAS_BF16)) {
+      if constexpr (ALL_K) run_all_k<true>(a); else body<true>(a);
+    } else {
+      if constexpr (ALL_K) run_all_k<false>(a); else body<false>(a);
     }
+  }
+
+  template <bool P16>
+  static __device__ __forceinline__ void body(const KDA2RecurrentArgs& a) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     const int hv = blockIdx.y;
@@ -557,7 +581,7 @@ struct Kernel {
     const long state_off = ((long)srow * a.HV + hv) * (long)K * V;
     float S[KPL][VPW];
     // One tile serves both directions: each warp writes back exactly the region it read.
-    __shared__ __align__(16) float tile[SMEM_STAGING ? K * SMEM_STRIDE : 4];
+    float (&tile)[SMEM_STAGING ? K * SMEM_STRIDE : 4] = tile_smem();
 
     // ---- state in ----------------------------------------------------------------------------
     if constexpr (SMEM_STAGING) {
@@ -621,12 +645,12 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
     if (mode != KDA2_GATE_PRECOMPUTED) {
-      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param<P16>(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
       gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
       if (a.flags & KDA2_HAS_DT_BIAS) {
         const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
 #pragma unroll
-        for (int i = 0; i < KPL; ++i) dtb[i] = load_param(a.dt_bias, (long)hv * K + key_row(lane, i), dt_bf16);
+        for (int i = 0; i < KPL; ++i) dtb[i] = load_param<P16>(a.dt_bias, (long)hv * K + key_row(lane, i), dt_bf16);
       }
     }
     const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);

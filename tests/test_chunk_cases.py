@@ -30,6 +30,15 @@ def test_cases_cover_the_issue():
     assert sum(c.neg for c in cc.CASES) >= 1
     assert {c.stress for c in cc.CASES} >= {"g_minus20", "g_block_edge", "dt_bias_plus6", "beta_small", "beta_large"}
     assert any(c.gate == "lower_bound" and c.safe_gate for c in cc.CASES)
+    # fp16 inputs (issue 13, chunk family): every gate mode in both layouts, h0 and ht on and off, 16-bit g and
+    # beta, GVA, varlen, and the strong-decay stress
+    f16 = [c for c in cc.CASES if c.dtype == "fp16"]
+    assert {c.dtype for c in cc.CASES} == set(cc.TORCH_DTYPES)
+    for gate in ("precomputed", "softplus", "lower_bound"):
+        assert {c.v_first for c in f16 if c.gate == gate} == {False, True}, gate
+    assert {c.h0 for c in f16} == {True, False} and {c.final for c in f16} == {True, False}
+    assert any(c.g_bf16 for c in f16) and any(c.beta_bf16 for c in f16) and any(c.ratio > 1 for c in f16)
+    assert any(c.cu for c in f16) and any(c.stress == "g_minus20" for c in f16)
     for c in cc.CASES:  # the fp64 reference stays cheap: big T only with few heads
         B, T = c.shape_BT
         assert B * T * c.HV <= 32_768, c.id
@@ -125,6 +134,9 @@ def test_to_torch_dtypes():
     c2 = cc.Case("u")
     t2 = cc.to_torch(torch, cc.draw(c2, 0, K=16, V=8), c2, device="cpu")
     assert t2["g"].dtype == t2["beta"].dtype == torch.float32 and t2["cu_seqlens"] is None
+    c3 = cc.Case("h", dtype="fp16", g_bf16=True, beta_bf16=True)  # 16-bit g / beta follow the input dtype
+    t3 = cc.to_torch(torch, cc.draw(c3, 0, K=16, V=8), c3, device="cpu")
+    assert t3["q"].dtype == t3["k"].dtype == t3["v"].dtype == t3["g"].dtype == t3["beta"].dtype == torch.float16
 
 
 def test_bound():

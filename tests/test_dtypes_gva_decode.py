@@ -36,21 +36,19 @@ def _spec_doc(family: str = "recurrent") -> dict:
                                                     else "kimi_linear_chunk.yaml")).read_text())
 
 
-def test_spec_input_dtypes_and_chunk_refuses_fp16():
+def test_spec_input_dtypes_both_families():
     from pydantic import ValidationError
 
     from kda2.spec.model import validate_spec
 
-    doc = _spec_doc()
-    assert list(validate_spec(doc).features.input_dtypes) == ["bf16", "fp16"]
-    doc["features"]["input_dtypes"] = ["fp32"]
-    with pytest.raises(ValidationError):
-        validate_spec(doc)
-    chunk = _spec_doc("chunk")
-    assert list(validate_spec(chunk).features.input_dtypes) == ["bf16"]  # the default
-    chunk["features"]["input_dtypes"] = ["bf16", "fp16"]
-    with pytest.raises(ValidationError, match="chunk kernels read bf16 inputs only"):
-        validate_spec(chunk)
+    for family in ("recurrent", "chunk"):  # the chunk family too (issue 13's chunk part)
+        doc = _spec_doc(family)
+        assert list(validate_spec(doc).features.input_dtypes) == ["bf16", "fp16"]
+        doc["features"]["input_dtypes"] = ["fp32"]
+        with pytest.raises(ValidationError):
+            validate_spec(doc)
+        del doc["features"]["input_dtypes"]
+        assert list(validate_spec(doc).features.input_dtypes) == ["bf16"]  # the default
 
 
 def test_gva_ratios_split_no_kernel_and_dtypes_do_not_either():
@@ -283,8 +281,39 @@ def test_chunk_converts_bf16_gate_parameters(tmp_path, monkeypatch):
     a = d.kda2_test_last().contents
     assert a.A_log not in (None, A_log.data_ptr()) and a.dt_bias not in (None, dt_bias.data_ptr())
     assert not a.flags & (abi.FLAG_A_LOG_BF16 | abi.FLAG_DT_BIAS_BF16) and (a.H, a.HV) == (2, 6)
-    with pytest.raises(KDA2InputError, match="q dtype: got float16; allowed: bf16 .*the chunk kernels read bf16"):
+    # a chunk library built without fp16 names what is built and the spec field that adds it
+    with pytest.raises(KDA2InputError, match="q dtype: got float16; allowed: bf16 .*add fp16 to features.input_dtypes"):
         chunk.chunk_kda(*_half(x, torch).values(), library=lib)
+    chunk.release_workspaces()
+
+
+def test_chunk_fp16_inputs_where_built(tmp_path, monkeypatch):
+    """A chunk library built with fp16 takes fp16 q/k/v (and an fp16 g / beta) and allocates o in fp16; mixed
+    16-bit dtypes are refused before any launch."""
+    torch = pytest.importorskip("torch")
+    if CC is None:
+        pytest.skip("no C compiler")
+    from kda2.runtime import api, chunk
+    lib = loader.load(make_fake_build(tmp_path / "build", spec="fake_chunk16", family="chunk",
+                                      features=dict(FEATURES, input_dtypes=["bf16", "fp16"]),
+                                      buckets=(2048, 8192, 65536)))
+    api._init_torch()
+    d = _hooks(lib)
+    _FakeCuda(monkeypatch, api, lib)
+    x = _half(_inputs(torch, B=2, T=100, H=2, HV=4), torch)
+    x16 = dict(x, g=x["g"].half(), beta=x["beta"].half())
+    o, _ = chunk.chunk_kda(*x16.values(), library=lib)
+    a = d.kda2_test_last().contents
+    assert o.dtype == torch.float16 and a.flags & abi.FLAG_INPUT_FP16
+    assert a.flags & abi.FLAG_G_BF16 and a.flags & abi.FLAG_BETA_BF16  # 16-bit, in the input dtype
+    calls = d.kda2_test_calls()
+    for bad, what in ((dict(x, k=x["k"].bfloat16()), r"\bk dtype"), (dict(x, g=x["g"].bfloat16()), r"\bg dtype"),
+                      (dict(x, beta=x["beta"].bfloat16()), r"beta dtype")):
+        with pytest.raises(KDA2InputError, match=what):
+            chunk.chunk_kda(*bad.values(), library=lib)
+    with pytest.raises(KDA2InputError, match=r"out dtype"):
+        chunk.chunk_kda(*x.values(), library=lib, out=torch.empty(x["v"].shape, dtype=torch.bfloat16))
+    assert d.kda2_test_calls() == calls
     chunk.release_workspaces()
 
 

@@ -485,6 +485,7 @@ STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }}
 constexpr int {{ key|upper }} = {{ plan[key] }};
 {%- endfor %}
 constexpr int BLOCK_V = {{ config.block_v }}, STAGES = {{ config.stages }}, BT = {{ config.chunk }};
+{%- for prep_symbol, state_symbol, elem in entries %}
 extern "C" __global__ void {{ prep_symbol }}(const KDA2RecurrentArgs a) {
   extern __shared__ char smem[];
   if (a.N < 0) smem[threadIdx.x] = (char)kda2_chunk_ids(&a);
@@ -492,6 +493,7 @@ extern "C" __global__ void {{ prep_symbol }}(const KDA2RecurrentArgs a) {
 extern "C" __global__ void {{ state_symbol }}(const KDA2RecurrentArgs a) {
   if (a.workspace_bytes < kda2_chunk_slot_bytes(a.H, a.HV)) ((char*)a.workspace)[threadIdx.x] = 0;
 }
+{%- endfor %}
 """
 
 
@@ -595,3 +597,31 @@ def test_chunk_headers_compile_on_their_own(tmp_path) -> None:
                 str(header_path), "-o", str(tmp_path / f"{header_path.stem}.o")]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, f"{' '.join(argv)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+
+
+def test_chunk_fp16_entries_and_entry_table() -> None:
+    """Issue 13, chunk family: a variant built for bf16 and fp16 has a prep and a state entry per input dtype (the
+    bf16 names unchanged, fp16 with the `f16_` infix), one fold and one combine; the library's entry table points
+    each dtype's slot at its prep kernel (its state kernel next) and the launch rows follow the kernel order."""
+    from kda2.codegen.render import _chunk_launch, _entry_table, entry_slot, kernel_symbols
+    from kda2.plan.smem import COMBINE
+
+    cfg = dict(CHUNK_CFG, dtypes=["bf16", "fp16"])
+    vid = variant_id(cfg)
+    syms = kernel_symbols(cfg)
+    assert syms == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}", f"kda2_chunk_fold_{vid}",
+                    f"kda2_chunk_combine_{vid}", f"kda2_chunk_prep_f16_{vid}", f"kda2_chunk_state_f16_{vid}")
+    table = _entry_table(cfg)
+    assert table[entry_slot("bf16", "fp32")] == 0 and table[entry_slot("fp16", "fp32")] == 4
+    assert table[entry_slot("bf16", "bf16")] == table[entry_slot("fp16", "bf16")] == -1  # chunk states are fp32
+    assert _entry_table(dict(CHUNK_CFG, dtypes=["fp16"]))[entry_slot("fp16", "fp32")] == 0
+    assert _entry_table(CHUNK_CFG) == [0, -1, -1, -1]  # configs without dtypes: bf16 (manifests before)
+    plan = plan_variant(cfg, 232448)
+    threads, smem = _chunk_launch({"config": cfg, "plan": plan})
+    p, s = (plan["prep_threads"], plan["prep_smem_bytes"]), (plan["state_threads"], plan["state_smem_bytes"])
+    assert list(zip(threads, smem)) == [p, s, s, (COMBINE["threads"], 0), p, s]
+    text = render_variant(cfg, plan)
+    for sym, call in ((syms[0], "prep<__nv_bfloat16>"), (syms[1], "state<__nv_bfloat16, kda2::chunk::Pass::EMIT>"),
+                      (syms[4], "prep<__half>"), (syms[5], "state<__half, kda2::chunk::Pass::EMIT>"),
+                      (syms[2], "state<__nv_bfloat16, kda2::chunk::Pass::FOLD>")):
+        assert re.search(rf"{sym}\(const KDA2RecurrentArgs a\) {{\n  \S+::Chunk::{re.escape(call)}\(a\);", text), sym

@@ -380,3 +380,36 @@ def test_varlen_device_only_cu_seqlens_and_bf16_gate_params(chunk_lib, chunk_kda
     assert _nonfinite(out) == 0 and _nonfinite(fso) == 0, "unwritten outputs after replay"
     assert _rel(ref, out, o_ref) <= 5e-3 and _rel(ref, fso, ht_ref) <= 5e-3, (_rel(ref, out, o_ref),
                                                                               _rel(ref, fso, ht_ref))
+
+
+def test_fp16_inputs_allocate_fp16_o_and_mixed_dtypes_raise(chunk_lib, chunk_kda, ref, torch_cuda, seed):
+    """Issue 13, chunk family: fp16 q/k/v return an fp16 o (allocated) and the fp32 final state, within the bar of
+    the fp64 reference; a call mixing bf16 and fp16 raises before any launch (poisoned outputs stay NaN). The
+    accuracy cases with fp16 inputs (vs FLA too) are the fp16-* rows of kda2/bench/cases.py CASES."""
+    torch = torch_cuda
+    from kda2.runtime.errors import KDA2InputError
+
+    lib = chunk_lib
+    c = _default_case(lib, "fp16-api", B=2, T=130, dtype="fp16")
+    require_built(lib, c)
+    x = to_torch(torch, draw(c, seed + 141, lib.k, lib.v), c, DEVICE)
+    o, ht = _call(chunk_kda, x, c, output_final_state=True, library=lib)
+    torch.cuda.synchronize()
+    assert o.dtype == torch.float16 and tuple(o.shape) == tuple(x["v"].shape) and ht.dtype == torch.float32
+    assert _nonfinite(o) == 0 and _nonfinite(ht) == 0
+    o_ref, ht_ref = ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+        initial_state=x["initial_state"], output_final_state=True, **ref_options(c))
+    assert _rel(ref, o, o_ref) <= 5e-3 and _rel(ref, ht, ht_ref) <= 5e-3, (_rel(ref, o, o_ref), _rel(ref, ht, ht_ref))
+    for what, change, names in (("v bf16", dict(v=x["v"].bfloat16()), r"\bv dtype"),
+                                ("k bf16", dict(k=x["k"].bfloat16()), r"\bk dtype"),
+                                ("g bf16", dict(g=x["g"].bfloat16()), r"\bg dtype"),
+                                ("out bf16", dict(out=torch.full_like(x["v"], math.nan, dtype=torch.bfloat16)),
+                                 r"\bout dtype")):
+        args = dict(x, **change)
+        out = change.get("out", torch.full_like(x["v"], math.nan))
+        fso = torch.full(x["sshape"], math.nan, device=DEVICE)
+        with pytest.raises(KDA2InputError, match=names):
+            _call(chunk_kda, args, c, output_final_state=True, library=lib, out=out, final_state_out=fso)
+        torch.cuda.synchronize()
+        assert bool(out.isnan().all()) and bool(fso.isnan().all()), f"{what}: an output was written by a refused call"

@@ -45,7 +45,8 @@ class Case:
     H: int = 2
     ratio: int = 1                     # HV / H
     gate: str = "precomputed"          # precomputed | softplus | lower_bound
-    g_bf16: bool = False               # raw gate in bf16 (in-kernel gates only)
+    dtype: str = "bf16"                # q/k/v/o dtype: bf16 | fp16 (a spec's features.input_dtypes)
+    g_bf16: bool = False               # g 16-bit, in the input dtype (the ABI's KDA2_G_BF16), else fp32
     a_log: bool = True
     dt_bias: bool = True
     lower_bound: float = -5.0
@@ -56,7 +57,7 @@ class Case:
     h0: bool = True
     final: bool = True
     v_first: bool = False
-    beta_bf16: bool = False
+    beta_bf16: bool = False            # beta 16-bit, in the input dtype (KDA2_BETA_BF16), else fp32
     scale: float | None = None
     stress: str | None = None          # g_minus20 | g_block_edge | dt_bias_plus6 | beta_small | beta_large
 
@@ -115,6 +116,19 @@ CASES = [
     Case("stress-dtbias+6-softplus-vf", T=1000, gate="softplus", stress="dt_bias_plus6", v_first=True),
     Case("stress-beta1e-3-kf", T=500, bsig=False, stress="beta_small"),
     Case("stress-beta0.999-gva2-vf", T=1000, ratio=2, bsig=False, stress="beta_large", v_first=True),
+    # fp16 q/k/v/o (issue 13, chunk family): every gate mode in both state layouts, initial state on/off, final
+    # state on/off, fp16 g and β, GVA 2, two varlen packings, the strong-decay stress (gated factors far below
+    # fp16's normal range: the kernels keep them in bf16, kda2/chunk.cuh) and the Kimi shape.
+    Case("fp16-T65-precomputed-nofinal-kf", B=2, T=65, dtype="fp16", final=False),
+    Case("fp16-T160-precomputed-f16g-noh0-vf", T=160, dtype="fp16", g_bf16=True, h0=False, v_first=True),
+    Case("fp16-T500-softplus-f16g-kf", T=500, gate="softplus", dtype="fp16", g_bf16=True),
+    Case("fp16-T1000-lowerbound-betaf16-gva2-vf", T=1000, ratio=2, gate="lower_bound", dtype="fp16",
+         beta_bf16=True, v_first=True),
+    Case("fp16-T2048-kimi-softplus-H16-vf", T=2048, H=16, gate="softplus", dtype="fp16", v_first=True),
+    Case("fp16-varlen-15-100-300-1200-2000-softplus-vf", cu=VARLEN[2], gate="softplus", dtype="fp16", v_first=True),
+    Case("fp16-varlen-256-500-1000-lowerbound-gva2-noh0-kf", cu=VARLEN[1], ratio=2, gate="lower_bound",
+         dtype="fp16", h0=False),
+    Case("fp16-stress-g-20-precomputed-vf", T=500, dtype="fp16", stress="g_minus20", v_first=True),
 ]
 
 
@@ -183,15 +197,19 @@ def draw(c: Case, seed: int, K: int = 128, V: int = 128) -> dict[str, Any]:
                 initial_state=h0, cu_seqlens=cu, sshape=sshape, stressed_channels=stressed)
 
 
+#: Case.dtype -> the torch dtype's name.
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
 def to_torch(torch, x: dict[str, Any], c: Case, device: str = "cuda") -> dict[str, Any]:
-    """The tensors the kernels get: bf16 q/k/v, fp32 (or bf16 raw) g, fp32 (or bf16) beta, fp32 rest,
-    int64 cu_seqlens (FLA 0.6 needs int64) plus its host copy."""
+    """The tensors the kernels get: q/k/v in the case's dtype (bf16 or fp16), fp32 (or 16-bit, the input dtype)
+    g and beta, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64) plus its host copy."""
     def t(a, dtype):
         return None if a is None else torch.from_numpy(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
 
-    bf16, f32 = torch.bfloat16, torch.float32
-    return dict(q=t(x["q"], bf16), k=t(x["k"], bf16), v=t(x["v"], bf16),
-                g=t(x["g"], bf16 if c.g_bf16 else f32), beta=t(x["beta"], bf16 if c.beta_bf16 else f32),
+    e16, f32 = getattr(torch, TORCH_DTYPES[c.dtype]), torch.float32
+    return dict(q=t(x["q"], e16), k=t(x["k"], e16), v=t(x["v"], e16),
+                g=t(x["g"], e16 if c.g_bf16 else f32), beta=t(x["beta"], e16 if c.beta_bf16 else f32),
                 A_log=t(x["A_log"], f32), dt_bias=t(x["dt_bias"], f32), initial_state=t(x["initial_state"], f32),
                 cu_seqlens=t(x["cu_seqlens"], torch.int64),
                 cu_seqlens_cpu=None if x["cu_seqlens"] is None else torch.from_numpy(x["cu_seqlens"].copy()),

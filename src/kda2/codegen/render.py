@@ -58,18 +58,36 @@ def entry_slot(dtype: str, state: str) -> int:
     return list(INPUT_DTYPES).index(dtype) + 2 * list(STATE_DTYPES).index(state)
 
 
-def chunk_symbols(vid: str) -> tuple[str, str, str, str]:
-    """The extern "C" entries of a chunk variant's cubin: prep, state (emit), and the exact split's fold and
-    combine (docs/DESIGN.md §1)."""
-    return (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}", f"kda2_chunk_fold_{vid}",
-            f"kda2_chunk_combine_{vid}")
+def chunk_symbols(vid: str, dtypes: Sequence[str] = ("bf16",)) -> tuple[str, ...]:
+    """The extern "C" entries of a chunk variant's cubin, in the library's kernel order: the first input
+    dtype's prep and state (emit), the exact split's fold and combine (docs/DESIGN.md §1; they read no input
+    tile and write no o, so one of each serves every dtype), then a (prep, state) pair per further dtype.
+    bf16 keeps the plain names `kda2_chunk_prep_<id>`, fp16 adds the infix `f16_` (as the recurrent entries)."""
+    def pair(d: str) -> tuple[str, str]:
+        infix = INPUT_DTYPES[d][1]
+        return f"kda2_chunk_prep_{infix}{vid}", f"kda2_chunk_state_{infix}{vid}"
+
+    first, *rest = dtypes
+    return (*pair(first), f"kda2_chunk_fold_{vid}", f"kda2_chunk_combine_{vid}",
+            *(sym for d in rest for sym in pair(d)))
+
+
+def chunk_dtypes(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """Input dtypes of a chunk variant, in entry order (configs before the chunk family's fp16: bf16)."""
+    return tuple(config.get("dtypes", ("bf16",)))
+
+
+def chunk_entry_index(config: Mapping[str, Any], dtype: str) -> int:
+    """Index of `dtype`'s prep kernel in chunk_symbols' order; its state kernel is the next one."""
+    i = chunk_dtypes(config).index(dtype)
+    return 0 if i == 0 else 4 + 2 * (i - 1)
 
 
 def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
     """Every kernel entry of a variant, in launch order."""
     vid = variant_id(config) if vid is None else vid
     if config["family"] == "chunk":
-        return chunk_symbols(vid)
+        return chunk_symbols(vid, chunk_dtypes(config))
     return tuple(kernel_symbol(vid, d, s) for d, s in recurrent_entries(config))
 
 
@@ -80,7 +98,9 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     symbols = kernel_symbols(config, vid)
     if config["family"] == "chunk":
         from kda2.plan.smem import COMBINE
-        extra = dict(zip(("prep_symbol", "state_symbol", "fold_symbol", "combine_symbol"), symbols), combine=COMBINE)
+        pairs = [(symbols[chunk_entry_index(config, d)], symbols[chunk_entry_index(config, d) + 1], INPUT_DTYPES[d][0])
+                 for d in chunk_dtypes(config)]
+        extra = dict(entries=pairs, fold_symbol=symbols[2], combine_symbol=symbols[3], combine=COMBINE)
     else:
         extra = {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
                              for sym, (d, s) in zip(symbols, recurrent_entries(config))]}
@@ -89,11 +109,26 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
 
 
 def _entry_table(config: Mapping[str, Any]) -> list[int]:
-    """The library's entry table of a recurrent variant: slot entry_slot(d, s) -> kernel index, -1 where not built."""
+    """The library's entry table of a variant: slot entry_slot(d, s) -> kernel index (chunk: of the dtype's prep
+    kernel, its state kernel next; chunk states are fp32 only), -1 where not built."""
     table = [-1] * (len(INPUT_DTYPES) * len(STATE_DTYPES))
+    if config["family"] == "chunk":
+        for d in chunk_dtypes(config):
+            table[entry_slot(d, "fp32")] = chunk_entry_index(config, d)
+        return table
     for i, (d, s) in enumerate(recurrent_entries(config)):
         table[entry_slot(d, s)] = i
     return table
+
+
+def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
+    """Block size and dynamic shared memory of each kernel of a chunk variant, in chunk_symbols' order: every
+    prep alike, the fold like the state kernel (the same code), the combine with static shared memory only."""
+    from kda2.plan.smem import COMBINE
+    p = v["plan"]
+    prep, state = (p["prep_threads"], p["prep_smem_bytes"]), (p["state_threads"], p["state_smem_bytes"])
+    rows = [prep, state, state, (COMBINE["threads"], 0)] + [prep, state] * (len(chunk_dtypes(v["config"])) - 1)
+    return [t for t, _ in rows], [b for _, b in rows]
 
 
 #: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
@@ -118,8 +153,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
         raise ValueError(f"a library holds one family and one (K, V); got families {sorted(families)}, "
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
-    rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]),
-                 dtype_kernel=_entry_table(v["config"]) if family == "recurrent" else [0, -1, -1, -1],
+    rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]), dtype_kernel=_entry_table(v["config"]),
+                 launch=_chunk_launch(v) if family == "chunk" else None,
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.smem import COMBINE, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS

@@ -70,10 +70,10 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
               max_seqlen: int | None = None, out=None, final_state_out=None, split: int | None = None, **kwargs):
     """KDA forward in 64-token chunks on tensor cores, drop-in for `fla.ops.kda.chunk_kda` (FLA 0.6) forward.
 
-    Shapes (FLA): q, k [B, T, H, K] bf16; v [B, T, HV, V] bf16; g [B, T, HV, K] fp32 or bf16; beta
-    [B, T, HV] fp32 or bf16; A_log [HV], dt_bias [HV*K] fp32 or bf16 (bf16 converted to fp32 on the stream);
-    states fp32 [N, HV, K, V]
-    ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] bf16, final_state or None).
+    Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (one of the spec's input_dtypes);
+    g [B, T, HV, K] fp32 or q's dtype; beta [B, T, HV] fp32 or q's dtype; A_log [HV], dt_bias [HV*K] fp32 or
+    bf16 (bf16 converted to fp32 on the stream); states fp32 [N, HV, K, V]
+    ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] in q's dtype, final_state or None).
 
     FLA keywords: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),
     `return_intermediate_states` (False only), `cp_context` (None only), `transpose_state_layout`

@@ -106,8 +106,7 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
     elem = next((t for t in (_INPUT_DTYPES.get(d) for d in f.input_dtypes) if t is qd), None)
     if elem is None:
         built = " or ".join(f.input_dtypes)
-        hint = ("; the chunk kernels read bf16 q/k/v (fp16 runs on a recurrent library)" if family == "chunk" else
-                "; cast q/k/v to bf16 or fp16 (the kernels accumulate in fp32)" if qd is _F32 else
+        hint = ("; cast q/k/v to bf16 or fp16 (the kernels accumulate in fp32)" if qd is _F32 else
                 f"; add {_dt(qd).replace('float16', 'fp16')} to features.input_dtypes" if qd is _F16 else "")
         raise fail("q dtype", _dt(qd), f"{built} (input dtypes built into {_spec(lib)}){hint}")
     check_tensor("q", q, (elem,), (B, T, H, K), dev)

@@ -40,13 +40,20 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "varlen": (False, True),
 }
 
+#: Head dims the chunk kernels build with (K = V): kda2/chunk.cuh maps its threads to K = 128 (two prep threads
+#: per key channel in the gate scan, a half-warp per l2norm row, two w/u column halves of 64, the combine's two
+#: threads per key row). K = 64 also needs the prep's T tile out from over the k tile (fp32 [64][68] > bf16
+#: [64][72]) and the TIR model's accesses at K = 64; K = 256 needs ~215 KB of state-kernel shared memory at two
+#: stages and twice the state registers per thread. Neither is built: the spec refuses them (spec/model.py).
+CHUNK_HEAD_DIMS = (128,)
+
 #: Knobs a `chunk` (chunkwise-parallel tensor-core prefill) variant has. Two kernels per variant: a
 #: parallel prep pass over all chunks, then the serial state pass per (sequence, head, V-slice).
 CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "family": ("chunk",),
     "arch": ARCHS,
-    "k": (64, 128),
-    "v": (64, 128),
+    "k": CHUNK_HEAD_DIMS,
+    "v": CHUNK_HEAD_DIMS,
     "bucket": int,                       # rules may match on it (it picks the dispatch row, never the code)
     "profile": str,                      # rules may match on it (the hardware profile planned for, never the code)
     "state_layout": ("k_first", "v_first"),
@@ -54,6 +61,7 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
     "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
+    "dtypes": tuple,                     # input dtypes with a prep + state entry each (fold, combine shared)
     # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
     # not knobs, so they split no kernel; the library checks calls against the spec's features.
 }

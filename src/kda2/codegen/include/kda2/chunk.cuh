@@ -16,6 +16,17 @@
 // tensor cores (bf16); the four diagonal blocks use the same anchor with the reciprocal 1 / 2^(Γj−Γr) on
 // tensor cores (tf32), except channels whose decay inside the block is too strong for it (CUDA cores, exact).
 //
+// Input dtypes (docs/DESIGN.md §1, "fp16 inputs"): the prep and state kernels are templates on the q/k/v/o
+// element type E (bf16 or fp16, one entry each); E is only what is read from q, k, v (and a 16-bit g, β) and
+// written to o. Every intermediate tile — the workspace's w, qg, kg, uᵀ, Aqk, the prep's right-hand sides
+// β k 2^Γ and β v, the state as an mma operand, v_new — stays bf16 with bf16 mma for both input dtypes,
+// because their range is not bounded by the inputs': T = (I + A)^-1 (hence w and u) can grow with the chunk,
+// the state S and v_new accumulate over the whole sequence (and h0 is any fp32), and fp16 overflows at 65504
+// where bf16 has fp32's range. Factors with an exponent ≤ 0 (qg, kg, the anchored A blocks) could only
+// underflow in fp16, but their mma partners are the unbounded S and v_new, and one operand type per mma
+// keeps one workspace layout and one state kernel body. The cost: fp16 inputs get the bf16 path's internal
+// rounding (its accuracy, not fp16's); fp32 accumulation and fp32 states either way.
+//
 // The build renders one small .cu per variant (templates/chunk.cu.j2): a config struct and the
 // extern "C" entries that call Kernels<Cfg>::prep / ::state<EMIT> / ::state<FOLD> / ::combine. The config struct provides (all
 // static constexpr):
@@ -37,6 +48,7 @@
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include "kda2/abi.h"
+#include "kda2/elem16.cuh"
 #include "kda2/mma.cuh"
 
 namespace kda2::chunk {
@@ -133,7 +145,8 @@ struct Kernels {
   static constexpr int64_t SLOT_BYTES = KDA2_CHUNK_SLOT_BYTES(K, V);
   static_assert(SLOT_BYTES % 16 == 0, "slots stay 16-byte aligned");
 
-  // Shared memory of the prep kernel: q, k, v tiles (bf16), Γ (fp32), A then T (fp32), β.
+  // Shared memory of the prep kernel: q, k, v tiles (16-bit: the input dtype, then bf16), Γ (fp32), A then T
+  // (fp32), β.
   static constexpr int P_Q = 0, P_K = P_Q + BT * LDS_KV * 2, P_V = P_K + BT * LDS_KV * 2, P_G = P_V + BT * LDS_KV * 2;
   static constexpr int P_T = P_G + BT * LDS_G * 4, P_B = P_T + BT * LDS_T * 4, P_END = P_B + BT * 4;
   static_assert(P_END == PREP_SMEM_BYTES, "prep shared memory layout differs from the plan");
@@ -168,11 +181,14 @@ struct Kernels {
   // register (161 -> 162 on sm_90a, 166 -> 167 on sm_80).
   // Prep: one CTA (8 warps) per (chunk, value head, sequence); launch with PREP_THREADS threads,
   // PREP_SMEM_BYTES of dynamic shared memory, grid (chunks, HV, N).
+  // E: the q/k/v/o element type (__nv_bfloat16 or __half; one entry per input dtype built).
+  template <class E>
   static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a);
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
   // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
-  template <Pass PASS>
+  // E: the element type of o (the FOLD pass writes no o: its one entry serves every input dtype).
+  template <class E, Pass PASS>
   static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
   // Split combine: per (32 value columns, value head, sequence), the start state of every segment,
   // S_{s+1} = M_s S_s + B_s from S_0 = h0 (fp32 on CUDA cores: a few segments of 128×128 by 128×32);
@@ -187,11 +203,14 @@ struct Kernels {
 // 8 warps and two CTAs per SM (the entry's launch bounds): the prep is latency-bound (shared-memory and
 // SFU round trips), so it wants warps in flight more than registers.
 template <class Cfg>
+template <class E>
 __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
+  using X = Elem16<E>;
   extern __shared__ __align__(16) uint8_t smem[];
-  __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + P_Q);
-  __nv_bfloat16* sK = reinterpret_cast<__nv_bfloat16*>(smem + P_K);
-  __nv_bfloat16* sV = reinterpret_cast<__nv_bfloat16*>(smem + P_V);
+  // q, k, v as read (E) until step 4, which overwrites q and v with the bf16 right-hand sides of step 6.
+  E* sQ = reinterpret_cast<E*>(smem + P_Q);
+  E* sK = reinterpret_cast<E*>(smem + P_K);
+  E* sV = reinterpret_cast<E*>(smem + P_V);
   float* sG = reinterpret_cast<float*>(smem + P_G);
   float* sT = reinterpret_cast<float*>(smem + P_T);
   float* sB = reinterpret_cast<float*>(smem + P_B);
@@ -207,16 +226,16 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   const float scale = a.scale;
 
   // ---- 1. one round trip to memory: q, k, v and the raw gate land in shared memory (cp.async), β in a
-  //         register; rows past the sequence are zero-filled. Then l2norm (q, k rounded to bf16 like FLA).
+  //         register; rows past the sequence are zero-filled. Then l2norm (q, k rounded to the input dtype, like FLA).
   const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0;
   float bi = 0.f;
   {
-    const __nv_bfloat16* q = static_cast<const __nv_bfloat16*>(a.q);
-    const __nv_bfloat16* k = static_cast<const __nv_bfloat16*>(a.k);
-    const __nv_bfloat16* v = static_cast<const __nv_bfloat16*>(a.v);
+    const E* q = static_cast<const E*>(a.q);
+    const E* k = static_cast<const E*>(a.k);
+    const E* v = static_cast<const E*>(a.v);
     const int seg = tid & 15;
 #pragma unroll
-    for (int m = 0; m < BT * K / 8 / PREP_THREADS; ++m) {   // 16-B pieces of the bf16 tiles
+    for (int m = 0; m < BT * K / 8 / PREP_THREADS; ++m) {   // 16-B pieces of the 16-bit tiles
       const int r = (tid >> 4) + (PREP_THREADS / 16) * m;
       const uint32_t dq = smem_u32(sQ + r * LDS_KV + seg * 8), dk = smem_u32(sK + r * LDS_KV + seg * 8);
       const uint32_t dv = smem_u32(sV + r * LDS_KV + seg * 8);
@@ -232,7 +251,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         *reinterpret_cast<uint4*>(sV + r * LDS_KV + seg * 8) = z;
       }
     }
-    // raw gate rows (fp32: 32 pieces, bf16: 16 pieces) at the Γ tile's row pitch; zero past the end
+    // raw gate rows (fp32: 32 pieces, 16-bit in the input dtype: 16 pieces) at the Γ tile's row pitch; zero past the end
     const int gpieces = g_bf16 ? K / 8 : K / 4, gbytes = g_bf16 ? 2 : 4;
     const uint8_t* gsrc = static_cast<const uint8_t*>(a.g);
     for (int p = tid; p < BT * gpieces; p += PREP_THREADS) {
@@ -244,7 +263,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     cp_async_commit();
     if (tid < rows) {
       const int64_t off = (t0 + tid) * HV + hv;
-      bi = (a.flags & KDA2_BETA_BF16) ? __bfloat162float(static_cast<const __nv_bfloat16*>(a.beta)[off])
+      bi = (a.flags & KDA2_BETA_BF16) ? X::to_f(static_cast<const E*>(a.beta)[off])
                                       : static_cast<const float*>(a.beta)[off];
     }
     cp_async_wait<0>();
@@ -259,17 +278,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         const int r = (tid >> 4) + (PREP_THREADS / 16) * m;
 #pragma unroll
         for (int which = 0; which < 2; ++which) {
-          __nv_bfloat16* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
+          E* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
           uint4 x4 = *reinterpret_cast<const uint4*>(row);
           uint32_t* xw = reinterpret_cast<uint32_t*>(&x4);
           float ss = 0.f;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) { const float2 f = unpack_bf16(xw[e]); ss += f.x * f.x + f.y * f.y; }
+          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
 #pragma unroll
           for (int o = 8; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // a half-warp holds a row
           const float rn = rsqrtf(ss + 1e-6f);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) { const float2 f = unpack_bf16(xw[e]); xw[e] = pack_bf16(f.x * rn, f.y * rn); }
+          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
           *reinterpret_cast<uint4*>(row) = x4;
         }
       }
@@ -286,7 +305,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     if (g_bf16) {
 #pragma unroll
       for (int e = 0; e < 32; ++e)
-        x[e] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(sG + (32 * half + e) * LDS_G)[d]);
+        x[e] = X::to_f(reinterpret_cast<const E*>(sG + (32 * half + e) * LDS_G)[d]);
     } else {
 #pragma unroll
       for (int e = 0; e < 32; ++e) x[e] = sG[(32 * half + e) * LDS_G + d];
@@ -372,8 +391,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
           const int i = r + g8 + 8 * hr;
           const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d);
           const float e0 = ex2(gi.x - gr.x), e1 = ex2(gi.y - gr.y);
-          const float2 kk = unpack_bf16(*reinterpret_cast<const uint32_t*>(sK + i * LDS_KV + d));
-          const float2 qq = unpack_bf16(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
+          const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i * LDS_KV + d));
+          const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
           kx[hr] = make_float2(kk.x * e0, kk.y * e1);
           qx[hr] = make_float2(qq.x * e0, qq.y * e1);
           aK[hr + 2 * hc] = pack_bf16(kx[hr].x, kx[hr].y);
@@ -398,7 +417,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
             const int d = d0 + 8 * hc;
             const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
             const float2 gr = hc ? gr1 : gr0;
-            const float2 kk = unpack_bf16(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
+            const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
             b[hc] = pack_bf16(kk.x * ex2(gr.x - gj.x), kk.y * ex2(gr.y - gj.y));
           }
           mma(accK[nt], aK, b[0], b[1]);
@@ -419,9 +438,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         for (int x = 0; x < 4; ++x) {
           const int i = x < 2 ? i0 : i1, j = jd + (x & 1);
           if (j <= i) {
-            const float kj = __bfloat162float(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
-            dK[x] = fmaf(__bfloat162float(sK[i * LDS_KV + d]), kj, dK[x]);
-            dQ[x] = fmaf(__bfloat162float(sQ[i * LDS_KV + d]), kj, dQ[x]);
+            const float kj = X::to_f(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
+            dK[x] = fmaf(X::to_f(sK[i * LDS_KV + d]), kj, dK[x]);
+            dQ[x] = fmaf(X::to_f(sQ[i * LDS_KV + d]), kj, dQ[x]);
           }
         }
       }
@@ -481,7 +500,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       for (int e = 0; e < 4; ++e) {
         const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d + 2 * e);
         const float2 gl = *reinterpret_cast<const float2*>(sG + (BT - 1) * LDS_G + d + 2 * e);
-        const float2 qf = unpack_bf16(qw[e]), kf = unpack_bf16(kw[e]), vf = unpack_bf16(vw[e]);
+        const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]), vf = X::unpack(vw[e]);
         const float e0 = ex2(gi.x), e1 = ex2(gi.y);
         qgw[e] = pack_bf16(scale * qf.x * e0, scale * qf.y * e1);
         kbw[e] = pack_bf16(bi * kf.x * e0, bi * kf.y * e1);
@@ -569,7 +588,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     __nv_bfloat16* sSt = reinterpret_cast<__nv_bfloat16*>(sG);  // staging (Γ and the scratch are dead)
 #pragma unroll 1
     for (int which = 0; which < 2; ++which) {
-      const __nv_bfloat16* src = which == 0 ? sQ : sV;
+      // step 4 left bf16 β k 2^Γ over q and bf16 β v over v (whatever the input dtype)
+      const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(which == 0 ? sQ : sV);
       float acc[8][4];
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
@@ -632,7 +652,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 // slice of Sᵀ ([16 v][64 k] fp32) in mma accumulators (see pair_sync for why pairs split K).
 // =============================================================================================
 template <class Cfg>
-template <Pass PASS>
+template <class E, Pass PASS>
 __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) {
   constexpr bool FOLD = PASS == Pass::FOLD;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -731,8 +751,8 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
   // Partial sums to the partner: fragment-ordered float4 per lane (conflict-free both ways).
   float4* xMine = reinterpret_cast<float4*>(smem + S_X) + warp * XCH_F4 * 32;
   const float4* xPeer = reinterpret_cast<const float4*>(smem + S_X) + (warp ^ 1) * XCH_F4 * 32;
-  __nv_bfloat16* sO = reinterpret_cast<__nv_bfloat16*>(smem + S_O) + warp * (BT / 2) * LDS_O;
-  __nv_bfloat16* o = static_cast<__nv_bfloat16*>(a.o);
+  E* sO = reinterpret_cast<E*>(smem + S_O) + warp * (BT / 2) * LDS_O;
+  E* o = static_cast<E*>(a.o);
   const int lr = lane & 7, lm = lane >> 3;
   // ldmatrix (non-trans) lane address for a [n][k] tile: matrices (n0,k0),(n0,k0+8),(n0+8,k0),(n0+8,k0+8)
   const int nrow = lr + 8 * (lm >> 1), kcol = 8 * (lm & 1);
@@ -871,10 +891,10 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
     for (int nt = 0; nt < 8; ++nt) {
       if (FOLD || (nt >> 2) != kh) continue;
       const int tok = 8 * (nt & 3) + 2 * t4;
-      sO[tok * LDS_O + g8] = __float2bfloat16_rn(O[nt][0]);
-      sO[(tok + 1) * LDS_O + g8] = __float2bfloat16_rn(O[nt][1]);
-      sO[tok * LDS_O + g8 + 8] = __float2bfloat16_rn(O[nt][2]);
-      sO[(tok + 1) * LDS_O + g8 + 8] = __float2bfloat16_rn(O[nt][3]);
+      sO[tok * LDS_O + g8] = Elem16<E>::from_f(O[nt][0]);
+      sO[(tok + 1) * LDS_O + g8] = Elem16<E>::from_f(O[nt][1]);
+      sO[tok * LDS_O + g8 + 8] = Elem16<E>::from_f(O[nt][2]);
+      sO[(tok + 1) * LDS_O + g8 + 8] = Elem16<E>::from_f(O[nt][3]);
     }
     __syncwarp();
     const int64_t t0 = sb.bos + cc * BT + 8 * om;

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "kda2/abi.h"
+#include "kda2/elem16.cuh"
 
 namespace kda2 {
 namespace recurrent {
@@ -85,32 +86,6 @@ __device__ __forceinline__ void store_f32(float* __restrict__ p, const float (&i
     }
   }
 }
-
-// The 16-bit input element types: two packed in a 32-bit word, widened to / narrowed from fp32.
-template <class E>
-struct Elem16;
-template <>
-struct Elem16<__nv_bfloat16> {
-  static __device__ __forceinline__ float lo(uint32_t w) { return __uint_as_float(w << 16); }
-  static __device__ __forceinline__ float hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-  static __device__ __forceinline__ uint32_t pack(float a, float b) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-  static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
-};
-template <>
-struct Elem16<__half> {
-  static __device__ __forceinline__ float lo(uint32_t w) { return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))); }
-  static __device__ __forceinline__ float hi(uint32_t w) { return __half2float(__ushort_as_half((unsigned short)(w >> 16))); }
-  static __device__ __forceinline__ uint32_t pack(float a, float b) {
-    const __half2 h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-  static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
-};
 
 // N 16-bit elements starting at p (2N-byte aligned) widened to fp32, in one or a few vector loads.
 template <class E, int N>

@@ -32,14 +32,16 @@ for r in 1 2 3; do for lib in untuned tuned; do
     > $O/dec_${lib}_$r.log 2>&1 && summ dec $O/dec_${lib}_$r/bench_recurrent.json "dec $lib $r" \
     || { echo "decode $lib failed"; tail -5 $O/dec_${lib}_$r.log; }
 done; done
-el "GPU tests"
-PYTHONPATH=$ROOT/src:/tmp/site timeout ${REC_TIMEOUT:-230} python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py \
+el "GPU tests (FLA's Triton JIT for the chunk cases warms in parallel processes meanwhile)"
+PYTHONPATH=$ROOT/src:/tmp/site python3 -m kda2.bench.fla_warm --only cases > $O/fla_warm.log 2>&1 &
+WARM=$!
+PYTHONPATH=$ROOT/src:/tmp/site timeout ${REC_TIMEOUT:-200} python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py \
   tests/gpu/test_recurrent_gpu.py -q --require-gpu --fla-recurrent=kimi -k "not compute_sanitizer" -rs \
   -p no:cacheprovider > $O/gpu_recurrent.log 2>&1; echo "recurrent tests rc $?"; tail -2 $O/gpu_recurrent.log
-if [ -n "${CHUNK_TESTS:-}" ]; then
-PYTHONPATH=$ROOT/src:/tmp/site timeout ${CHUNK_TIMEOUT:-250} python3 -m pytest -m gpu $CHUNK_TESTS -q --require-gpu \
-  --chunk-library ${CHUNK_LIB:-build/kimi_linear_chunk/sm_90a} --results-dir $O/acc -rs -p no:cacheprovider \
-  > $O/gpu_chunk.log 2>&1; echo "chunk tests rc $?"; tail -2 $O/gpu_chunk.log
-fi
+wait $WARM; echo "fla warm rc $?"; tail -2 $O/fla_warm.log
+el "chunk tests"
+PYTHONPATH=$ROOT/src:/tmp/site timeout ${CHUNK_TIMEOUT:-200} python3 -m pytest -m gpu tests/gpu/test_chunk_gpu.py \
+  tests/gpu/test_chunk_split_gpu.py -q --require-gpu --chunk-library build/kimi_linear_chunk/sm_90a \
+  --results-dir $O/acc -rs -p no:cacheprovider > $O/gpu_chunk.log 2>&1; echo "chunk tests rc $?"; tail -2 $O/gpu_chunk.log
 el done
 tar czf $OUT/call2.tgz -C /tmp o

@@ -188,35 +188,60 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                     for e in T.vectorized(2):
                         ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 2 + e]
         # ---- A, then T = (I + A)^-1 ---------------------------------------------------------------------
+        # A's accumulator fragments, two adjacent columns per lane: one 8-byte store (as compiled)
         for pw in T.serial(PW, annotations={"kda2.access": "t_store_a"}):
             for nt in T.serial(4):
                 for h in T.serial(2):
-                    for c in T.serial(2):
-                        if nt <= pw % 4:
+                    if nt <= pw % 4:
+                        for c in T.vectorized(2):
                             tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8,
-                               T.if_then_else(nt < pw % 4, (pw // 4 * (pw % 4) + nt) * 8, pw % 4 * 16 + pw // 4 * 8)
-                               + tx % 32 % 4 * 2 + c] = ffrag[0]
+                                 T.if_then_else(nt < pw % 4, (pw // 4 * (pw % 4) + nt) * 8, pw % 4 * 16 + pw // 4 * 8)
+                                 + tx % 32 % 4 * 2 + c] = ffrag[0]
         for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
             for i in T.serial(16):
                 tmat[(pw * 32 + tx % 32) // 16 * 16 + i, (pw * 32 + tx % 32) // 16 * 16 + tx % 16] = ffrag[0]
+        # The block levels: warp I (pw) at level dist = lvl + 1 (J = I - dist >= 0), lane row I16 + lane/2,
+        # columns c0 = 8 (lane % 2). Iteration counts as the kernel runs them, vector widths as compiled (the
+        # unrolled m and s2 loops read 4 consecutive floats of a row in one 16-byte access; the 8 stores of a
+        # lane are two 16-byte stores): the pass weighs the tile's accesses by how often they run.
+        # A_IM row reads over m = 16J .. 16I - 1
         for pw in T.serial(4, annotations={"kda2.access": "t_level_rows"}):
-            for m in T.serial(16):
-                ffrag[0] = tmat[pw * 16 + tx % 32 // 2, m]
+            for lvl in T.serial(3):
+                for m4 in T.serial(12):
+                    if lvl < pw and m4 < 4 * (lvl + 1):
+                        for e in T.vectorized(4):
+                            ffrag[e] = tmat[pw * 16 + tx % 32 // 2, (pw - lvl - 1) * 16 + m4 * 4 + e]
+        # T_II row reads (the second product, -T_II Y)
+        for pw in T.serial(4, annotations={"kda2.access": "t_level_diag"}):
+            for lvl in T.serial(3):
+                for s4 in T.serial(4):
+                    if lvl < pw:
+                        for e in T.vectorized(4):
+                            ffrag[e] = tmat[pw * 16 + tx % 32 // 2, pw * 16 + s4 * 4 + e]
+        # T_MJ rows m (one row per step, shared by the warp): two 16-byte pieces per lane
         for pw in T.serial(4, annotations={"kda2.access": "t_level_cols"}):
-            for m in T.serial(16):
-                for h in T.serial(2):
-                    for e in T.vectorized(4):
-                        ffrag[e] = tmat[m, tx % 2 * 8 + h * 4 + e]
+            for lvl in T.serial(3):
+                for m in T.serial(48):
+                    for h in T.serial(2):
+                        if lvl < pw and m < 16 * (lvl + 1):
+                            for e in T.vectorized(4):
+                                ffrag[e] = tmat[(pw - lvl - 1) * 16 + m, (pw - lvl - 1) * 16 + tx % 2 * 8 + h * 4 + e]
         for pw in T.serial(4, annotations={"kda2.access": "t_level_store"}):
-            for e in T.serial(8):
-                tmat[pw * 16 + tx % 32 // 2, tx % 2 * 8 + e] = ffrag[0]
+            for lvl in T.serial(3):
+                for h in T.serial(2):
+                    if lvl < pw:
+                        for e in T.vectorized(4):
+                            tmat[pw * 16 + tx % 32 // 2, (pw - lvl - 1) * 16 + tx % 2 * 8 + h * 4 + e] = ffrag[e]
+        # T's fragments for w = T (β k 2^Γ), then again for u = T (β v)
         for pw in T.serial(PW, annotations={"kda2.access": "t_frag"}):
-            for ks in T.serial(4):
-                for hr in T.serial(2):
-                    for hc in T.serial(2):
-                        if ks <= pw % 4:
-                            for e in T.vectorized(2):
-                                ffrag[e] = tmat[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+            for which in T.serial(2):
+                for ks in T.serial(4):
+                    for hr in T.serial(2):
+                        for hc in T.serial(2):
+                            if ks <= pw % 4:
+                                for e in T.vectorized(2):
+                                    ffrag[e] = tmat[pw % 4 * 16 + tx % 32 // 4 + hr * 8,
+                                                    ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
         # ---- the block levels' per-warp scratch -----------------------------------------------------------
         for e in T.serial(8, annotations={"kda2.access": "y_store"}):
             y[tx % 32 // 2, tx % 2 * 8 + e] = ffrag[0]

@@ -198,7 +198,7 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     overlays = (("T over the k tile and Γ", 64 * strides["lds_t"] * 4, 64 * strides["lds_kv"] * 2 + gamma - 16),
                 ("the w staging over Γ", 64 * strides["lds_kv"] * 2, rest),
                 ("the uᵀ staging over Γ", c["v"] * strides["lds_u"] * 2, rest),
-                ("the block-level scratch over Γ", 8 * 16 * strides["lds_y"] * 4, rest))
+                ("the block-level scratch over Γ", 8 * 32 * strides["lds_y"] * 4, rest))
     for what, need, room in overlays:
         if need > room:
             raise TirBudgetError(f"{_label(config)}: {what} needs {need} bytes, the tile under it has {room} "

@@ -153,7 +153,8 @@ struct Kernels {
   static constexpr int T_OVER = BT * LDS_T * 4 > BT * LDS_KV * 2 ? BT * LDS_T * 4 - BT * LDS_KV * 2 : 0;
   static constexpr int P_SCR = P_G + (T_OVER + 15) / 16 * 16;   // first byte of Γ that T leaves free
   static_assert(P_G == P_K + BT * LDS_KV * 2 && P_SCR - P_G < BT * LDS_G * 4, "T over k runs on into Γ only");
-  static_assert(P_SCR + 8 * 16 * LDS_Y * 4 <= P_T, "the block levels' scratch (8 warps × [16][LDS_Y]) fits in Γ after T");
+  static_assert(P_SCR + 8 * 32 * LDS_Y * 4 <= P_T, "the block levels' scratch (8 warps × [32][LDS_Y]) fits in Γ after T");
+  static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
   static_assert(P_SCR + BT * LDS_KV * 2 <= P_T && P_SCR + V * LDS_U * 2 <= P_T, "w and uᵀ staging fit in Γ after T");
 
   // Shared memory of the state kernel: STAGES × (w, qg, kg [BT][K], Aqk [BT][BT] (swizzled, as in the slot),
@@ -539,9 +540,14 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   __syncthreads();
 
   // ---- 5. T = (I + A)^-1, blockwise in fp32 (k is no longer needed: T lives over it) ------------------
-  // Diagonal blocks by forward substitution, then T_IJ = −T_II Σ_{M=J}^{I−1} A_IM T_MJ by block distance.
+  // Diagonal 16-blocks by forward substitution; then two levels, each shared by all 8 warps (by output
+  // columns, so a warp's scratch Y stays its own): level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ)
+  // for (I, J) = (1, 0), (3, 2); level 2 the lower-left 32-block, T21 = −T2 (A21 T1). Measured on the H200 (P1,
+  // ncu): the former levels by block distance (16 + 16, 32 + 16, 48 + 16 dependent FMAs on the 3, 2, 1 warps
+  // that had a block) held 15 % of the prep's samples, 71 % of them warps waiting at the level barriers;
+  // here the chain is 16 + 16 then 32 + 32 FMAs with every warp busy, one barrier fewer.
   float* sTi = reinterpret_cast<float*>(sK);   // over k, on into Γ by T_OVER bytes (see P_SCR)
-  float* sY = reinterpret_cast<float*>(smem + P_SCR);  // Γ is no longer needed: per-warp 16×16 scratch
+  float* sY = reinterpret_cast<float*>(smem + P_SCR) + warp * 32 * LDS_Y;  // Γ is dead: per-warp [32][LDS_Y]
   if (tid < 64) {
     const int I = tid >> 4, col = tid & 15, r0 = 16 * I;
     float Tc[16];
@@ -556,44 +562,94 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     for (int i = 0; i < 16; ++i) sTi[(r0 + i) * LDS_T + r0 + col] = Tc[i];
   }
   __syncthreads();
-  {
-    const int I = warp, rr = lane >> 1, c0 = (lane & 1) * 8;  // lane: row rr, columns c0..c0+7
-    float* Y = sY + warp * 16 * LDS_Y;
-#pragma unroll 1
-    for (int dist = 1; dist < 4; ++dist) {
-      const int J = I - dist;
-      if (warp < 4 && J >= 0) {
-        float y[8];
+  {  // level 1: warp (B = warp / 4, columns 4·(warp % 4) ..) of T_IJ, I = 2B + 1, J = 2B; lane: row rr, 2 columns
+    const int B = warp >> 2, I = 2 * B + 1, J = 2 * B, rr = lane >> 1, cy = 2 * (lane & 1);
+    const int c = 16 * J + 4 * (warp & 3) + cy;
+    const float* arow = sT + (16 * I + rr) * LDS_T + 16 * J;    // A_IJ row rr
+    float y0 = 0.f, y1 = 0.f;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) y[e] = 0.f;
-#pragma unroll 4
-        for (int m = 16 * J; m < 16 * I; ++m) {
-          const float aim = sT[(16 * I + rr) * LDS_T + m];
-          const float4 t0v = *reinterpret_cast<const float4*>(sTi + m * LDS_T + 16 * J + c0);
-          const float4 t1v = *reinterpret_cast<const float4*>(sTi + m * LDS_T + 16 * J + c0 + 4);
-          y[0] = fmaf(aim, t0v.x, y[0]); y[1] = fmaf(aim, t0v.y, y[1]);
-          y[2] = fmaf(aim, t0v.z, y[2]); y[3] = fmaf(aim, t0v.w, y[3]);
-          y[4] = fmaf(aim, t1v.x, y[4]); y[5] = fmaf(aim, t1v.y, y[5]);
-          y[6] = fmaf(aim, t1v.z, y[6]); y[7] = fmaf(aim, t1v.w, y[7]);
-        }
+    for (int m4 = 0; m4 < 4; ++m4) {
+      const float4 a4 = *reinterpret_cast<const float4*>(arow + 4 * m4);
+      const float av[4] = {a4.x, a4.y, a4.z, a4.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) Y[rr * LDS_Y + c0 + e] = y[e];
-        __syncwarp();
-#pragma unroll
-        for (int e = 0; e < 8; ++e) y[e] = 0.f;
-#pragma unroll 4
-        for (int s2 = 0; s2 < 16; ++s2) {
-          const float tis = sTi[(16 * I + rr) * LDS_T + 16 * I + s2];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) y[e] = fmaf(-tis, Y[s2 * LDS_Y + c0 + e], y[e]);
-        }
-        __syncwarp();
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sTi[(16 * I + rr) * LDS_T + 16 * J + c0 + e] = y[e];
+      for (int e = 0; e < 4; ++e) {
+        const float2 t = *reinterpret_cast<const float2*>(sTi + (16 * J + 4 * m4 + e) * LDS_T + c);
+        y0 = fmaf(av[e], t.x, y0);
+        y1 = fmaf(av[e], t.y, y1);
       }
-      __syncthreads();  // level dist done everywhere before level dist + 1 reads it
     }
+    *reinterpret_cast<float2*>(sY + rr * LDS_Y + cy) = make_float2(y0, y1);
+    __syncwarp();
+    const float* trow = sTi + (16 * I + rr) * LDS_T + 16 * I;  // T_II row rr
+    float z0 = 0.f, z1 = 0.f;
+#pragma unroll
+    for (int s4 = 0; s4 < 4; ++s4) {
+      const float4 t4v = *reinterpret_cast<const float4*>(trow + 4 * s4);
+      const float tv[4] = {t4v.x, t4v.y, t4v.z, t4v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 yv = *reinterpret_cast<const float2*>(sY + (4 * s4 + e) * LDS_Y + cy);
+        z0 = fmaf(-tv[e], yv.x, z0);
+        z1 = fmaf(-tv[e], yv.y, z1);
+      }
+    }
+    *reinterpret_cast<float2*>(sTi + (16 * I + rr) * LDS_T + c) = make_float2(z0, z1);
   }
+  __syncthreads();   // T1 and T2 complete
+  {  // level 2: rows 32 + i and 48 + i (i = lane % 16), columns ca = 2·warp + lane / 16 (of T1's first block)
+     // and cb = ca + 16 (of its second): the same 48 + 48 FMAs in every lane.
+    const int i = lane & 15, cy = 2 * (lane >> 4), ca = 2 * warp + (lane >> 4), cb = ca + 16;
+    const float* a0 = sT + (32 + i) * LDS_T;   // A21 rows i and 16 + i, columns 0..31
+    const float* a1 = sT + (48 + i) * LDS_T;
+    float ya0 = 0.f, yb0 = 0.f, ya1 = 0.f, yb1 = 0.f;   // Y = A21 T1 at (i | 16 + i, ca | cb)
+#pragma unroll
+    for (int m4 = 0; m4 < 8; ++m4) {
+      const float4 p4 = *reinterpret_cast<const float4*>(a0 + 4 * m4);
+      const float4 q4 = *reinterpret_cast<const float4*>(a1 + 4 * m4);
+      const float pv[4] = {p4.x, p4.y, p4.z, p4.w}, qv[4] = {q4.x, q4.y, q4.z, q4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = 4 * m4 + e;
+        const float ta = sTi[m * LDS_T + ca];
+        ya0 = fmaf(pv[e], ta, ya0);
+        ya1 = fmaf(qv[e], ta, ya1);
+        if (m >= 16) {   // T1's upper-right block is zero (and not stored)
+          const float tb = sTi[m * LDS_T + cb];
+          yb0 = fmaf(pv[e], tb, yb0);
+          yb1 = fmaf(qv[e], tb, yb1);
+        }
+      }
+    }
+    *reinterpret_cast<float2*>(sY + i * LDS_Y + cy) = make_float2(ya0, yb0);
+    *reinterpret_cast<float2*>(sY + (16 + i) * LDS_Y + cy) = make_float2(ya1, yb1);
+    __syncwarp();
+    const float* t0 = sTi + (32 + i) * LDS_T + 32;   // T2 rows i and 16 + i
+    const float* t1 = sTi + (48 + i) * LDS_T + 32;
+    float za0 = 0.f, zb0 = 0.f, za1 = 0.f, zb1 = 0.f;
+#pragma unroll
+    for (int s4 = 0; s4 < 8; ++s4) {
+      const float4 u4 = *reinterpret_cast<const float4*>(t1 + 4 * s4);
+      const float uv[4] = {u4.x, u4.y, u4.z, u4.w};
+      float4 w4 = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (s4 < 4) w4 = *reinterpret_cast<const float4*>(t0 + 4 * s4);   // T2's upper-right block is zero
+      const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 yv = *reinterpret_cast<const float2*>(sY + (4 * s4 + e) * LDS_Y + cy);
+        if (s4 < 4) {
+          za0 = fmaf(-wv[e], yv.x, za0);
+          zb0 = fmaf(-wv[e], yv.y, zb0);
+        }
+        za1 = fmaf(-uv[e], yv.x, za1);
+        zb1 = fmaf(-uv[e], yv.y, zb1);
+      }
+    }
+    sTi[(32 + i) * LDS_T + ca] = za0;
+    sTi[(32 + i) * LDS_T + cb] = zb0;
+    sTi[(48 + i) * LDS_T + ca] = za1;
+    sTi[(48 + i) * LDS_T + cb] = zb1;
+  }
+  __syncthreads();   // T complete before step 6 reads its fragments
 
   // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores; warp (I, half) computes rows 16I..16I+15, ----
   //         columns 64·half .. 64·half + 63

@@ -18,7 +18,7 @@ element type; the kernel's name):
   transposed staging stores. Pad.
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
   fragment reads of the A / Aqk factors; float2 element-wise reads. Pad.
-* ``tmat`` fp32 [64][64] (prep A, then T): accumulator-fragment stores of A; forward substitution; the
+* ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution; the
   block levels; float2 fragment reads of T for w and u. Pad.
 * ``y``   fp32 [32][4] per warp (prep scratch of the block levels): float2 stores, broadcast float2 reads. Pad.
 * ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
@@ -188,15 +188,23 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                     for e in T.vectorized(2):
                         ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 2 + e]
         # ---- A, then T = (I + A)^-1 ---------------------------------------------------------------------
-        # A's accumulator fragments, two adjacent columns per lane: one 8-byte store (as compiled)
+        # A's accumulator fragments, two adjacent columns per lane (8-byte accesses): the pair of warps of rows
+        # 16I.. split K and meet here, every warp over all 2I off-diagonal and both diagonal column tiles of
+        # its rows; warp (I, 0) stores its Aqk partials, reads the partner's A partials and stores A (3 passes),
+        # warp (I, 1) reads the Aqk partials and stores its A partials (2 passes)
         for pw in T.serial(PW, annotations={"kda2.access": "t_store_a"}):
-            for nt in T.serial(4):
-                for h in T.serial(2):
-                    if nt <= pw % 4:
-                        for c in T.vectorized(2):
-                            tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8,
-                                 T.if_then_else(nt < pw % 4, (pw // 4 * (pw % 4) + nt) * 8, pw % 4 * 16 + pw // 4 * 8)
-                                 + tx % 32 % 4 * 2 + c] = ffrag[0]
+            for pss in T.serial(3):
+                if pss < 3 - pw // 4:
+                    for nt in T.serial(6):
+                        for h in T.serial(2):
+                            if nt < pw % 4 * 2:
+                                for c in T.vectorized(2):
+                                    tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, nt * 8 + tx % 32 % 4 * 2 + c] = ffrag[0]
+                    for dc in T.serial(2):
+                        for h in T.serial(2):
+                            for c in T.vectorized(2):
+                                tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw % 4 * 16 + dc * 8 + tx % 32 % 4 * 2 + c] = \
+                                    ffrag[0]
         for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
             for i in T.serial(16):
                 tmat[(pw * 32 + tx % 32) // 16 * 16 + i, (pw * 32 + tx % 32) // 16 * 16 + tx % 16] = ffrag[0]

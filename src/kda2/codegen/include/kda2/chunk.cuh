@@ -107,6 +107,17 @@ __device__ __forceinline__ void pair_sync(int pair) {
   asm volatile("bar.sync %0, 64;\n" ::"r"(1 + pair) : "memory");  // barrier 0 is __syncthreads
 }
 
+// The prep's pair of warps per 16-row sub-chunk I (step 3: the two halves of K meet in shared memory): named
+// barrier 1 + I of the pair's 64 threads, the id an immediate (a register id would reserve all 16).
+__device__ __forceinline__ void prep_pair_sync(int I) {
+  switch (I) {
+    case 0: asm volatile("bar.sync 1, 64;\n" ::: "memory"); break;
+    case 1: asm volatile("bar.sync 2, 64;\n" ::: "memory"); break;
+    case 2: asm volatile("bar.sync 3, 64;\n" ::: "memory"); break;
+    default: asm volatile("bar.sync 4, 64;\n" ::: "memory"); break;
+  }
+}
+
 template <class Cfg>
 struct Kernels {
   static constexpr int K = Cfg::K, V = Cfg::V, BT = Cfg::BT, BLOCK_V = Cfg::BLOCK_V;
@@ -353,10 +364,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 
   __nv_bfloat16* gAq = reinterpret_cast<__nv_bfloat16*>(slot + OFF_AQ);
   const int g8 = lane >> 2, t4 = lane & 3;
-  // ---- 3. A and Aqk in 16×16 blocks on tensor cores; warp (I, part) owns rows 16I..16I+15 --------------
+  // ---- 3. A and Aqk in 16×16 blocks on tensor cores; the warps (I, 0) and (I, 1) own rows 16I..16I+15 ----
+  // and split K: warp (I, part) sums key channels 64·part .. 64·part + 63 of every tile of those rows (the
+  // left factors are the costly part, and both warps needed all of them when they split the columns).
   // Left factors x_i ⊙ 2^(Γi−Γr), anchor r = 16I (i ≥ r: ≤ 1). Off-diagonal columns j < r: right factors
-  // k_j ⊙ 2^(Γr−Γj) (≤ 1), column tiles part·I .. part·I + I − 1 of the 2I left of the diagonal. Diagonal
-  // block: column tile `part` (j = r + 8·part + g8, one of the warp's own rows): right factor k_j / 2^(Γj−Γr),
+  // k_j ⊙ 2^(Γr−Γj) (≤ 1), the 2I column tiles left of the diagonal. Diagonal block: column tiles c = 0, 1
+  // (j = r + 8c + g8, one of the warp's own rows): right factor k_j / 2^(Γj−Γr),
   // a reciprocal of an exponential of a non-positive argument, finite while the block's decay in that
   // channel, Γr − Γr+15, is ≤ DIAG_RANGE; channels beyond that are left out of the mma and added exactly on
   // CUDA cores. Measured on the H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
@@ -370,16 +383,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // lower-bound gate (up to 7.2 per token in log2, ≈ 54 per block on average): at 2^64 so many channels
     // took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
     constexpr float DIAG_RANGE = 96.f;
-    const int I = warp & 3, part = warp >> 2, r = 16 * I, nt0 = part * I;
-    float accK[3][4], accQ[3][4], dK[4], dQ[4];
+    const int I = warp & 3, part = warp >> 2, r = 16 * I;
+    float accK[6][4], accQ[6][4], dK[2][4], dQ[2][4];   // off-diagonal tiles nt < 2I; diagonal tiles c
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      dK[e] = dQ[e] = 0.f;
 #pragma unroll
-      for (int nt = 0; nt < 3; ++nt) accK[nt][e] = accQ[nt][e] = 0.f;
+      for (int c = 0; c < 2; ++c) dK[c][e] = dQ[c][e] = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt) accK[nt][e] = accQ[nt][e] = 0.f;
     }
 #pragma unroll 1
-    for (int ks = 0; ks < K / 16; ++ks) {
+    for (int ks = K / 32 * part; ks < K / 32 * (part + 1); ++ks) {
       const int d0 = 16 * ks + 2 * t4;
       const float2 gr0 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0);
       const float2 gr1 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0 + 8);
@@ -390,7 +404,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       for (int hc = 0; hc < 2; ++hc) {    // cols d0, d0+8
         const int d = d0 + 8 * hc;
         const float2 gr = hc ? gr1 : gr0, ge = hc ? ge1 : ge0;
-        float2 kx[2], qx[2], eD, kD;
+        float2 kx[2], qx[2], eD[2], kD[2];
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {      // rows g8, g8+8
           const int i = r + g8 + 8 * hr;
@@ -402,28 +416,33 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
           qx[hr] = make_float2(qq.x * e0, qq.y * e1);
           aK[hr + 2 * hc] = pack_bf16(kx[hr].x, kx[hr].y);
           aQ[hr + 2 * hc] = pack_bf16(qx[hr].x, qx[hr].y);
-          if (hr == 0 || part == 1) { eD = make_float2(e0, e1); kD = kk; }
+          eD[hr] = make_float2(e0, e1);
+          kD[hr] = kk;
         }
-        // diagonal tile in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1. Every operand
+        // diagonal tiles in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1; column tile c's
+        // right factor comes from row r + 8c + g8, the warp's row hr = c. Every operand
         // is finite (16-bit inputs times factors in [2^-DIAG_RANGE, 1]; a quotient by one may overflow to
         // ±inf, which to_tf32_finite keeps, as the cvt does) and every kept
         // divisor eD = 2^(Γi−Γr) ≥ 2^-DIAG_RANGE is normal (Γ does not increase), so the conversions and
         // the reciprocal skip the checks for inf and denormals: results bit for bit those of cvt.rna and
-        // __fdividef. Measured on the H200 (P1, ncu): these four lines executed 9.6 % of the prep's
+        // __fdividef. Measured on the H200 (P1, ncu): these lines executed 9.6 % of the prep's
         // instructions, most of them those checks.
-        const uint32_t bD0 = to_tf32_finite(gr.x - ge.x <= DIAG_RANGE ? kD.x * rcp_normal(eD.x) : 0.f);
-        const uint32_t bD1 = to_tf32_finite(gr.y - ge.y <= DIAG_RANGE ? kD.y * rcp_normal(eD.y) : 0.f);
         const uint32_t tK[4] = {to_tf32_finite(kx[0].x), to_tf32_finite(kx[1].x), to_tf32_finite(kx[0].y),
                                 to_tf32_finite(kx[1].y)};
         const uint32_t tQ[4] = {to_tf32_finite(qx[0].x), to_tf32_finite(qx[1].x), to_tf32_finite(qx[0].y),
                                 to_tf32_finite(qx[1].y)};
-        mma_tf32(dK, tK, bD0, bD1);
-        mma_tf32(dQ, tQ, bD0, bD1);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const uint32_t bD0 = to_tf32_finite(gr.x - ge.x <= DIAG_RANGE ? kD[c].x * rcp_normal(eD[c].x) : 0.f);
+          const uint32_t bD1 = to_tf32_finite(gr.y - ge.y <= DIAG_RANGE ? kD[c].y * rcp_normal(eD[c].y) : 0.f);
+          mma_tf32(dK[c], tK, bD0, bD1);
+          mma_tf32(dQ[c], tQ, bD0, bD1);
+        }
       }
 #pragma unroll
-      for (int nt = 0; nt < 3; ++nt) {
-        if (nt < I) {
-          const int j = 8 * (nt0 + nt) + g8;
+      for (int nt = 0; nt < 6; ++nt) {
+        if (nt < 2 * I) {
+          const int j = 8 * nt + g8;
           uint32_t b[2];
 #pragma unroll
           for (int hc = 0; hc < 2; ++hc) {
@@ -438,49 +457,94 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         }
       }
     }
-    const int i0 = r + g8, i1 = r + g8 + 8, jd = r + 8 * part + 2 * t4;
+    // The two halves of K meet in the A tile, at A's own positions (each lane reads what the same lane of the
+    // partner wrote): warp (I, 0) hands over its Aqk partials and finishes A, warp (I, 1) finishes Aqk and
+    // hands over its A partials. No other warp touches rows 16I..16I+15 of the tile in step 3.
+    const int i0 = r + g8, i1 = r + g8 + 8;
+    auto put = [&](int j, const float (&v)[4]) {
+      *reinterpret_cast<float2*>(sT + i0 * LDS_T + j) = make_float2(v[0], v[1]);
+      *reinterpret_cast<float2*>(sT + i1 * LDS_T + j) = make_float2(v[2], v[3]);
+    };
+    auto add = [&](int j, float (&v)[4]) {
+      const float2 lo = *reinterpret_cast<const float2*>(sT + i0 * LDS_T + j);
+      const float2 hi = *reinterpret_cast<const float2*>(sT + i1 * LDS_T + j);
+      v[0] += lo.x; v[1] += lo.y; v[2] += hi.x; v[3] += hi.y;
+    };
     // channels with more than DIAG_RANGE of decay inside the block: exact pairwise sums (2^(Γi−Γj), j ≤ i)
+    // added to the diagonal tiles' full sums, left factor x = k (A) or q (Aqk)
+    auto exact = [&](float (&acc)[2][4], const E* x) {
 #pragma unroll 1
-    for (int e = 0; e < K / 32; ++e) {
-      const int dl = 32 * e + lane;
-      uint32_t bad = __ballot_sync(0xffffffffu, sG[r * LDS_G + dl] - sG[(r + 15) * LDS_G + dl] > DIAG_RANGE);
-      while (bad) {
-        const int d = 32 * e + __ffs(bad) - 1;
-        bad &= bad - 1;
+      for (int e = 0; e < K / 32; ++e) {
+        const int dl = 32 * e + lane;
+        uint32_t bad = __ballot_sync(0xffffffffu, sG[r * LDS_G + dl] - sG[(r + 15) * LDS_G + dl] > DIAG_RANGE);
+        while (bad) {
+          const int d = 32 * e + __ffs(bad) - 1;
+          bad &= bad - 1;
 #pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int i = x < 2 ? i0 : i1, j = jd + (x & 1);
-          if (j <= i) {
-            const float kj = X::to_f(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
-            dK[x] = fmaf(X::to_f(sK[i * LDS_KV + d]), kj, dK[x]);
-            dQ[x] = fmaf(X::to_f(sQ[i * LDS_KV + d]), kj, dQ[x]);
-          }
+          for (int c = 0; c < 2; ++c)
+#pragma unroll
+            for (int y = 0; y < 4; ++y) {
+              const int i = y < 2 ? i0 : i1, j = r + 8 * c + 2 * t4 + (y & 1);
+              if (j <= i) {
+                const float kj = X::to_f(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
+                acc[c][y] = fmaf(X::to_f(x[i * LDS_KV + d]), kj, acc[c][y]);
+              }
+            }
         }
       }
-    }
-    const float b_lo = sB[i0], b_hi = sB[i1];
+    };
+    if (part == 0) {
 #pragma unroll
-    for (int nt = 0; nt < 3; ++nt) {
-      if (nt < I) {
-        const int j = 8 * (nt0 + nt) + 2 * t4;
-        sT[i0 * LDS_T + j] = b_lo * accK[nt][0];
-        sT[i0 * LDS_T + j + 1] = b_lo * accK[nt][1];
-        sT[i1 * LDS_T + j] = b_hi * accK[nt][2];
-        sT[i1 * LDS_T + j + 1] = b_hi * accK[nt][3];
-        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
-        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+      for (int nt = 0; nt < 6; ++nt)
+        if (nt < 2 * I) put(8 * nt + 2 * t4, accQ[nt]);
+#pragma unroll
+      for (int c = 0; c < 2; ++c) put(r + 8 * c + 2 * t4, dQ[c]);
+    }
+    prep_pair_sync(I);
+    if (part == 1) {
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt) {
+        if (nt < 2 * I) {
+          const int j = 8 * nt + 2 * t4;
+          add(j, accQ[nt]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+          put(j, accK[nt]);
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 2; ++c) add(r + 8 * c + 2 * t4, dQ[c]);
+      exact(dQ, sQ);
+      // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int jd = r + 8 * c + 2 * t4;
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
+            pack_bf16(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
+            pack_bf16(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
+        put(jd, dK[c]);
       }
     }
-    // diagonal tile: A strictly below the diagonal (the inverse reads nothing else), Aqk on and below it,
-    // zeros above (selects, not products: the discarded j > i sums may be large)
-    sT[i0 * LDS_T + jd] = b_lo * dK[0];
-    sT[i0 * LDS_T + jd + 1] = b_lo * dK[1];
-    sT[i1 * LDS_T + jd] = b_hi * dK[2];
-    sT[i1 * LDS_T + jd + 1] = b_hi * dK[3];
-    *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
-        pack_bf16(jd <= i0 ? scale * dQ[0] : 0.f, jd + 1 <= i0 ? scale * dQ[1] : 0.f);
-    *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
-        pack_bf16(jd <= i1 ? scale * dQ[2] : 0.f, jd + 1 <= i1 ? scale * dQ[3] : 0.f);
+    prep_pair_sync(I);
+    if (part == 0) {
+      const float b_lo = sB[i0], b_hi = sB[i1];
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt) {
+        if (nt < 2 * I) {
+          const int j = 8 * nt + 2 * t4;
+          add(j, accK[nt]);
+          put(j, {b_lo * accK[nt][0], b_lo * accK[nt][1], b_hi * accK[nt][2], b_hi * accK[nt][3]});
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 2; ++c) add(r + 8 * c + 2 * t4, dK[c]);
+      exact(dK, sK);
+      // diagonal tiles: A strictly below the diagonal is all the inverse reads
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        put(r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
+    }
   }
   // zeros right of the diagonal blocks of Aqk
   for (int p = tid; p < 16 * 6 * 2; p += PREP_THREADS) {  // (row, 16-B chunk) right of the diagonal block

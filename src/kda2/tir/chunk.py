@@ -18,9 +18,9 @@ element type; the kernel's name):
   transposed staging stores. Pad.
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
   fragment reads of the A / Aqk factors; float2 element-wise reads. Pad.
-* ``tmat`` fp32 [64][64] (prep A, then T): accumulator-fragment stores of A; forward substitution; the
+* ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution; the
   block levels; float2 fragment reads of T for w and u. Pad.
-* ``y``   fp32 [16][16] per warp (prep scratch of the block levels): row stores, broadcast reads. Pad.
+* ``y``   fp32 [32][4] per warp (prep scratch of the block levels): float2 stores, broadcast float2 reads. Pad.
 * ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
 * ``xch`` fp32 [12·32][4] per warp (state partial sums for the partner): float4 per lane in fragment
   order, conflict-free by construction. Fixed.
@@ -71,7 +71,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
     PW, CW, XC = PREP_WARPS, COMBINE_WARPS, COMBINE_COLS
     PT = 32 * PW                       # prep threads
     model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
-             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "y": [16, 16], "o": [C // 2, 16],
+             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "y": [32, 4], "o": [C // 2, 16],
                        "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
 
     @T.prim_func
@@ -85,7 +85,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
         ut = T.alloc_shared((V, C), "bfloat16")
         gamma = T.alloc_shared((C, K), "float32")
         tmat = T.alloc_shared((C, C), "float32")
-        y = T.alloc_shared((16, 16), "float32")
+        y = T.alloc_shared((32, 4), "float32")
         o = T.alloc_shared((C // 2, 16), "bfloat16")
         xch = T.alloc_shared((12 * 32, 4), "float32")
         w = T.alloc_shared((C, K), "bfloat16")
@@ -188,41 +188,90 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                     for e in T.vectorized(2):
                         ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 2 + e]
         # ---- A, then T = (I + A)^-1 ---------------------------------------------------------------------
+        # A's accumulator fragments, two adjacent columns per lane (8-byte accesses): the pair of warps of rows
+        # 16I.. split K and meet here, every warp over all 2I off-diagonal and both diagonal column tiles of
+        # its rows; warp (I, 0) stores its Aqk partials, reads the partner's A partials and stores A (3 passes),
+        # warp (I, 1) reads the Aqk partials and stores its A partials (2 passes)
         for pw in T.serial(PW, annotations={"kda2.access": "t_store_a"}):
-            for nt in T.serial(4):
-                for h in T.serial(2):
-                    for c in T.serial(2):
-                        if nt <= pw % 4:
-                            tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8,
-                               T.if_then_else(nt < pw % 4, (pw // 4 * (pw % 4) + nt) * 8, pw % 4 * 16 + pw // 4 * 8)
-                               + tx % 32 % 4 * 2 + c] = ffrag[0]
+            for pss in T.serial(3):
+                if pss < 3 - pw // 4:
+                    for nt in T.serial(6):
+                        for h in T.serial(2):
+                            if nt < pw % 4 * 2:
+                                for c in T.vectorized(2):
+                                    tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, nt * 8 + tx % 32 % 4 * 2 + c] = ffrag[0]
+                    for dc in T.serial(2):
+                        for h in T.serial(2):
+                            for c in T.vectorized(2):
+                                tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw % 4 * 16 + dc * 8 + tx % 32 % 4 * 2 + c] = \
+                                    ffrag[0]
         for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
             for i in T.serial(16):
                 tmat[(pw * 32 + tx % 32) // 16 * 16 + i, (pw * 32 + tx % 32) // 16 * 16 + tx % 16] = ffrag[0]
-        for pw in T.serial(4, annotations={"kda2.access": "t_level_rows"}):
-            for m in T.serial(16):
-                ffrag[0] = tmat[pw * 16 + tx % 32 // 2, m]
-        for pw in T.serial(4, annotations={"kda2.access": "t_level_cols"}):
-            for m in T.serial(16):
-                for h in T.serial(2):
+        # The block levels (every warp at both): level 1, warp pw builds columns 4 (pw % 4) .. of T_IJ with
+        # I = 2B + 1, J = 2B (B = pw / 4), lane row 16I + lane/2, columns + 2 (lane % 2); level 2, warp pw builds
+        # columns ca = 2 pw + lane/16 and ca + 16 of rows 32 + lane % 16 and 48 + lane % 16. Vector widths as
+        # compiled: the pass weighs the tile's accesses by how often they run.
+        # A rows: level 1 A_IJ (16-byte pieces), level 2 A21 rows i and 16 + i, columns 0..31
+        for pw in T.serial(PW, annotations={"kda2.access": "t_level_rows"}):
+            for m4 in T.serial(4):
+                for e in T.vectorized(4):
+                    ffrag[e] = tmat[(pw // 4 * 2 + 1) * 16 + tx % 32 // 2, pw // 4 * 32 + m4 * 4 + e]
+            for hh in T.serial(2):
+                for m4 in T.serial(8):
                     for e in T.vectorized(4):
-                        ffrag[e] = tmat[m, tx % 2 * 8 + h * 4 + e]
-        for pw in T.serial(4, annotations={"kda2.access": "t_level_store"}):
-            for e in T.serial(8):
-                tmat[pw * 16 + tx % 32 // 2, tx % 2 * 8 + e] = ffrag[0]
+                        ffrag[e] = tmat[32 + hh * 16 + tx % 32 % 16, m4 * 4 + e]
+        # T rows of the right factor, one row per step shared by the warp: level 1 two columns per lane of
+        # T_JJ, level 2 single columns of T1 (the second block's only below its diagonal block)
+        for pw in T.serial(PW, annotations={"kda2.access": "t_level_cols"}):
+            for m in T.serial(16):
+                for e in T.vectorized(2):
+                    ffrag[e] = tmat[pw // 4 * 32 + m, pw // 4 * 32 + pw % 4 * 4 + tx % 2 * 2 + e]
+            for m in T.serial(32):
+                ffrag[0] = tmat[m, pw * 2 + tx % 32 // 16]
+            for m in T.serial(16):
+                ffrag[0] = tmat[16 + m, 16 + pw * 2 + tx % 32 // 16]
+        # T_II (level 1) and T2 (level 2) rows of the second product
+        for pw in T.serial(PW, annotations={"kda2.access": "t_level_diag"}):
+            for s4 in T.serial(4):
+                for e in T.vectorized(4):
+                    ffrag[e] = tmat[(pw // 4 * 2 + 1) * 16 + tx % 32 // 2, (pw // 4 * 2 + 1) * 16 + s4 * 4 + e]
+            for s4 in T.serial(4):
+                for e in T.vectorized(4):
+                    ffrag[e] = tmat[32 + tx % 32 % 16, 32 + s4 * 4 + e]
+            for s4 in T.serial(8):
+                for e in T.vectorized(4):
+                    ffrag[e] = tmat[48 + tx % 32 % 16, 32 + s4 * 4 + e]
+        for pw in T.serial(PW, annotations={"kda2.access": "t_level_store"}):
+            for e in T.vectorized(2):
+                tmat[(pw // 4 * 2 + 1) * 16 + tx % 32 // 2, pw // 4 * 32 + pw % 4 * 4 + tx % 2 * 2 + e] = ffrag[e]
+            for hh in T.serial(2):
+                for cc in T.serial(2):
+                    tmat[32 + hh * 16 + tx % 32 % 16, cc * 16 + pw * 2 + tx % 32 // 16] = ffrag[0]
+        # T's fragments for w = T (β k 2^Γ), then again for u = T (β v)
         for pw in T.serial(PW, annotations={"kda2.access": "t_frag"}):
-            for ks in T.serial(4):
-                for hr in T.serial(2):
-                    for hc in T.serial(2):
-                        if ks <= pw % 4:
-                            for e in T.vectorized(2):
-                                ffrag[e] = tmat[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
-        # ---- the block levels' per-warp scratch -----------------------------------------------------------
-        for e in T.serial(8, annotations={"kda2.access": "y_store"}):
-            y[tx % 32 // 2, tx % 2 * 8 + e] = ffrag[0]
-        for s2 in T.serial(16, annotations={"kda2.access": "y_read"}):
-            for e in T.serial(8):
-                ffrag[0] = y[s2, tx % 2 * 8 + e]
+            for which in T.serial(2):
+                for ks in T.serial(4):
+                    for hr in T.serial(2):
+                        for hc in T.serial(2):
+                            if ks <= pw % 4:
+                                for e in T.vectorized(2):
+                                    ffrag[e] = tmat[pw % 4 * 16 + tx % 32 // 4 + hr * 8,
+                                                    ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+        # ---- the block levels' per-warp scratch: float2 stores of Y, broadcast float2 reads ----------------
+        for pw in T.serial(PW, annotations={"kda2.access": "y_store"}):
+            for e in T.vectorized(2):
+                y[tx % 32 // 2, tx % 2 * 2 + e] = ffrag[e]
+            for hh in T.serial(2):
+                for e in T.vectorized(2):
+                    y[hh * 16 + tx % 32 % 16, tx % 32 // 16 * 2 + e] = ffrag[e]
+        for pw in T.serial(PW, annotations={"kda2.access": "y_read"}):
+            for s2 in T.serial(16):
+                for e in T.vectorized(2):
+                    ffrag[e] = y[s2, tx % 2 * 2 + e]
+            for s2 in T.serial(32):
+                for e in T.vectorized(2):
+                    ffrag[e] = y[s2, tx % 32 // 16 * 2 + e]
         # ---- state: o staging, exchange, bulk tiles -------------------------------------------------------
         for nt in T.serial(4, annotations={"kda2.access": "o_store"}):
             for c in T.serial(2):

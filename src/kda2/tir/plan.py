@@ -189,11 +189,16 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     buffers = record["buffers"]
     strides = {key: buffers[name]["row_stride"] for name, key in chunk.STRIDE_KEYS.items()}
     swizzles = {key: buffers[name]["swizzle"] == "xor" for name, key in chunk.SWIZZLE_KEYS.items()}
-    # Tiles the prep kernel lays over others once those are dead (chunk.cuh asserts the same).
-    overlays = (("T over the k tile", 64 * strides["lds_t"] * 4, 64 * strides["lds_kv"] * 2),
-                ("the w staging over Γ", 64 * strides["lds_kv"] * 2, 64 * strides["lds_g"] * 4),
-                ("the uᵀ staging over Γ", c["v"] * strides["lds_u"] * 2, 64 * strides["lds_g"] * 4),
-                ("the block-level scratch over Γ", 8 * 16 * strides["lds_y"] * 4, 64 * strides["lds_g"] * 4))
+    # Tiles the prep kernel lays over others once those are dead (chunk.cuh asserts the same): T over the k
+    # tile, running on into the Γ tile after it where its rows are longer; the staging and the scratch over
+    # the rest of Γ (from the first 16-byte boundary T leaves free).
+    gamma = 64 * strides["lds_g"] * 4
+    t_over = max(0, 64 * strides["lds_t"] * 4 - 64 * strides["lds_kv"] * 2)
+    rest = gamma - -(-t_over // 16) * 16
+    overlays = (("T over the k tile and Γ", 64 * strides["lds_t"] * 4, 64 * strides["lds_kv"] * 2 + gamma - 16),
+                ("the w staging over Γ", 64 * strides["lds_kv"] * 2, rest),
+                ("the uᵀ staging over Γ", c["v"] * strides["lds_u"] * 2, rest),
+                ("the block-level scratch over Γ", 8 * 32 * strides["lds_y"] * 4, rest))
     for what, need, room in overlays:
         if need > room:
             raise TirBudgetError(f"{_label(config)}: {what} needs {need} bytes, the tile under it has {room} "

@@ -107,6 +107,17 @@ __device__ __forceinline__ void pair_sync(int pair) {
   asm volatile("bar.sync %0, 64;\n" ::"r"(1 + pair) : "memory");  // barrier 0 is __syncthreads
 }
 
+// The prep's pair of warps per 16-row sub-chunk I (step 3: the two halves of K meet in shared memory): named
+// barrier 1 + I of the pair's 64 threads, the id an immediate (a register id would reserve all 16).
+__device__ __forceinline__ void prep_pair_sync(int I) {
+  switch (I) {
+    case 0: asm volatile("bar.sync 1, 64;\n" ::: "memory"); break;
+    case 1: asm volatile("bar.sync 2, 64;\n" ::: "memory"); break;
+    case 2: asm volatile("bar.sync 3, 64;\n" ::: "memory"); break;
+    default: asm volatile("bar.sync 4, 64;\n" ::: "memory"); break;
+  }
+}
+
 template <class Cfg>
 struct Kernels {
   static constexpr int K = Cfg::K, V = Cfg::V, BT = Cfg::BT, BLOCK_V = Cfg::BLOCK_V;
@@ -132,8 +143,6 @@ struct Kernels {
   static_assert(K % BLOCK_V == 0, "a FOLD slice lies inside M or inside B");
   static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0 && LDS_T % 4 == 0 &&
                 LDS_X % 4 == 0, "16-byte aligned rows for cp.async / vector access");
-  static_assert(8 * 16 * LDS_Y <= BT * LDS_G, "the block levels' scratch (8 warps × [16][LDS_Y]) reuses the Γ tile");
-  static_assert(BT * LDS_KV * 2 <= BT * LDS_G * 4, "the w staging reuses the Γ tile");
 
   // Workspace slot of one (chunk, value head): w, qg, kg [BT][K] bf16, uᵀ [V][BT] bf16, Aqk [BT][BT] bf16,
   // 2^Γlast [K] fp32. The layout's one home is kda2/artifact/abi.py (kda2/abi.h): the library and the
@@ -145,12 +154,19 @@ struct Kernels {
   static constexpr int64_t SLOT_BYTES = KDA2_CHUNK_SLOT_BYTES(K, V);
   static_assert(SLOT_BYTES % 16 == 0, "slots stay 16-byte aligned");
 
-  // Shared memory of the prep kernel: q, k, v tiles (16-bit: the input dtype, then bf16), Γ (fp32), A then T
-  // (fp32), β.
-  static constexpr int P_Q = 0, P_K = P_Q + BT * LDS_KV * 2, P_V = P_K + BT * LDS_KV * 2, P_G = P_V + BT * LDS_KV * 2;
+  // Shared memory of the prep kernel: q, v, k tiles (16-bit: the input dtype, then bf16), Γ (fp32), A (fp32),
+  // β. From step 5 on, T (fp32 [BT][LDS_T]) lives over k and, where its row stride (the TIR stage's choice)
+  // makes it longer than k, runs on into the dead Γ tile: hence k right before Γ. The block levels' scratch
+  // and the w / uᵀ staging use the rest of the Γ tile, from P_SCR on.
+  static constexpr int P_Q = 0, P_V = P_Q + BT * LDS_KV * 2, P_K = P_V + BT * LDS_KV * 2, P_G = P_K + BT * LDS_KV * 2;
   static constexpr int P_T = P_G + BT * LDS_G * 4, P_B = P_T + BT * LDS_T * 4, P_END = P_B + BT * 4;
   static_assert(P_END == PREP_SMEM_BYTES, "prep shared memory layout differs from the plan");
-  static_assert(V * LDS_U * 2 <= BT * LDS_G * 4, "uᵀ staging reuses the Γ tile");
+  static constexpr int T_OVER = BT * LDS_T * 4 > BT * LDS_KV * 2 ? BT * LDS_T * 4 - BT * LDS_KV * 2 : 0;
+  static constexpr int P_SCR = P_G + (T_OVER + 15) / 16 * 16;   // first byte of Γ that T leaves free
+  static_assert(P_G == P_K + BT * LDS_KV * 2 && P_SCR - P_G < BT * LDS_G * 4, "T over k runs on into Γ only");
+  static_assert(P_SCR + 8 * 32 * LDS_Y * 4 <= P_T, "the block levels' scratch (8 warps × [32][LDS_Y]) fits in Γ after T");
+  static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
+  static_assert(P_SCR + BT * LDS_KV * 2 <= P_T && P_SCR + V * LDS_U * 2 <= P_T, "w and uᵀ staging fit in Γ after T");
 
   // Shared memory of the state kernel: STAGES × (w, qg, kg [BT][K], Aqk [BT][BT] (swizzled, as in the slot),
   // 2^Γlast, uᵀ slice [BLOCK_V][LDS_U]), then per warp an exchange tile and an o staging tile [32][LDS_O],
@@ -348,10 +364,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 
   __nv_bfloat16* gAq = reinterpret_cast<__nv_bfloat16*>(slot + OFF_AQ);
   const int g8 = lane >> 2, t4 = lane & 3;
-  // ---- 3. A and Aqk in 16×16 blocks on tensor cores; warp (I, part) owns rows 16I..16I+15 --------------
+  // ---- 3. A and Aqk in 16×16 blocks on tensor cores; the warps (I, 0) and (I, 1) own rows 16I..16I+15 ----
+  // and split K: warp (I, part) sums key channels 64·part .. 64·part + 63 of every tile of those rows (the
+  // left factors are the costly part, and both warps needed all of them when they split the columns).
   // Left factors x_i ⊙ 2^(Γi−Γr), anchor r = 16I (i ≥ r: ≤ 1). Off-diagonal columns j < r: right factors
-  // k_j ⊙ 2^(Γr−Γj) (≤ 1), column tiles part·I .. part·I + I − 1 of the 2I left of the diagonal. Diagonal
-  // block: column tile `part` (j = r + 8·part + g8, one of the warp's own rows): right factor k_j / 2^(Γj−Γr),
+  // k_j ⊙ 2^(Γr−Γj) (≤ 1), the 2I column tiles left of the diagonal. Diagonal block: column tiles c = 0, 1
+  // (j = r + 8c + g8, one of the warp's own rows): right factor k_j / 2^(Γj−Γr),
   // a reciprocal of an exponential of a non-positive argument, finite while the block's decay in that
   // channel, Γr − Γr+15, is ≤ DIAG_RANGE; channels beyond that are left out of the mma and added exactly on
   // CUDA cores. Measured on the H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
@@ -365,16 +383,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // lower-bound gate (up to 7.2 per token in log2, ≈ 54 per block on average): at 2^64 so many channels
     // took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
     constexpr float DIAG_RANGE = 96.f;
-    const int I = warp & 3, part = warp >> 2, r = 16 * I, nt0 = part * I;
-    float accK[3][4], accQ[3][4], dK[4], dQ[4];
+    const int I = warp & 3, part = warp >> 2, r = 16 * I;
+    float accK[6][4], accQ[6][4], dK[2][4], dQ[2][4];   // off-diagonal tiles nt < 2I; diagonal tiles c
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      dK[e] = dQ[e] = 0.f;
 #pragma unroll
-      for (int nt = 0; nt < 3; ++nt) accK[nt][e] = accQ[nt][e] = 0.f;
+      for (int c = 0; c < 2; ++c) dK[c][e] = dQ[c][e] = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt) accK[nt][e] = accQ[nt][e] = 0.f;
     }
 #pragma unroll 1
-    for (int ks = 0; ks < K / 16; ++ks) {
+    for (int ks = K / 32 * part; ks < K / 32 * (part + 1); ++ks) {
       const int d0 = 16 * ks + 2 * t4;
       const float2 gr0 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0);
       const float2 gr1 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0 + 8);
@@ -385,7 +404,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       for (int hc = 0; hc < 2; ++hc) {    // cols d0, d0+8
         const int d = d0 + 8 * hc;
         const float2 gr = hc ? gr1 : gr0, ge = hc ? ge1 : ge0;
-        float2 kx[2], qx[2], eD, kD;
+        float2 kx[2], qx[2], eD[2], kD[2];
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {      // rows g8, g8+8
           const int i = r + g8 + 8 * hr;
@@ -397,20 +416,33 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
           qx[hr] = make_float2(qq.x * e0, qq.y * e1);
           aK[hr + 2 * hc] = pack_bf16(kx[hr].x, kx[hr].y);
           aQ[hr + 2 * hc] = pack_bf16(qx[hr].x, qx[hr].y);
-          if (hr == 0 || part == 1) { eD = make_float2(e0, e1); kD = kk; }
+          eD[hr] = make_float2(e0, e1);
+          kD[hr] = kk;
         }
-        // diagonal tile in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1
-        const uint32_t bD0 = to_tf32(gr.x - ge.x <= DIAG_RANGE ? __fdividef(kD.x, eD.x) : 0.f);
-        const uint32_t bD1 = to_tf32(gr.y - ge.y <= DIAG_RANGE ? __fdividef(kD.y, eD.y) : 0.f);
-        const uint32_t tK[4] = {to_tf32(kx[0].x), to_tf32(kx[1].x), to_tf32(kx[0].y), to_tf32(kx[1].y)};
-        const uint32_t tQ[4] = {to_tf32(qx[0].x), to_tf32(qx[1].x), to_tf32(qx[0].y), to_tf32(qx[1].y)};
-        mma_tf32(dK, tK, bD0, bD1);
-        mma_tf32(dQ, tQ, bD0, bD1);
+        // diagonal tiles in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1; column tile c's
+        // right factor comes from row r + 8c + g8, the warp's row hr = c. Every operand
+        // is finite (16-bit inputs times factors in [2^-DIAG_RANGE, 1]; a quotient by one may overflow to
+        // ±inf, which to_tf32_finite keeps, as the cvt does) and every kept
+        // divisor eD = 2^(Γi−Γr) ≥ 2^-DIAG_RANGE is normal (Γ does not increase), so the conversions and
+        // the reciprocal skip the checks for inf and denormals: results bit for bit those of cvt.rna and
+        // __fdividef. Measured on the H200 (P1, ncu): these lines executed 9.6 % of the prep's
+        // instructions, most of them those checks.
+        const uint32_t tK[4] = {to_tf32_finite(kx[0].x), to_tf32_finite(kx[1].x), to_tf32_finite(kx[0].y),
+                                to_tf32_finite(kx[1].y)};
+        const uint32_t tQ[4] = {to_tf32_finite(qx[0].x), to_tf32_finite(qx[1].x), to_tf32_finite(qx[0].y),
+                                to_tf32_finite(qx[1].y)};
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const uint32_t bD0 = to_tf32_finite(gr.x - ge.x <= DIAG_RANGE ? kD[c].x * rcp_normal(eD[c].x) : 0.f);
+          const uint32_t bD1 = to_tf32_finite(gr.y - ge.y <= DIAG_RANGE ? kD[c].y * rcp_normal(eD[c].y) : 0.f);
+          mma_tf32(dK[c], tK, bD0, bD1);
+          mma_tf32(dQ[c], tQ, bD0, bD1);
+        }
       }
 #pragma unroll
-      for (int nt = 0; nt < 3; ++nt) {
-        if (nt < I) {
-          const int j = 8 * (nt0 + nt) + g8;
+      for (int nt = 0; nt < 6; ++nt) {
+        if (nt < 2 * I) {
+          const int j = 8 * nt + g8;
           uint32_t b[2];
 #pragma unroll
           for (int hc = 0; hc < 2; ++hc) {
@@ -425,49 +457,94 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         }
       }
     }
-    const int i0 = r + g8, i1 = r + g8 + 8, jd = r + 8 * part + 2 * t4;
+    // The two halves of K meet in the A tile, at A's own positions (each lane reads what the same lane of the
+    // partner wrote): warp (I, 0) hands over its Aqk partials and finishes A, warp (I, 1) finishes Aqk and
+    // hands over its A partials. No other warp touches rows 16I..16I+15 of the tile in step 3.
+    const int i0 = r + g8, i1 = r + g8 + 8;
+    auto put = [&](int j, const float (&v)[4]) {
+      *reinterpret_cast<float2*>(sT + i0 * LDS_T + j) = make_float2(v[0], v[1]);
+      *reinterpret_cast<float2*>(sT + i1 * LDS_T + j) = make_float2(v[2], v[3]);
+    };
+    auto add = [&](int j, float (&v)[4]) {
+      const float2 lo = *reinterpret_cast<const float2*>(sT + i0 * LDS_T + j);
+      const float2 hi = *reinterpret_cast<const float2*>(sT + i1 * LDS_T + j);
+      v[0] += lo.x; v[1] += lo.y; v[2] += hi.x; v[3] += hi.y;
+    };
     // channels with more than DIAG_RANGE of decay inside the block: exact pairwise sums (2^(Γi−Γj), j ≤ i)
+    // added to the diagonal tiles' full sums, left factor x = k (A) or q (Aqk)
+    auto exact = [&](float (&acc)[2][4], const E* x) {
 #pragma unroll 1
-    for (int e = 0; e < K / 32; ++e) {
-      const int dl = 32 * e + lane;
-      uint32_t bad = __ballot_sync(0xffffffffu, sG[r * LDS_G + dl] - sG[(r + 15) * LDS_G + dl] > DIAG_RANGE);
-      while (bad) {
-        const int d = 32 * e + __ffs(bad) - 1;
-        bad &= bad - 1;
+      for (int e = 0; e < K / 32; ++e) {
+        const int dl = 32 * e + lane;
+        uint32_t bad = __ballot_sync(0xffffffffu, sG[r * LDS_G + dl] - sG[(r + 15) * LDS_G + dl] > DIAG_RANGE);
+        while (bad) {
+          const int d = 32 * e + __ffs(bad) - 1;
+          bad &= bad - 1;
 #pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int i = x < 2 ? i0 : i1, j = jd + (x & 1);
-          if (j <= i) {
-            const float kj = X::to_f(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
-            dK[x] = fmaf(X::to_f(sK[i * LDS_KV + d]), kj, dK[x]);
-            dQ[x] = fmaf(X::to_f(sQ[i * LDS_KV + d]), kj, dQ[x]);
-          }
+          for (int c = 0; c < 2; ++c)
+#pragma unroll
+            for (int y = 0; y < 4; ++y) {
+              const int i = y < 2 ? i0 : i1, j = r + 8 * c + 2 * t4 + (y & 1);
+              if (j <= i) {
+                const float kj = X::to_f(sK[j * LDS_KV + d]) * ex2(sG[i * LDS_G + d] - sG[j * LDS_G + d]);
+                acc[c][y] = fmaf(X::to_f(x[i * LDS_KV + d]), kj, acc[c][y]);
+              }
+            }
         }
       }
-    }
-    const float b_lo = sB[i0], b_hi = sB[i1];
+    };
+    if (part == 0) {
 #pragma unroll
-    for (int nt = 0; nt < 3; ++nt) {
-      if (nt < I) {
-        const int j = 8 * (nt0 + nt) + 2 * t4;
-        sT[i0 * LDS_T + j] = b_lo * accK[nt][0];
-        sT[i0 * LDS_T + j + 1] = b_lo * accK[nt][1];
-        sT[i1 * LDS_T + j] = b_hi * accK[nt][2];
-        sT[i1 * LDS_T + j + 1] = b_hi * accK[nt][3];
-        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
-        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+      for (int nt = 0; nt < 6; ++nt)
+        if (nt < 2 * I) put(8 * nt + 2 * t4, accQ[nt]);
+#pragma unroll
+      for (int c = 0; c < 2; ++c) put(r + 8 * c + 2 * t4, dQ[c]);
+    }
+    prep_pair_sync(I);
+    if (part == 1) {
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt) {
+        if (nt < 2 * I) {
+          const int j = 8 * nt + 2 * t4;
+          add(j, accQ[nt]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+          put(j, accK[nt]);
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 2; ++c) add(r + 8 * c + 2 * t4, dQ[c]);
+      exact(dQ, sQ);
+      // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int jd = r + 8 * c + 2 * t4;
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
+            pack_bf16(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
+            pack_bf16(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
+        put(jd, dK[c]);
       }
     }
-    // diagonal tile: A strictly below the diagonal (the inverse reads nothing else), Aqk on and below it,
-    // zeros above (selects, not products: the discarded j > i sums may be large)
-    sT[i0 * LDS_T + jd] = b_lo * dK[0];
-    sT[i0 * LDS_T + jd + 1] = b_lo * dK[1];
-    sT[i1 * LDS_T + jd] = b_hi * dK[2];
-    sT[i1 * LDS_T + jd + 1] = b_hi * dK[3];
-    *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
-        pack_bf16(jd <= i0 ? scale * dQ[0] : 0.f, jd + 1 <= i0 ? scale * dQ[1] : 0.f);
-    *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
-        pack_bf16(jd <= i1 ? scale * dQ[2] : 0.f, jd + 1 <= i1 ? scale * dQ[3] : 0.f);
+    prep_pair_sync(I);
+    if (part == 0) {
+      const float b_lo = sB[i0], b_hi = sB[i1];
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt) {
+        if (nt < 2 * I) {
+          const int j = 8 * nt + 2 * t4;
+          add(j, accK[nt]);
+          put(j, {b_lo * accK[nt][0], b_lo * accK[nt][1], b_hi * accK[nt][2], b_hi * accK[nt][3]});
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 2; ++c) add(r + 8 * c + 2 * t4, dK[c]);
+      exact(dK, sK);
+      // diagonal tiles: A strictly below the diagonal is all the inverse reads
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        put(r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
+    }
   }
   // zeros right of the diagonal blocks of Aqk
   for (int p = tid; p < 16 * 6 * 2; p += PREP_THREADS) {  // (row, 16-B chunk) right of the diagonal block
@@ -482,9 +559,15 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   {
     __nv_bfloat16* gQg = reinterpret_cast<__nv_bfloat16*>(slot + OFF_QG);
     __nv_bfloat16* gKg = reinterpret_cast<__nv_bfloat16*>(slot + OFF_KG);
+    // Item p = tid + 256·m covers row p / (K/8), channels 8·(p % (K/8)) .. +7: the same channels for every m,
+    // so the last row of Γ is read once per thread, not once per item.
+    static_assert(PREP_THREADS % (K / 8) == 0, "a thread's channels are the same in every item");
+    const int d = (tid % (K / 8)) * 8;
+    float2 glr[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) glr[e] = *reinterpret_cast<const float2*>(sG + (BT - 1) * LDS_G + d + 2 * e);
 #pragma unroll 2
-    for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {  // 8 channels (16 B of bf16) per item
-      const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
+    for (int i = tid / (K / 8); i < BT; i += PREP_THREADS / (K / 8)) {  // 8 channels (16 B of bf16) per item
       const float bi = sB[i];
       uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LDS_KV + d);
       uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LDS_KV + d);
@@ -499,7 +582,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d + 2 * e);
-        const float2 gl = *reinterpret_cast<const float2*>(sG + (BT - 1) * LDS_G + d + 2 * e);
+        const float2 gl = glr[e];
         const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]), vf = X::unpack(vw[e]);
         const float e0 = ex2(gi.x), e1 = ex2(gi.y);
         qgw[e] = pack_bf16(scale * qf.x * e0, scale * qf.y * e1);
@@ -521,10 +604,14 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   __syncthreads();
 
   // ---- 5. T = (I + A)^-1, blockwise in fp32 (k is no longer needed: T lives over it) ------------------
-  // Diagonal blocks by forward substitution, then T_IJ = −T_II Σ_{M=J}^{I−1} A_IM T_MJ by block distance.
-  float* sTi = reinterpret_cast<float*>(sK);
-  static_assert(BT * LDS_T * 4 <= BT * LDS_KV * 2, "T fits over the k tile");
-  float* sY = sG;  // Γ is no longer needed: per-warp 16×16 scratch
+  // Diagonal 16-blocks by forward substitution; then two levels, each shared by all 8 warps (by output
+  // columns, so a warp's scratch Y stays its own): level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ)
+  // for (I, J) = (1, 0), (3, 2); level 2 the lower-left 32-block, T21 = −T2 (A21 T1). Measured on the H200 (P1,
+  // ncu): the former levels by block distance (16 + 16, 32 + 16, 48 + 16 dependent FMAs on the 3, 2, 1 warps
+  // that had a block) held 15 % of the prep's samples, 71 % of them warps waiting at the level barriers;
+  // here the chain is 16 + 16 then 32 + 32 FMAs with every warp busy, one barrier fewer.
+  float* sTi = reinterpret_cast<float*>(sK);   // over k, on into Γ by T_OVER bytes (see P_SCR)
+  float* sY = reinterpret_cast<float*>(smem + P_SCR) + warp * 32 * LDS_Y;  // Γ is dead: per-warp [32][LDS_Y]
   if (tid < 64) {
     const int I = tid >> 4, col = tid & 15, r0 = 16 * I;
     float Tc[16];
@@ -539,44 +626,94 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     for (int i = 0; i < 16; ++i) sTi[(r0 + i) * LDS_T + r0 + col] = Tc[i];
   }
   __syncthreads();
-  {
-    const int I = warp, rr = lane >> 1, c0 = (lane & 1) * 8;  // lane: row rr, columns c0..c0+7
-    float* Y = sY + warp * 16 * LDS_Y;
-#pragma unroll 1
-    for (int dist = 1; dist < 4; ++dist) {
-      const int J = I - dist;
-      if (warp < 4 && J >= 0) {
-        float y[8];
+  {  // level 1: warp (B = warp / 4, columns 4·(warp % 4) ..) of T_IJ, I = 2B + 1, J = 2B; lane: row rr, 2 columns
+    const int B = warp >> 2, I = 2 * B + 1, J = 2 * B, rr = lane >> 1, cy = 2 * (lane & 1);
+    const int c = 16 * J + 4 * (warp & 3) + cy;
+    const float* arow = sT + (16 * I + rr) * LDS_T + 16 * J;    // A_IJ row rr
+    float y0 = 0.f, y1 = 0.f;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) y[e] = 0.f;
-#pragma unroll 4
-        for (int m = 16 * J; m < 16 * I; ++m) {
-          const float aim = sT[(16 * I + rr) * LDS_T + m];
-          const float4 t0v = *reinterpret_cast<const float4*>(sTi + m * LDS_T + 16 * J + c0);
-          const float4 t1v = *reinterpret_cast<const float4*>(sTi + m * LDS_T + 16 * J + c0 + 4);
-          y[0] = fmaf(aim, t0v.x, y[0]); y[1] = fmaf(aim, t0v.y, y[1]);
-          y[2] = fmaf(aim, t0v.z, y[2]); y[3] = fmaf(aim, t0v.w, y[3]);
-          y[4] = fmaf(aim, t1v.x, y[4]); y[5] = fmaf(aim, t1v.y, y[5]);
-          y[6] = fmaf(aim, t1v.z, y[6]); y[7] = fmaf(aim, t1v.w, y[7]);
-        }
+    for (int m4 = 0; m4 < 4; ++m4) {
+      const float4 a4 = *reinterpret_cast<const float4*>(arow + 4 * m4);
+      const float av[4] = {a4.x, a4.y, a4.z, a4.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) Y[rr * LDS_Y + c0 + e] = y[e];
-        __syncwarp();
-#pragma unroll
-        for (int e = 0; e < 8; ++e) y[e] = 0.f;
-#pragma unroll 4
-        for (int s2 = 0; s2 < 16; ++s2) {
-          const float tis = sTi[(16 * I + rr) * LDS_T + 16 * I + s2];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) y[e] = fmaf(-tis, Y[s2 * LDS_Y + c0 + e], y[e]);
-        }
-        __syncwarp();
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sTi[(16 * I + rr) * LDS_T + 16 * J + c0 + e] = y[e];
+      for (int e = 0; e < 4; ++e) {
+        const float2 t = *reinterpret_cast<const float2*>(sTi + (16 * J + 4 * m4 + e) * LDS_T + c);
+        y0 = fmaf(av[e], t.x, y0);
+        y1 = fmaf(av[e], t.y, y1);
       }
-      __syncthreads();  // level dist done everywhere before level dist + 1 reads it
     }
+    *reinterpret_cast<float2*>(sY + rr * LDS_Y + cy) = make_float2(y0, y1);
+    __syncwarp();
+    const float* trow = sTi + (16 * I + rr) * LDS_T + 16 * I;  // T_II row rr
+    float z0 = 0.f, z1 = 0.f;
+#pragma unroll
+    for (int s4 = 0; s4 < 4; ++s4) {
+      const float4 t4v = *reinterpret_cast<const float4*>(trow + 4 * s4);
+      const float tv[4] = {t4v.x, t4v.y, t4v.z, t4v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 yv = *reinterpret_cast<const float2*>(sY + (4 * s4 + e) * LDS_Y + cy);
+        z0 = fmaf(-tv[e], yv.x, z0);
+        z1 = fmaf(-tv[e], yv.y, z1);
+      }
+    }
+    *reinterpret_cast<float2*>(sTi + (16 * I + rr) * LDS_T + c) = make_float2(z0, z1);
   }
+  __syncthreads();   // T1 and T2 complete
+  {  // level 2: rows 32 + i and 48 + i (i = lane % 16), columns ca = 2·warp + lane / 16 (of T1's first block)
+     // and cb = ca + 16 (of its second): the same 48 + 48 FMAs in every lane.
+    const int i = lane & 15, cy = 2 * (lane >> 4), ca = 2 * warp + (lane >> 4), cb = ca + 16;
+    const float* a0 = sT + (32 + i) * LDS_T;   // A21 rows i and 16 + i, columns 0..31
+    const float* a1 = sT + (48 + i) * LDS_T;
+    float ya0 = 0.f, yb0 = 0.f, ya1 = 0.f, yb1 = 0.f;   // Y = A21 T1 at (i | 16 + i, ca | cb)
+#pragma unroll
+    for (int m4 = 0; m4 < 8; ++m4) {
+      const float4 p4 = *reinterpret_cast<const float4*>(a0 + 4 * m4);
+      const float4 q4 = *reinterpret_cast<const float4*>(a1 + 4 * m4);
+      const float pv[4] = {p4.x, p4.y, p4.z, p4.w}, qv[4] = {q4.x, q4.y, q4.z, q4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = 4 * m4 + e;
+        const float ta = sTi[m * LDS_T + ca];
+        ya0 = fmaf(pv[e], ta, ya0);
+        ya1 = fmaf(qv[e], ta, ya1);
+        if (m >= 16) {   // T1's upper-right block is zero (and not stored)
+          const float tb = sTi[m * LDS_T + cb];
+          yb0 = fmaf(pv[e], tb, yb0);
+          yb1 = fmaf(qv[e], tb, yb1);
+        }
+      }
+    }
+    *reinterpret_cast<float2*>(sY + i * LDS_Y + cy) = make_float2(ya0, yb0);
+    *reinterpret_cast<float2*>(sY + (16 + i) * LDS_Y + cy) = make_float2(ya1, yb1);
+    __syncwarp();
+    const float* t0 = sTi + (32 + i) * LDS_T + 32;   // T2 rows i and 16 + i
+    const float* t1 = sTi + (48 + i) * LDS_T + 32;
+    float za0 = 0.f, zb0 = 0.f, za1 = 0.f, zb1 = 0.f;
+#pragma unroll
+    for (int s4 = 0; s4 < 8; ++s4) {
+      const float4 u4 = *reinterpret_cast<const float4*>(t1 + 4 * s4);
+      const float uv[4] = {u4.x, u4.y, u4.z, u4.w};
+      float4 w4 = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (s4 < 4) w4 = *reinterpret_cast<const float4*>(t0 + 4 * s4);   // T2's upper-right block is zero
+      const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 yv = *reinterpret_cast<const float2*>(sY + (4 * s4 + e) * LDS_Y + cy);
+        if (s4 < 4) {
+          za0 = fmaf(-wv[e], yv.x, za0);
+          zb0 = fmaf(-wv[e], yv.y, zb0);
+        }
+        za1 = fmaf(-uv[e], yv.x, za1);
+        zb1 = fmaf(-uv[e], yv.y, zb1);
+      }
+    }
+    sTi[(32 + i) * LDS_T + ca] = za0;
+    sTi[(32 + i) * LDS_T + cb] = zb0;
+    sTi[(48 + i) * LDS_T + ca] = za1;
+    sTi[(48 + i) * LDS_T + cb] = zb1;
+  }
+  __syncthreads();   // T complete before step 6 reads its fragments
 
   // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores; warp (I, half) computes rows 16I..16I+15, ----
   //         columns 64·half .. 64·half + 63
@@ -585,7 +722,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // ldmatrix.trans lane address for a [k = token][n = channel] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),(k0+8,n0+8)
     const int lr = lane & 7, lm = lane >> 3;
     const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
-    __nv_bfloat16* sSt = reinterpret_cast<__nv_bfloat16*>(sG);  // staging (Γ and the scratch are dead)
+    __nv_bfloat16* sSt = reinterpret_cast<__nv_bfloat16*>(smem + P_SCR);  // staging (Γ and the scratch are dead)
 #pragma unroll 1
     for (int which = 0; which < 2; ++which) {
       // step 4 left bf16 β k 2^Γ over q and bf16 β v over v (whatever the input dtype)

@@ -37,6 +37,19 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(y) : "f"(x));
   return y;
 }
+// cvt.rna.tf32.f32 for a finite x, bit for bit: round half away from zero at the 13th bit (a carry into the
+// exponent is the correct rounding; ±inf stays ±inf). The cvt is lowered to this add behind an |x| < inf test (sm_80, sm_90a);
+// operands that are finite by construction skip the test (one instruction per conversion).
+__device__ __forceinline__ uint32_t to_tf32_finite(float x) {
+  return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+// 1 / x for a normal x: the SFU's rcp, what __fdividef multiplies by; without __fdividef's rescaling of
+// denormal divisors (two tests and two multiplies).
+__device__ __forceinline__ float rcp_normal(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));

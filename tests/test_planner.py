@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
 KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
-AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "occupancy", "budget")
+AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "preload", "occupancy", "budget")
 CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "budget")
 
 
@@ -38,6 +38,16 @@ def kimi() -> Spec:
 def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
     """Candidate kernel ids per dispatch row (layout, bucket), in rank order."""
     return {(d["state_layout"], d["bucket"]): list(d["candidates"]) for d in plan.dispatch}
+
+
+def budget_groups(plan: SpecPlan) -> dict[tuple[str, int, bool], list[str]]:
+    """Candidate ids per (layout, bucket, preload): what budget.max_candidates counts (BudgetAgent)."""
+    cfg = {v.id: v.config for v in plan.variants}
+    out: dict[tuple[str, int, bool], list[str]] = {}
+    for (layout, bucket), ids in groups(plan).items():
+        for i in ids:
+            out.setdefault((layout, bucket, bool(cfg[i].get("preload"))), []).append(i)
+    return out
 
 
 def routes(plan: SpecPlan) -> dict[str, dict[str, Any]]:
@@ -113,7 +123,8 @@ def test_reasons_from_every_agent(kimi, rules) -> None:
     for arch in kimi.archs:
         for v in plan_spec(kimi, arch, rules).variants:
             agents = [a for a, _ in v.reasons]
-            assert agents[:len(AGENTS)] == list(AGENTS), agents
+            want = [a for a in AGENTS if a != "preload" or v.config.get("preload")]  # it speaks for its twins only
+            assert agents[:len(want)] == want, agents
             assert all(why.strip() for _, why in v.reasons), v.reasons
 
 
@@ -265,7 +276,7 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
 def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
     capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
     for arch in kimi.archs:
-        full, small = groups(plan_spec(kimi, arch, rules)), groups(plan_spec(capped, arch, rules))
+        full, small = budget_groups(plan_spec(kimi, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)
         for key, ids in small.items():
             assert len(ids) == min(cap, len(full[key]))
@@ -275,11 +286,74 @@ def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None
 
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
     spec = load_spec(spec_variant(tmp_path, max_candidates=2))
-    for ids_group in groups(plan := plan_spec(spec, "sm_90a", rules)).values():
+    for (_, _, preload), ids_group in budget_groups(plan := plan_spec(spec, "sm_90a", rules)).items():
         for rank, vid in enumerate(ids_group, 1):
             v = next(x for x in plan.variants if x.id == vid)
             (why,) = [w for a, w in v.reasons if a == "budget"]
             assert f"rank {rank} of max 2" in why and "budget 255" in why
+            assert ("preload candidates" in why) == preload
+
+
+# ---- preload (multi-token decode) -------------------------------------------------------------
+
+def edited_kimi(tmp_path: Path, *subs: tuple[str, str]) -> Spec:
+    text = KIMI.read_text()
+    for old, new in subs:
+        assert old in text, old
+        text = text.replace(old, new)
+    (tmp_path / "kimi_linear_recurrent.yaml").write_text(text)
+    return load_spec(tmp_path / "kimi_linear_recurrent.yaml")
+
+
+INPUTS = "inputs: [per_token, preload]"
+
+
+def test_preload_is_proposed_for_multi_token_decode_buckets_only(kimi, rules, tmp_path) -> None:
+    """Each candidate of a 1 < T <= DECODE_MAX_T bucket comes again with every token's inputs preloaded: preload = the
+    bucket's T, no prefetch, per-token states; T = 1 and prefill buckets get none. Checked at the kimi spec's buckets
+    and at the edges of the range (2, DECODE_MAX_T in; 1, DECODE_MAX_T + 1 out)."""
+    from kda2.plan.model import DECODE_MAX_T, preload_bytes, smem_estimate
+
+    edges = edited_kimi(tmp_path, ("seq_len_buckets: [1, 8, 64, 1024]",
+                                   f"seq_len_buckets: [1, 2, {DECODE_MAX_T}, {DECODE_MAX_T + 1}, 64]"))
+    for spec in (kimi, edges):
+        for arch in spec.archs:
+            plan = plan_spec(spec, arch, rules)
+            cfg = {v.id: v for v in plan.variants}
+            for (layout, bucket), ids in groups(plan).items():
+                pre = [cfg[i] for i in ids if cfg[i].config.get("preload")]
+                if not 1 < bucket <= DECODE_MAX_T:
+                    assert not pre, (arch, layout, bucket)
+                    continue
+                assert pre and not cfg[ids[0]].config.get("preload"), (arch, layout, bucket)  # untuned: per-token
+                for v in pre:
+                    c = v.config
+                    assert c["preload"] == bucket and c["prefetch"] is False and c["intermediate"] is True, c
+                    assert smem_estimate(c) == smem_estimate({**c, "preload": 0}) + preload_bytes(c)
+                    why = dict(v.reasons)["preload"]
+                    assert f"T<={bucket}" in why and "round trip to memory" in why, why
+                    assert f"_pl{bucket}_" in v.name
+
+
+def test_spec_edit_without_preload_leaves_the_per_token_plan(kimi, rules, tmp_path) -> None:
+    """`inputs: [per_token]` (the default) removes exactly the preload candidates: every other kernel, candidate
+    order and route is the plan with them (the budget counts preload candidates apart, so they push no incumbent
+    out); `inputs: [preload]` leaves multi-token buckets only preload candidates and the others as they were."""
+    off = edited_kimi(tmp_path, (INPUTS, "inputs: [per_token]"))
+    only = edited_kimi(tmp_path, (INPUTS, "inputs: [preload]"))
+    for arch in kimi.archs:
+        with_pre, without, pre_only = (plan_spec(s, arch, rules) for s in (kimi, off, only))
+        assert not any(v.config.get("preload") for v in without.variants)
+        assert any(v.config.get("preload") for v in with_pre.variants)
+        assert [v.id for v in with_pre.variants if not v.config.get("preload")] == [v.id for v in without.variants]
+        assert [d["variant"] for d in with_pre.dispatch] == [d["variant"] for d in without.dispatch]
+        b_with, b_without, b_only = budget_groups(with_pre), budget_groups(without), budget_groups(pre_only)
+        assert {k: ids for k, ids in b_with.items() if not k[2]} == b_without
+        for (layout, bucket, preload), ids in b_only.items():
+            if bucket == 8:
+                assert preload and ids == b_with[(layout, bucket, True)]
+            else:
+                assert not preload and ids == b_without[(layout, bucket, False)]
 
 
 @pytest.mark.parametrize("max_registers,layout", [(40, "k_first"), (80, "v_first")])

@@ -49,6 +49,11 @@ ALL_K_CFG = {**BASE, "prefetch": False, "state_layout": "k_first", "v_per_warp":
 V_FIRST_CFG = {**BASE, "state_layout": "v_first", "v_per_warp": 8, "warps": 4, "staging": "direct",
                "k_map": "blocked", "reduce": "scatter", "lane_cols": 1}
 OTHER_CASES = [(name, arch) for name in ("all_k", "v_first") for arch in ("sm_90a", "sm_80")]
+# Multi-token decode with every token's inputs in shared memory (PreloadAgent): both token loops, the staged one too,
+# at the bucket's T and at a T that is not a power of two.
+PRELOAD_CASES = {"preload_all_k": {**ALL_K_CFG, "intermediate": True, "preload": 8},
+                 "preload_v_first": {**V_FIRST_CFG, "prefetch": False, "intermediate": True, "preload": 8},
+                 "preload_smem": {**SMEM_CFG, "prefetch": False, "intermediate": True, "preload": 5}}
 
 
 def nvcc() -> str:
@@ -83,6 +88,10 @@ def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
     for name, arch in OTHER_CASES:
         cfg = with_arch(ALL_K_CFG if name == "all_k" else V_FIRST_CFG, arch)
         cases[f"{name}-{arch}"] = (cfg, plan_variant(cfg, BUDGET))
+    for name, base in PRELOAD_CASES.items():
+        for arch in ("sm_90a", "sm_80"):
+            cfg = with_arch(base, arch)
+            cases[f"{name}-{arch}"] = (cfg, plan_variant(cfg, BUDGET))
     out: dict[str, dict[str, Any]] = {}
     for key, (cfg, plan) in cases.items():
         text = render_variant(cfg, plan)
@@ -181,6 +190,9 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     assert "static constexpr int MIN_CTAS = 1;" in text  # ptxas's own choice unless the occupancy agent raised it
     raised = next(v for v in spec_plan.variants if v.config.get("min_ctas", 1) > 1)
     assert f"static constexpr int MIN_CTAS = {raised.config['min_ctas']};" in render_variant(raised.config, tplan)
+    assert "static constexpr int PRELOAD = 0;" in text  # inputs loaded in the token loop unless the preload agent
+    preload = next(v for v in spec_plan.variants if v.config.get("preload"))
+    assert "static constexpr int PRELOAD = 8;" in render_variant(preload.config, tplan)  # the bucket's T
     for _, why in pv.reasons:
         assert why not in text, why
     assert spec.name not in text and __version__ not in text and "Generated" not in text
@@ -198,7 +210,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
         "HAS_L2NORM": str(cfg["qk_l2norm"]).lower(), "HAS_BETA_SIGMOID": str(cfg["beta_sigmoid"]).lower(),
         "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
         "PREFETCH": str(cfg["prefetch"]).lower(), "INTERMEDIATE": str(cfg["intermediate"]).lower(),
-        "MIN_CTAS": str(cfg.get("min_ctas", 1)),
+        "MIN_CTAS": str(cfg.get("min_ctas", 1)), "PRELOAD": str(cfg.get("preload", 0)),
     }, text
 
 
@@ -224,6 +236,38 @@ def test_prefetch_knob_changes_exactly_the_prefetch_line(built) -> None:
     # no default (the bucket used to supply one): a recurrent config must say
     with pytest.raises(jinja2.UndefinedError, match="prefetch"):
         render_variant({k: v for k, v in SMEM_CFG.items() if k != "prefetch"}, plan)
+
+
+@pytest.mark.compile  # real nvcc / g++
+def test_preload_kernels_compile_with_the_planned_buffer(built) -> None:
+    """Preload kernels (both token loops, sm_90a and sm_80) compile without spills; ptxas's shared memory is the same
+    kernel's without preload plus exactly model.preload_bytes, so the budget and occupancy the planner computes from
+    smem_estimate see the buffer the kernel declares; flipping the knob changes the PRELOAD line and the name only."""
+    from kda2.plan.model import preload_bytes
+
+    plain = {"preload_all_k": "all_k-{}", "preload_v_first": "v_first-{}", "preload_smem": "pass"}
+    for name, base in PRELOAD_CASES.items():
+        for arch in ("sm_90a", "sm_80"):
+            case, other = built[f"{name}-{arch}"], built[plain[name].format(arch)]
+            cfg, res = case["config"], case["resources"]
+            assert config_values(case["text"])["PRELOAD"] == str(cfg["preload"])
+            assert config_values(other["text"])["PRELOAD"] == "0"
+            assert check(res, allow_spills=False, max_registers=255) == [], case["ptxas"]
+            smem = {r["smem"] for r in res.values()}
+            base_smem = {r["smem"] for r in other["resources"].values()}
+            assert len(smem) == len(base_smem) == 1, (case["ptxas"], other["ptxas"])
+            assert smem.pop() - base_smem.pop() == preload_bytes(cfg) > 0, case["ptxas"]
+    assert preload_bytes(PRELOAD_CASES["preload_v_first"]) == 8 * (2 * 128 * 2 + 128 * 4) + 8 * 32 * 2 + 32
+    on = PRELOAD_CASES["preload_v_first"]
+    off = {k: v for k, v in on.items() if k != "preload"}
+    assert variant_id(on) != variant_id(off) and variant_name(on).endswith(f"_pl8_{variant_id(on)}")
+    plan = built["preload_v_first-sm_90a"]["plan"]
+    la = without_identity(render_variant(on, plan), on).splitlines()
+    lb = without_identity(render_variant(off, plan), off).splitlines()
+    changed = [(x, y) for x, y in zip(la, lb) if x != y]
+    assert len(la) == len(lb) and len(changed) == 1, "\n".join(difflib.unified_diff(la, lb, lineterm=""))
+    ((x, y),) = changed
+    assert re.fullmatch(r"  static constexpr int PRELOAD = 8;.*", x) and y == x.replace("= 8;", "= 0;"), (x, y)
 
 
 @pytest.mark.compile  # real nvcc / g++

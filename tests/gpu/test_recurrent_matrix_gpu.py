@@ -298,3 +298,95 @@ def test_bf16_decode_state_error_vs_fp32(lib, ref, torch_cuda, seed, bf16_state_
     bf16_state_rows.append({"spec": lib.spec, "K": lib.k, "V": lib.v, "T": T, "layout": "v_first" if v_first else
                             "k_first", "o_err_fp32_state": errs["fp32"][0], "o_err_bf16_state": errs["bf16"][0],
                             "state_err_fp32": errs["fp32"][1], "state_err_bf16": errs["bf16"][1], "seed": seed})
+
+
+#: Every candidate of the multi-token decode buckets (the preload kernels among them: every token's inputs in shared
+#: memory at CTA entry, the rest from global memory in the loop), each launched by index: T inside the bucket from
+#: the state pool with per-token states and a padding slot, in the input, g / beta, parameter and state dtypes that
+#: take other load paths; and calls longer than the bucket (dense T = 13, varlen 3, 9, 0 and 17 tokens), which the
+#: kernels must run correctly too (a caller's max_seqlen hint is a promise, and kda2_launch takes any length).
+MTP_CASES = {
+    "T2-pool": dict(T=2, pool=True),
+    "T4-pool-fp16-g16-b16-pbf16": dict(T=4, pool=True, dtype="fp16", g_bf16=True, beta_bf16=True, param_bf16=True),
+    "T8-pool-bf16state-lowerbound": dict(T=8, pool=True, gate="lower_bound", state_bf16=True),
+    "T13-dense-precomputed-nol2-nobsig": dict(T=13, gate="precomputed", l2=False, bsig=False),
+    "varlen-3-9-0-17-negeig": dict(cu=(0, 3, 12, 12, 29), neg=True),
+}
+
+
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+@pytest.mark.parametrize("name", list(MTP_CASES))
+def test_every_multi_token_candidate_by_index(lib, ref, torch_cuda, seed, monkeypatch, name, v_first):
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda, fused_recurrent_kda_pool
+
+    spec = dict(MTP_CASES[name])
+    pool, state_bf16 = spec.pop("pool", False), spec.pop("state_bf16", False)
+    f = lib.features
+    spec.setdefault("gate", "softplus" if "softplus" in f.gate_modes else f.gate_modes[0])
+    c = Case(f"mtp-{name}", B=4, H=2, ratio=2, v_first=v_first, **spec)
+    require_built(lib, c)
+    if state_bf16 and not f.bf16_decode_state:
+        from feature_matrix import NotBuilt
+
+        raise NotBuilt(f"not built into spec {lib.spec}: features.bf16_decode_state is false")
+    layout = "v_first" if v_first else "k_first"
+    cands = [v for v in lib.variants if v["config"]["state_layout"] == layout and v["config"].get("intermediate")]
+    if not cands:
+        from feature_matrix import NotBuilt
+
+        raise NotBuilt(f"not built into spec {lib.spec}: no multi-token decode bucket")
+    assert not any(v["config"].get("preload") for v in lib.variants if not v["config"].get("intermediate")), \
+        "preload kernels belong to the multi-token decode buckets only"
+    x = make_inputs(torch, lib, c, seed + 71)
+    ctx = f"{c.id}-{'vf' if v_first else 'kf'} [{lib.spec}] --seed={seed}"
+    sdtype = torch.bfloat16 if state_bf16 else torch.float32
+    N = len(c.cu) - 1 if c.cu else c.B
+    if pool:
+        P, slots = 7, [5, 0, -1, 2]
+        pool0 = (torch.randn((P,) + x["sshape"][1:], generator=torch.Generator(device="cuda").manual_seed(seed + 72),
+                             device="cuda") * 0.1).to(sdtype)
+        live = [n for n, s in enumerate(slots) if s >= 0]
+        o_ref, pool_ref = run_ref(ref, x, c, initial_state=pool0.float(), ssm_state_indices=np.array(slots))
+        sub = {n: (x[n][live] if x[n] is not None and n in ("q", "k", "v", "g", "beta") else x[n]) for n in x}
+        inter_ref = _per_token_states(ref, sub, c, pool0.float()[[slots[n] for n in live]])
+    else:
+        o_ref, ht_ref = run_ref(ref, x, c)
+    failures, preloaded = [], 0
+    for v in cands:
+        idx = int(v["index"])
+        preloaded += bool(v["config"].get("preload"))
+        with monkeypatch.context() as m:  # the API validates as ever; only the dispatch table's pick is replaced
+            m.setattr(lib, "_fwd", lambda args, max_seqlen, stream, i=idx: lib._launch(i, args, stream))
+            out = torch.full_like(x["v"], math.nan)
+            try:
+                if pool:
+                    rows = pool0.clone()
+                    inter = torch.full((N, c.T) + x["sshape"][1:], math.nan, device="cuda", dtype=sdtype)
+                    fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], rows,
+                                             torch.tensor(slots, dtype=torch.int32, device="cuda"), A_log=x["A_log"],
+                                             dt_bias=x["dt_bias"], library=lib, out=out, intermediate_states_out=inter,
+                                             **options(c))
+                    torch.cuda.synchronize()
+                    used = [s for s in slots if s >= 0]
+                    assert_close(ref, "o", out, o_ref, ctx)
+                    assert_close(ref, "pool rows", rows[used].float(), pool_ref[used], ctx)
+                    for r in range(P):
+                        if r not in used:
+                            assert torch.equal(rows[r], pool0[r]), f"pool row {r} is not referenced but changed"
+                    assert_close(ref, "intermediate states", inter[live].float(), inter_ref, ctx)
+                    assert torch.equal(inter[live][:, -1], rows[used]), "the last per-token state is not the pool row"
+                    assert bool((out[slots.index(-1)] == 0).all()), "a padding slot must output zeros"
+                else:
+                    fso = torch.full(x["sshape"], math.nan, device="cuda")
+                    fused_recurrent_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"],
+                                        dt_bias=x["dt_bias"], initial_state=x["initial_state"],
+                                        output_final_state=True, cu_seqlens=x["cu_seqlens"], library=lib, out=out,
+                                        final_state_out=fso, **options(c))
+                    torch.cuda.synchronize()
+                    assert_close(ref, "o", out, o_ref, ctx)
+                    assert_close(ref, "final_state", fso, ht_ref, ctx)
+            except AssertionError as exc:
+                failures.append(f"variant {v['index']} {v['id']} ({v.get('name', '')}): {exc}")
+    assert not failures, "\n".join(failures)
+    print(f"\n[{lib.spec}/{lib.arch}] {c.id}-{layout}: {len(cands)} multi-token candidates ({preloaded} preload) match")

@@ -63,6 +63,8 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
             expected += extra
     if config.get("staging") == "smem":
         expected += ["LDS.128", "STS.128"]
+    if config.get("preload"):  # every token's inputs arrive by cp.async, beside the state loads
+        expected += ["LDGSTS"]
     return expected
 
 

@@ -107,8 +107,11 @@ def registers_estimate(cfg: Mapping[str, Any]) -> int:
     kpl = cfg["k"] // 32
     if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
         return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
-    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing
-    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + 2 * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing; a preload kernel has no
+    # prefetch and reads one token's inputs from shared memory at a time (left as it was for the others, whose
+    # occupancy variants were planned and measured with it)
+    tokens = 1 if cfg.get("preload") else 2
+    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + tokens * (3 * kpl + cfg["v_per_warp"] + 1) + 24
 
 
 def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:
@@ -118,13 +121,23 @@ def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:
     return min(per_thread // 8 * 8, hw.registers_per_thread_max)
 
 
+def preload_bytes(cfg: Mapping[str, Any]) -> int:
+    """The preload buffer of a recurrent kernel (recurrent.cuh PL_BYTES): per token q and k rows (16-bit), a g row
+    (fp32), the CTA's value columns of v (16-bit), beta (fp32); regions 16-byte aligned."""
+    t, k = cfg.get("preload", 0), cfg["k"]
+    return t * (2 * k * 2 + k * 4) + -(-t * cfg["warps"] * cfg["v_per_warp"] * 2 // 16) * 16 + -(-t * 4 // 16) * 16
+
+
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
-    """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows (k_map all)."""
+    """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows
+    (k_map all), and the preload buffer."""
     if cfg["staging"] == "smem":
-        return cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
-    if cfg["k_map"] == "all":
-        return cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
-    return 0
+        tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
+    elif cfg["k_map"] == "all":
+        tile = cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
+    else:
+        tile = 0
+    return tile + preload_bytes(cfg)
 
 
 #: Registers assumed for a chunk kernel before ptxas reports (its occupancy is bounded by shared memory).

@@ -33,6 +33,9 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     # Resident CTAs per SM the kernel's launch bounds ask for (register cap registers_per_sm / (threads · n));
     # absent = 1, ptxas's own choice, so the configs (and ids) of kernels without it are unchanged.
     "min_ctas": tuple(range(1, 17)),
+    # Multi-token decode: the inputs of this many tokens (the bucket's T) copied to shared memory at CTA entry,
+    # beside the state loads; absent = none (inputs loaded in the token loop), so other kernels' ids are unchanged.
+    "preload": tuple(range(2, 17)),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with an entry each: ("bf16",), ("fp16",), ("bf16", "fp16")
     "qk_l2norm": (False, True),
@@ -81,6 +84,6 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 #: what a tuning line, a failure record and a proposed rule name a candidate by.
 AGENT_KNOBS = {
     "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
-                  "min_ctas"),
+                  "min_ctas", "preload"),
     "chunk": ("state_layout", "chunk", "block_v", "stages"),
 }

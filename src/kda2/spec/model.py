@@ -314,19 +314,23 @@ def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
 class Agents(_Strict):
     """Planner settings of a recurrent spec; every key optional.
 
-    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler].
+    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler], inputs [per_token].
     occupancy (decode buckets): `compiler` leaves resident CTAs per SM to ptxas's register use; `raised`
     also proposes each shape with launch bounds asking for more CTAs per SM (plan/agents/recurrent.py
     OccupancyAgent), which caps its registers.
+    inputs (multi-token decode buckets, 1 < T <= 16): `per_token` loads each token's q/k/g/v/beta in the token
+    loop; `preload` also proposes each shape with every token's inputs copied to shared memory at CTA entry
+    (PreloadAgent). Other buckets always load per token.
     """
 
     tile: Tile = Tile()
     staging: Staging = Staging()
     reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
     occupancy: Choices[Literal["compiler", "raised"]] = ["compiler"]
+    inputs: Choices[Literal["per_token", "preload"]] = ["per_token"]
 
     _refuse_chunk = model_validator(mode="before")(_no_keys_of("chunk", ("chunk",),
-                                                               "tile, staging, reduce, occupancy"))
+                                                               "tile, staging, reduce, occupancy, inputs"))
 
 
 class ChunkTile(_Strict):
@@ -346,13 +350,14 @@ class ChunkAgents(_Strict):
     chunk: ChunkTile = ChunkTile()
 
     _refuse_recurrent = model_validator(mode="before")(
-        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy"), "chunk"))
+        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy", "inputs"), "chunk"))
 
 
 class Budget(_Strict):
     """Resource limits for candidates. All required except allow_spills (default false).
 
-    max_candidates counts per seq_len bucket and state layout.
+    max_candidates counts per seq_len bucket and state layout, and separately for the preload candidates of a
+    multi-token decode bucket (agents.inputs: measured beside the per-token ones, not instead of them).
     """
 
     max_candidates: Annotated[int, Field(ge=1)]

@@ -79,6 +79,7 @@ _PLAN_COLUMNS = {
                   ("v/warp", ">6", lambda c: f"{c['v_per_warp']}" + (f"x{c['lane_cols']}" if c.get("lane_cols", 1) > 1
                                                                    else "")),
                   ("warps", ">5", lambda c: c["warps"]), ("cta/sm", ">6", lambda c: c.get("min_ctas", "-")),
+                  ("preload", ">7", lambda c: c.get("preload", "-")),
                   ("staging", "<7", lambda c: c["staging"]), ("k_map", "<8", lambda c: c["k_map"]),
                   ("reduce", "<9", lambda c: c["reduce"])],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, register_cap, registers_estimate,
-                             smem_estimate, workloads)
+from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, preload_bytes, register_cap,
+                             registers_estimate, smem_estimate, workloads)
 
 
 class PipelineAgent:
@@ -159,6 +159,32 @@ class ReduceAgent:
         return out
 
 
+class PreloadAgent:
+    """Multi-token decode buckets (1 < T <= DECODE_MAX_T), with the spec's `inputs: [.., preload]`: each candidate
+    again with every token's q/k/g/v/beta copied to shared memory at CTA entry (`preload` = T tokens). A speculative
+    verify call is a serial chain of T token steps per CTA, and each step otherwise starts with a round trip to
+    memory for that token's inputs, with only a few CTAs per SM to hide it (H200, N = 64, H = 32, the same state
+    bytes: the best T = 4 kernels took 123 / 138 us k_first / v_first, 77 / 74 us at T = 1; kda2 tune,
+    tuning/kimi_linear_recurrent.h200.json). Issued beside the state loads, that latency overlaps the state's and
+    the chain runs from shared memory and registers. The copies replace the next-token prefetch (prefetch off).
+    The per-token candidates stay (`per_token` in `inputs`): both are measured. A call longer than T reads its
+    tokens past the buffer from global memory (correct at any length, as every kernel here)."""
+    name = "preload"
+
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+        modes = spec.agents.inputs
+        if "preload" not in modes or not 1 < bucket <= DECODE_MAX_T:
+            return list(cands)  # T = 1 has no later token to wait for; prefill chains are long and prefetched
+        twins = []
+        for c in cands:
+            smem = preload_bytes({**c.config, "preload": bucket})
+            twins.append(c.extend(self.name, f"T<={bucket}: every token's q/k/g/v/beta ({smem} B per CTA) copied "
+                                  "to shared memory at CTA entry, beside the state loads: the token chain waits on "
+                                  "no global load (each step would otherwise start with a round trip to memory); "
+                                  "no next-token prefetch", preload=bucket, prefetch=False))
+        return (list(cands) if "per_token" in modes else []) + twins
+
+
 class OccupancyAgent:
     """Decode buckets: each shape as ptxas lays it out (registers as it likes, often 140-170 at K=128, so 2-3
     CTAs of 4 warps per SM) and, with the spec's `occupancy: [.., raised]`, again with launch bounds asking for
@@ -202,7 +228,9 @@ class BudgetAgent:
     Limits are the tighter of the spec's budget and the profile's (registers per thread, shared memory per
     block); each kept candidate's reason records its estimated occupancy on the profile's SMs and the static
     model's time at the bucket's routing workload (kda2.plan.model), so a plan says what it assumed of
-    the hardware. The agents' order is kept (the tune record, not the estimate, decides the route).
+    the hardware. The agents' order is kept (the tune record, not the estimate, decides the route). Preload
+    candidates are counted apart from the per-token ones of their layout: they are proposed to be measured beside
+    them, and counted together they would push the incumbents (and their tuning records) out of the bucket.
     """
     name = "budget"
 
@@ -225,7 +253,7 @@ class BudgetAgent:
             if occ.ctas_per_sm < 1:
                 continue
             model = estimate(cfg, res, hw, w)
-            group = kept.setdefault(cfg["state_layout"], [])
+            group = kept.setdefault((cfg["state_layout"], "preload" if cfg.get("preload") else ""), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "
                                       f"{hw.cite('registers_per_thread_max')}), <= {smem} B smem (budget "
@@ -233,7 +261,8 @@ class BudgetAgent:
                                       f"{occ.ctas_per_sm} CTA/SM by {occ.limiter} on {hw.sm_count} SMs; model at "
                                       f"N={w.N} T={w.T} H={w.H}: ~{model.us:.0f} us ({model.bound}-bound, "
                                       f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "
-                                      f"rank {len(group) + 1} of max {b.max_candidates}"))
+                                      f"rank {len(group) + 1} of max {b.max_candidates}"
+                                      + (" preload candidates" if cfg.get("preload") else "")))
         return [c for group in kept.values() for c in group]
 
 
@@ -241,4 +270,4 @@ RECURRENT_AGENTS = (
     LayoutAgent(k_first="states [N,HV,K,V]: FLA's default layout",
                 v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); "
                         "each value column is 512 contiguous bytes along K"),
-    PipelineAgent(), StagingAgent(), TileAgent(), ReduceAgent(), OccupancyAgent(), BudgetAgent())
+    PipelineAgent(), StagingAgent(), TileAgent(), ReduceAgent(), PreloadAgent(), OccupancyAgent(), BudgetAgent())

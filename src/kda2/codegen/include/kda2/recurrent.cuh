@@ -29,6 +29,8 @@
 //   bool PREFETCH          load the next token's inputs during the current token
 //   bool INTERMEDIATE      write the state after every token to args.intermediate when it is set (decode-like
 //                          buckets only: it costs ~18 registers in the prefill kernels)
+//   int  PRELOAD           multi-token decode: the inputs of up to PRELOAD tokens copied to shared memory at CTA
+//                          entry, beside the state loads (0: each token's inputs are loaded in the token loop)
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -232,6 +234,20 @@ __device__ __forceinline__ void st_state1(S* p, float x) {
   if constexpr (sizeof(S) == 4) *reinterpret_cast<float*>(p) = x; else *p = __float2bfloat16_rn(x);
 }
 
+// cp.async (sm_80 and later): a global -> shared copy that holds no register and makes no thread wait at the
+// issue, so a CTA can put every token's inputs in flight together with its state loads (Kernel::preload_issue).
+// 16-byte pieces bypass L1 (.cg: each input is read once per CTA); 4- and 8-byte ones can only go through it.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(BYTES) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
 // ---- the kernel, on a config struct --------------------------------------------------------------
 
 template <class Cfg, class E, class SE = float>
@@ -274,6 +290,21 @@ struct Kernel {
                 "k_map=all: lane column groups must tile the warp; k_first, direct staging only");
   static_assert(V % BV == 0, "V must be a multiple of the CTA's value tile");
   static_assert(!SMEM_STAGING || (BV % 4 == 0 && !V_FIRST), "smem staging is built for k_first tiles of whole float4s");
+
+  // Preload (multi-token decode): one buffer per CTA, since every warp of a CTA serves the same (sequence, head) and
+  // reads the same q, k and g rows. Regions, each 16-byte aligned: q rows [PRELOAD][K] and k rows [PRELOAD][K] in
+  // the input dtype; g rows [PRELOAD][K] fp32 (16-bit g packed at the front, PRELOAD rows of K); this CTA's BV
+  // columns of v [PRELOAD][BV]; beta [PRELOAD] widened to fp32. No pad: the token loop reads a row by consecutive
+  // lanes (one wavefront per 128 bytes) or one address per warp (broadcast), so no layout has fewer wavefronts.
+  static constexpr int PRELOAD = Cfg::PRELOAD;
+  static constexpr int PL_K = PRELOAD * K * 2;                       // byte offsets of the regions
+  static constexpr int PL_G = 2 * PL_K;
+  static constexpr int PL_V = PL_G + PRELOAD * K * 4;
+  static constexpr int PL_B = PL_V + (PRELOAD * BV * 2 + 15) / 16 * 16;
+  static constexpr int PL_BYTES = PL_B + (PRELOAD * 4 + 15) / 16 * 16;
+  static constexpr int V_PIECE = (BV * 2) % 16 == 0 ? 16 : (BV * 2) % 8 == 0 ? 8 : 4;  // cp.async size for v rows
+  static_assert(PRELOAD == 0 || (!PREFETCH && PRELOAD <= WARPS * 32 && (BV * 2) % 4 == 0),
+                "preload replaces the next-token prefetch; one thread per token's beta; v rows in 4-byte pieces");
 
   static __device__ __forceinline__ int key_row(int lane, int i) { return STRIDED ? lane + 32 * i : lane * KPL + i; }
 
@@ -346,6 +377,72 @@ struct Kernel {
                                          : reinterpret_cast<const float*>(a.beta)[bi];
   }
 
+  // ---- preload (PRELOAD > 0): every token's inputs in shared memory before the token loop -------------------
+  // A multi-token decode CTA otherwise waits on each token's q/k/g/v/beta loads inside its serial token chain (T
+  // round trips to memory per chain, with only a few CTAs per SM to hide them); issued at entry, beside the state
+  // loads, their latency overlaps the state's and the chain touches only shared memory and registers.
+
+  // Rows of ROW bytes (row t at src + t * stride bytes) to shared memory (row t at dst + t * ROW) for t < nt, in
+  // PIECE-byte cp.async copies spread over the CTA's threads. Sources are 16-byte aligned: the inputs' base
+  // addresses are (the chunk kernels' cp.async copies assume the same), and every row offset is a multiple of PIECE.
+  template <int ROW, int PIECE>
+  static __device__ __forceinline__ void copy_rows(unsigned char* dst, const unsigned char* src, long stride, int nt) {
+    static_assert(ROW % PIECE == 0, "whole pieces per row");
+    constexpr int PER_ROW = ROW / PIECE, NT = WARPS * 32;
+#pragma unroll
+    for (int it = 0; it < (PRELOAD * PER_ROW + NT - 1) / NT; ++it) {
+      const int i = it * NT + threadIdx.x, t = i / PER_ROW, p = i % PER_ROW;
+      if (t < nt) cp_async<PIECE>(dst + t * ROW + p * PIECE, src + t * stride + p * PIECE);
+    }
+  }
+
+  // Issues the copies of tokens tok .. tok + nt - 1 (nt <= PRELOAD) of this CTA's (sequence, head h / hv, value
+  // columns v_cta ..): nothing waits here. beta (16-bit is below cp.async's 4-byte granule) is loaded into a
+  // register of thread t for token t and stored by preload_land, after the caller has issued its state loads.
+  static __device__ __forceinline__ float preload_issue(const KDA2RecurrentArgs& a, long tok, int nt, int h, int hv,
+                                                        int v_cta) {
+    float b = 0.f;
+    if ((int)threadIdx.x < nt) {
+      const long bi = (tok + threadIdx.x) * a.HV + hv;
+      b = (a.flags & KDA2_BETA_BF16) ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi])
+                                     : reinterpret_cast<const float*>(a.beta)[bi];
+    }
+    unsigned char* s = preload_smem();
+    const long qk = (tok * a.H + h) * (long)K * 2, stride_qk = (long)a.H * K * 2;
+    copy_rows<K * 2, 16>(s, reinterpret_cast<const unsigned char*>(a.q) + qk, stride_qk, nt);
+    copy_rows<K * 2, 16>(s + PL_K, reinterpret_cast<const unsigned char*>(a.k) + qk, stride_qk, nt);
+    const long grow = (tok * a.HV + hv) * (long)K;
+    if (a.flags & KDA2_G_BF16)
+      copy_rows<K * 2, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 2, (long)a.HV * K * 2, nt);
+    else
+      copy_rows<K * 4, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 4, (long)a.HV * K * 4, nt);
+    copy_rows<BV * 2, V_PIECE>(s + PL_V, reinterpret_cast<const unsigned char*>(a.v) + ((tok * a.HV + hv) * (long)V + v_cta) * 2,
+                               (long)a.HV * V * 2, nt);
+    return b;
+  }
+
+  // Completes preload_issue: beta stored, this thread's copies landed, then every thread's (the barrier).
+  static __device__ __forceinline__ void preload_land(float b, int nt) {
+    if ((int)threadIdx.x < nt) reinterpret_cast<float*>(preload_smem() + PL_B)[threadIdx.x] = b;
+    cp_async_wait_all();
+    __syncthreads();
+  }
+
+  // Tokens past the buffer (a call longer than the bucket: the kernels run any length) are loaded from global memory
+  // in the token loop, as the per-token kernels load every token. Not a refill of the buffer: with the refill's
+  // copies and barrier inside the loop the k_map=all 16x4 kernel spilled under its 4-CTA launch bound (36 B, bf16
+  // states, sm_90a), where these loads fit (120-126 registers of 128).
+
+  // The per-lane inputs of the token in slot u, as load_token reads them from global memory.
+  static __device__ __forceinline__ void load_token_smem(int u, bool g_bf16, int lane, int warp, TokenIn& in) {
+    const unsigned char* s = preload_smem();
+    load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, in.q);
+    load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, in.k);
+    load_rows_gate(s + PL_G, (long)u * K, g_bf16, lane, in.g);
+    load_v(reinterpret_cast<const E*>(s + PL_V) + u * BV + warp * VPW, lane, in.v);
+    in.beta = reinterpret_cast<const float*>(s + PL_B)[u];
+  }
+
   // ---- k_map = all: lanes own value columns, each over a contiguous share of the K rows ----------------
   // KSPLIT = 32 / VPW lanes share a column, each holding RPL = K / KSPLIT rows. For K-first states every
   // state access is a row segment of VPW columns per lane group (coalesced), a CTA reads whole rows, and
@@ -379,6 +476,14 @@ struct Kernel {
       return;
     }
     const long state_off = ((long)srow * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
+    // Preload: the first PRELOAD tokens' inputs in flight before the state loads are issued (landed below).
+    const int v_cta = col - warp * VPW - (lane % CGROUPS) * CW;
+    int pre_n = 0;
+    float pre_b = 0.f;
+    if constexpr (PRELOAD > 0) {
+      pre_n = (int)(len < PRELOAD ? len : PRELOAD);
+      pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
+    }
     float S[RPL][CW];
     if (a.h0 != nullptr) {
 #pragma unroll
@@ -410,17 +515,34 @@ struct Kernel {
     const float* my_q = &stage[warp][0][part * STAGE_ROW];
     const float* my_k = &stage[warp][1][part * STAGE_ROW];
     const float* my_d = &stage[warp][2][part * STAGE_ROW];
+    if constexpr (PRELOAD > 0) preload_land(pre_b, pre_n);
     for (long t = 0; t < len; ++t) {
       const long tok = bos + t;
       float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
-      load_rows_e(reinterpret_cast<const E*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
-      load_rows_e(reinterpret_cast<const E*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
-      load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, g_bf16, lane, g);
-      float v_in[CW];
-      load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
-      const long bi = tok * a.HV + hv;
-      const float b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi])
-                                : reinterpret_cast<const float*>(a.beta)[bi];
+      float v_in[CW], b_in;
+      const auto from_memory = [&] {
+        load_rows_e(reinterpret_cast<const E*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
+        load_rows_e(reinterpret_cast<const E*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
+        load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, g_bf16, lane, g);
+        load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
+        const long bi = tok * a.HV + hv;
+        b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi]) : reinterpret_cast<const float*>(a.beta)[bi];
+      };
+      if constexpr (PRELOAD > 0) {
+        if (t < PRELOAD) {  // the token's slot in the preload buffer
+          const int u = (int)t;
+          const unsigned char* s = preload_smem();
+          load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, q);
+          load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, k);
+          load_rows_gate(s + PL_G, (long)u * K, g_bf16, lane, g);
+          load_e16<E, CW>(reinterpret_cast<const E*>(s + PL_V) + u * BV + (col - v_cta), v_in);
+          b_in = reinterpret_cast<const float*>(s + PL_B)[u];
+        } else {
+          from_memory();  // past the buffer (beyond the bucket)
+        }
+      } else {
+        from_memory();
+      }
       float sq = 0.f, sk = 0.f, sqk = 0.f;
 #pragma unroll
       for (int i = 0; i < KPL; ++i) {
@@ -538,6 +660,10 @@ struct Kernel {
     __shared__ __align__(16) float tile[SMEM_STAGING ? K * SMEM_STRIDE : 4];
     return tile;
   }
+  static __device__ __forceinline__ unsigned char (&preload_smem())[PRELOAD ? PL_BYTES : 16] {
+    __shared__ __align__(16) unsigned char buf[PRELOAD ? PL_BYTES : 16];
+    return buf;
+  }
 
   // The entry: one uniform branch picks the body compiled for the call's gate-parameter dtypes (load_param).
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
@@ -579,6 +705,13 @@ struct Kernel {
     }
 
     const long state_off = ((long)srow * a.HV + hv) * (long)K * V;
+    // Preload: the first PRELOAD tokens' inputs in flight before the state loads are issued (landed below).
+    int pre_n = 0;
+    float pre_b = 0.f;
+    if constexpr (PRELOAD > 0) {
+      pre_n = (int)(len < PRELOAD ? len : PRELOAD);
+      pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
+    }
     float S[KPL][VPW];
     // One tile serves both directions: each warp writes back exactly the region it read.
     float (&tile)[SMEM_STAGING ? K * SMEM_STRIDE : 4] = tile_smem();
@@ -659,9 +792,15 @@ struct Kernel {
 
     // ---- token loop ----------------------------------------------------------------------------
     TokenIn cur, nxt;
-    if (len > 0) load_token(a, bos, h, hv, v0, lane, cur);
+    if constexpr (PRELOAD > 0) preload_land(pre_b, pre_n);
+    else if (len > 0) load_token(a, bos, h, hv, v0, lane, cur);
     for (long t = 0; t < len; ++t) {
-      if (PREFETCH && t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
+      if constexpr (PRELOAD > 0) {  // the token's slot in the preload buffer; past it (beyond the bucket), memory
+        if (t < PRELOAD) load_token_smem((int)t, (a.flags & KDA2_G_BF16) != 0, lane, warp, cur);
+        else load_token(a, bos + t, h, hv, v0, lane, cur);
+      } else if (PREFETCH && t + 1 < len) {
+        load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
+      }
 
       float decay[KPL];
 #pragma unroll
@@ -749,8 +888,10 @@ struct Kernel {
       }
       if (INTERMEDIATE && a.intermediate != nullptr)  // the state after this token (speculative-decode rollback)
         store_state_regs(reinterpret_cast<SE*>(a.intermediate) + ((bos + t) * a.HV + hv) * (long)K * V, lane, v0, S);
-      if (PREFETCH) cur = nxt;
-      else if (t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, cur);  // correct beyond the bucket too
+      if constexpr (PRELOAD == 0) {  // (with preload each token's inputs are read at the top of its step)
+        if (PREFETCH) cur = nxt;
+        else if (t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, cur);  // correct beyond the bucket too
+      }
     }
 
     // ---- state out -----------------------------------------------------------------------------

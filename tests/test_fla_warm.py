@@ -25,3 +25,16 @@ def test_bad_arguments_are_refused(fla_warm, capsys):
     with pytest.raises(SystemExit) as e:
         fla_warm.main(["--only", "everything"])
     assert e.value.code == 2 and "invalid choice: 'everything'" in capsys.readouterr().err
+
+
+def test_cases_subset_refuses_unknown_ids(capsys) -> None:
+    """--cases takes the GPU tests' --fla-cases ids; a typo fails before any process starts, naming what exists."""
+    import pytest
+
+    from kda2.bench import fla_warm
+
+    with pytest.raises(SystemExit) as e:
+        fla_warm.main(["--cases", "T63-precomputed-kf,no-such-case"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "no-such-case" in err and "T63-precomputed-kf," not in err.split("allowed:")[0] and "T8192-softplus" in err

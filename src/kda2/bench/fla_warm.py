@@ -6,7 +6,8 @@ the H200 host. Serially that is most of a 30-minute device session; across proce
 Run it on the GPU host before the tests and the benchmark, with TRITON_CACHE_DIR pointing at the cache they
 will use (scripts/gpu_check.sh does that; its step `fla-warm`). Timings taken while it runs are meaningless.
 
-    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3]   (k3: the benchmark's optional K1-K10 set)
+    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3] [--cases ID,ID]
+                                  (k3: the benchmark's optional K1-K10 set; --cases: a subset of the tests' cases)
 
 Exit status: 0 when every option set ran, 1 when any failed (each failure is printed; FLA rejecting an
 option set is also printed and is what the accuracy table records as "rejected").
@@ -74,8 +75,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="worker processes (default: CPUs - 2)")
     ap.add_argument("--only", choices=("cases", "bench", "k3"),
                     help="warm only the tests' or only the benchmark's P1-P6 sets, or only the benchmark's k3 set")
+    ap.add_argument("--cases", metavar="ID,ID",
+                    help="only these accuracy cases (the ids the GPU tests' --fla-cases takes); implies --only cases")
     args = ap.parse_args(argv)
-    todo = tasks(args.only)
+    todo = tasks("cases" if args.cases else args.only)
+    if args.cases:
+        want = args.cases.split(",")
+        known = {t[1] for t in todo}
+        unknown = [c for c in want if c not in known]
+        if unknown:
+            ap.error(f"--cases: unknown case id(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        todo = [t for t in todo if t[1] in want]
     print(f"fla_warm: {len(todo)} option sets, {args.jobs} processes, TRITON_CACHE_DIR="
           f"{os.environ.get('TRITON_CACHE_DIR', '(Triton default)')}", flush=True)
     t0, failed = time.perf_counter(), 0

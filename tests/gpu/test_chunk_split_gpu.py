@@ -26,7 +26,7 @@ from test_chunk_gpu import _call, _nonfinite, _rel, chunk_kda, chunk_lib  # noqa
 pytestmark = pytest.mark.gpu
 
 DEVICE = "cuda"
-#: Split vs unsplit: the segments' start states come through the fold (bf16 operands like the state pass) and
+#: Split vs unsplit: the segments' start states come through the fold (16-bit operands like the state pass) and
 #: an fp32 combine, so the two differ by rounding only.
 SPLIT_TOL = 1e-3
 # Empty and length-1 sequences among long ones: the split plan is per sequence (trailing segments empty).

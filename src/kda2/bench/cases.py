@@ -7,7 +7,7 @@ The accuracy bar (docs/DESIGN.md §1.1): relative L2 error of o and of the final
 ≤ 5e-3, and no worse than 2 × FLA's error on the same inputs + 1e-4. The 1e-4 floor is there for
 inputs on which FLA is extremely accurate (e.g. β ≈ 0, where the final state is almost the decayed
 initial state and FLA's error is ~1e-6): twice a near-zero number is not a meaningful bar for a kernel
-that keeps fp32 state but bf16 intermediates.
+that keeps fp32 state but 16-bit intermediates.
 """
 from __future__ import annotations
 

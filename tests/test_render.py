@@ -529,7 +529,7 @@ STUB_CHUNK = """// {{ name }} {{ vid }} {{ ns }}
 constexpr int {{ key|upper }} = {{ plan[key] }};
 {%- endfor %}
 constexpr int BLOCK_V = {{ config.block_v }}, STAGES = {{ config.stages }}, BT = {{ config.chunk }};
-{%- for prep_symbol, state_symbol, elem in entries %}
+{%- for prep_symbol, state_symbol, fold_symbol, elem in entries %}
 extern "C" __global__ void {{ prep_symbol }}(const KDA2RecurrentArgs a) {
   extern __shared__ char smem[];
   if (a.N < 0) smem[threadIdx.x] = (char)kda2_chunk_ids(&a);
@@ -645,8 +645,9 @@ def test_chunk_headers_compile_on_their_own(tmp_path) -> None:
 
 def test_chunk_fp16_entries_and_entry_table() -> None:
     """Issue 13, chunk family: a variant built for bf16 and fp16 has a prep and a state entry per input dtype (the
-    bf16 names unchanged, fp16 with the `f16_` infix), one fold and one combine; the library's entry table points
-    each dtype's slot at its prep kernel (its state kernel next) and the launch rows follow the kernel order."""
+    bf16 names unchanged, fp16 with the `f16_` infix), a fold per dtype too (it reads the workspace, whose 16-bit
+    tiles are in the input dtype) and one combine; the library's entry table points each dtype's slot at its prep
+    kernel (its state and fold kernels next) and the launch rows follow the kernel order."""
     from kda2.codegen.render import _chunk_launch, _entry_table, entry_slot, kernel_symbols
     from kda2.plan.smem import COMBINE
 
@@ -654,7 +655,8 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
     vid = variant_id(cfg)
     syms = kernel_symbols(cfg)
     assert syms == (f"kda2_chunk_prep_{vid}", f"kda2_chunk_state_{vid}", f"kda2_chunk_fold_{vid}",
-                    f"kda2_chunk_combine_{vid}", f"kda2_chunk_prep_f16_{vid}", f"kda2_chunk_state_f16_{vid}")
+                    f"kda2_chunk_combine_{vid}", f"kda2_chunk_prep_f16_{vid}", f"kda2_chunk_state_f16_{vid}",
+                    f"kda2_chunk_fold_f16_{vid}")
     table = _entry_table(cfg)
     assert table[entry_slot("bf16", "fp32")] == 0 and table[entry_slot("fp16", "fp32")] == 4
     assert table[entry_slot("bf16", "bf16")] == table[entry_slot("fp16", "bf16")] == -1  # chunk states are fp32
@@ -663,9 +665,10 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
     plan = plan_variant(cfg, 232448)
     threads, smem = _chunk_launch({"config": cfg, "plan": plan})
     p, s = (plan["prep_threads"], plan["prep_smem_bytes"]), (plan["state_threads"], plan["state_smem_bytes"])
-    assert list(zip(threads, smem)) == [p, s, s, (COMBINE["threads"], 0), p, s]
+    assert list(zip(threads, smem)) == [p, s, s, (COMBINE["threads"], 0), p, s, s]
     text = render_variant(cfg, plan)
     for sym, call in ((syms[0], "prep<__nv_bfloat16>"), (syms[1], "state<__nv_bfloat16, kda2::chunk::Pass::EMIT>"),
                       (syms[4], "prep<__half>"), (syms[5], "state<__half, kda2::chunk::Pass::EMIT>"),
-                      (syms[2], "state<__nv_bfloat16, kda2::chunk::Pass::FOLD>")):
+                      (syms[2], "state<__nv_bfloat16, kda2::chunk::Pass::FOLD>"),
+                      (syms[6], "state<__half, kda2::chunk::Pass::FOLD>")):
         assert re.search(rf"{sym}\(const KDA2RecurrentArgs a\) {{\n  \S+::Chunk::{re.escape(call)}\(a\);", text), sym

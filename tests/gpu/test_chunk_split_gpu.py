@@ -26,7 +26,7 @@ from test_chunk_gpu import _call, _nonfinite, _rel, chunk_kda, chunk_lib  # noqa
 pytestmark = pytest.mark.gpu
 
 DEVICE = "cuda"
-#: Split vs unsplit: the segments' start states come through the fold (bf16 operands like the state pass) and
+#: Split vs unsplit: the segments' start states come through the fold (16-bit operands like the state pass) and
 #: an fp32 combine, so the two differ by rounding only.
 SPLIT_TOL = 1e-3
 # Empty and length-1 sequences among long ones: the split plan is per sequence (trailing segments empty).
@@ -40,6 +40,9 @@ CASES = [
     Case("split-varlen-empty-len1-precomputed-gva2-kf", cu=EDGES, ratio=2),
     Case("split-stress-dtbias+6-softplus-T1000-vf", T=1000, gate="softplus", stress="dt_bias_plus6", v_first=True),
     Case("split-stress-g-20-precomputed-T1000-kf", T=1000, stress="g_minus20"),
+    # fp16: the fold has an entry per input dtype (it reads the workspace's fp16 tiles)
+    Case("split-fp16-softplus-T2100-vf", T=2100, gate="softplus", dtype="fp16", v_first=True),
+    Case("split-fp16-varlen-empty-len1-lowerbound-gva2-kf", cu=EDGES, ratio=2, gate="lower_bound", dtype="fp16"),
 ]
 
 

@@ -60,16 +60,16 @@ def entry_slot(dtype: str, state: str) -> int:
 
 def chunk_symbols(vid: str, dtypes: Sequence[str] = ("bf16",)) -> tuple[str, ...]:
     """The extern "C" entries of a chunk variant's cubin, in the library's kernel order: the first input
-    dtype's prep and state (emit), the exact split's fold and combine (docs/DESIGN.md §1; they read no input
-    tile and write no o, so one of each serves every dtype), then a (prep, state) pair per further dtype.
-    bf16 keeps the plain names `kda2_chunk_prep_<id>`, fp16 adds the infix `f16_` (as the recurrent entries)."""
-    def pair(d: str) -> tuple[str, str]:
+    dtype's prep, state (emit) and fold (docs/DESIGN.md §1 exact split), the combine (it reads fp32 transitions
+    only, so one serves every dtype), then a (prep, state, fold) triple per further dtype (the fold reads the
+    workspace, whose 16-bit tiles are in the input dtype). bf16 keeps the plain names `kda2_chunk_prep_<id>`,
+    fp16 adds the infix `f16_` (as the recurrent entries)."""
+    def triple(d: str) -> tuple[str, str, str]:
         infix = INPUT_DTYPES[d][1]
-        return f"kda2_chunk_prep_{infix}{vid}", f"kda2_chunk_state_{infix}{vid}"
+        return f"kda2_chunk_prep_{infix}{vid}", f"kda2_chunk_state_{infix}{vid}", f"kda2_chunk_fold_{infix}{vid}"
 
     first, *rest = dtypes
-    return (*pair(first), f"kda2_chunk_fold_{vid}", f"kda2_chunk_combine_{vid}",
-            *(sym for d in rest for sym in pair(d)))
+    return (*triple(first), f"kda2_chunk_combine_{vid}", *(sym for d in rest for sym in triple(d)))
 
 
 def chunk_dtypes(config: Mapping[str, Any]) -> tuple[str, ...]:
@@ -78,9 +78,9 @@ def chunk_dtypes(config: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def chunk_entry_index(config: Mapping[str, Any], dtype: str) -> int:
-    """Index of `dtype`'s prep kernel in chunk_symbols' order; its state kernel is the next one."""
+    """Index of `dtype`'s prep kernel in chunk_symbols' order; its state and fold kernels are the next two."""
     i = chunk_dtypes(config).index(dtype)
-    return 0 if i == 0 else 4 + 2 * (i - 1)
+    return 0 if i == 0 else 4 + 3 * (i - 1)
 
 
 def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[str, ...]:
@@ -98,9 +98,9 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     symbols = kernel_symbols(config, vid)
     if config["family"] == "chunk":
         from kda2.plan.smem import COMBINE
-        pairs = [(symbols[chunk_entry_index(config, d)], symbols[chunk_entry_index(config, d) + 1], INPUT_DTYPES[d][0])
-                 for d in chunk_dtypes(config)]
-        extra = dict(entries=pairs, fold_symbol=symbols[2], combine_symbol=symbols[3], combine=COMBINE)
+        triples = [(*symbols[chunk_entry_index(config, d):chunk_entry_index(config, d) + 3], INPUT_DTYPES[d][0])
+                   for d in chunk_dtypes(config)]
+        extra = dict(entries=triples, combine_symbol=symbols[3], combine=COMBINE)
     else:
         extra = {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
                              for sym, (d, s) in zip(symbols, recurrent_entries(config))]}
@@ -110,7 +110,7 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
 
 def _entry_table(config: Mapping[str, Any]) -> list[int]:
     """The library's entry table of a variant: slot entry_slot(d, s) -> kernel index (chunk: of the dtype's prep
-    kernel, its state kernel next; chunk states are fp32 only), -1 where not built."""
+    kernel, its state and fold kernels next; chunk states are fp32 only), -1 where not built."""
     table = [-1] * (len(INPUT_DTYPES) * len(STATE_DTYPES))
     if config["family"] == "chunk":
         for d in chunk_dtypes(config):
@@ -123,11 +123,11 @@ def _entry_table(config: Mapping[str, Any]) -> list[int]:
 
 def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
     """Block size and dynamic shared memory of each kernel of a chunk variant, in chunk_symbols' order: every
-    prep alike, the fold like the state kernel (the same code), the combine with static shared memory only."""
+    prep alike, every fold like the state kernel (the same code), the combine with static shared memory only."""
     from kda2.plan.smem import COMBINE
     p = v["plan"]
     prep, state = (p["prep_threads"], p["prep_smem_bytes"]), (p["state_threads"], p["state_smem_bytes"])
-    rows = [prep, state, state, (COMBINE["threads"], 0)] + [prep, state] * (len(chunk_dtypes(v["config"])) - 1)
+    rows = [prep, state, state, (COMBINE["threads"], 0)] + [prep, state, state] * (len(chunk_dtypes(v["config"])) - 1)
     return [t for t, _ in rows], [b for _, b in rows]
 
 

@@ -266,7 +266,7 @@ class Features(_Strict):
 
     gate_modes: gate activations compiled in; qk_l2norm / beta_sigmoid: done in the kernel;
     input_dtypes: q/k/v/o dtypes, each an entry of every kernel (default [bf16]; the chunk family's
-    intermediates stay bf16 either way, docs/DESIGN.md §1); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and
+    16-bit intermediates and MMA operands are in the input dtype, docs/DESIGN.md §1); bf16_decode_state: opt-in, the decode-like recurrent kernels (buckets <= 16) also read and
     write bf16 states (h0/ht/pool and per-token states, half the bytes; default false; recurrent only);
     gva_ratios: accepted for older specs and ignored (every kernel takes HV/H at run time: any ratio with
     HV % H == 0 runs); varlen: cu_seqlens support; state_layouts: k_first [K,V] and/or v_first [V,K].

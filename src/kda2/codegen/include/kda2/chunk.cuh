@@ -13,19 +13,28 @@
 //       every segment's true start state; then EMIT runs each segment from it. Exact, data-independent.
 // Every exponent is ≤ 0, so the unbounded softplus gate is exact: off-diagonal 16×16 blocks of A use
 // the first row r of the later sub-chunk as anchor, 2^(Γi−Γr)·2^(Γr−Γj) with both factors ≤ 1, on
-// tensor cores (bf16); the four diagonal blocks use the same anchor with the reciprocal 1 / 2^(Γj−Γr) on
+// tensor cores (16-bit: E); the four diagonal blocks use the same anchor with the reciprocal 1 / 2^(Γj−Γr) on
 // tensor cores (tf32), except channels whose decay inside the block is too strong for it (CUDA cores, exact).
 //
 // Input dtypes (docs/DESIGN.md §1, "fp16 inputs"): the prep and state kernels are templates on the q/k/v/o
-// element type E (bf16 or fp16, one entry each); E is only what is read from q, k, v (and a 16-bit g, β) and
-// written to o. Every intermediate tile — the workspace's w, qg, kg, uᵀ, Aqk, the prep's right-hand sides
-// β k 2^Γ and β v, the state as an mma operand, v_new — stays bf16 with bf16 mma for both input dtypes,
-// because their range is not bounded by the inputs': T = (I + A)^-1 (hence w and u) can grow with the chunk,
-// the state S and v_new accumulate over the whole sequence (and h0 is any fp32), and fp16 overflows at 65504
-// where bf16 has fp32's range. Factors with an exponent ≤ 0 (qg, kg, the anchored A blocks) could only
-// underflow in fp16, but their mma partners are the unbounded S and v_new, and one operand type per mma
-// keeps one workspace layout and one state kernel body. The cost: fp16 inputs get the bf16 path's internal
-// rounding (its accuracy, not fp16's); fp32 accumulation and fp32 states either way.
+// element type E (bf16 or fp16, one entry each, the fold one too). E is also every 16-bit intermediate's type
+// and the 16-bit mma operand type (Tc16<E>): the workspace's w, qg, kg, uᵀ, Aqk, the prep's A-block factors,
+// right-hand sides β k 2^Γ, β v and T as an operand, the state and v_new as operands. For fp16 that is what
+// FLA's fp16 path keeps (3 more mantissa bits than bf16); the bf16 code is unchanged. What stays wider: Γ,
+// A and T (fp32), the diagonal A blocks (tf32 / fp32), every accumulator, the state S and 2^Γlast (fp32).
+// fp16's range (65504; subnormals to 2^-24) against each fp16 value, for l2-normalised keys and β ∈ [0, 2]:
+//   qg, kg, Aqk, the A-block factors: |x| ⊙ 2^(≤ 0) (Aqk: scale q·k ≤ scale) — within the inputs' range; they
+//     can only underflow, by ≤ 2^-25 |x| absolute, on terms already decayed below 2^-14.
+//   β k 2^Γ, β v: ≤ 2 |input| — an input above 32752 with β > 1 overflows.
+//   T = (I + A)^-1: column j is the in-chunk delta rule's u for β v = e_j; its state after token j has norm 1,
+//     each later step's I − β k kᵀ (β ≤ 2, unit k) and decay have norm ≤ 1, so |T_ij| ≤ β_i ≤ 2 (i > j).
+//     Likewise u_i = β_i (v_i − S_{i−1}ᵀ k_i) with ||S_{i−1}|| ≤ Σ_{m<i} β_m |v_m|: |u_i| ≤ 254 max |v_m|
+//     (row norms), |w_i| ≤ 254 (k 2^Γ has norm ≤ 1).
+//   S, v_new: ||S_t|| ≤ ||h0|| + Σ β |v| grows at most linearly; in use the decay and the delta rule's
+//     overwrite (the component of S along k moves toward v) keep it near the values' scale, and v_new_i =
+//     β_i (v_i − S_{i−1}ᵀ k_i) is on the same scale. An entry past 65504 (or unnormalised keys, huge h0) rounds to ±Inf
+//     (cvt.rn, not saturating), which reaches o and ht as Inf / NaN rather than a wrong finite value — as
+//     FLA, which rounds its per-chunk state to fp16 for the same products.
 //
 // The build renders one small .cu per variant (templates/chunk.cu.j2): a config struct and the
 // extern "C" entries that call Kernels<Cfg>::prep / ::state<EMIT> / ::state<FOLD> / ::combine. The config struct provides (all
@@ -144,8 +153,8 @@ struct Kernels {
   static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0 && LDS_T % 4 == 0 &&
                 LDS_X % 4 == 0, "16-byte aligned rows for cp.async / vector access");
 
-  // Workspace slot of one (chunk, value head): w, qg, kg [BT][K] bf16, uᵀ [V][BT] bf16, Aqk [BT][BT] bf16,
-  // 2^Γlast [K] fp32. The layout's one home is kda2/artifact/abi.py (kda2/abi.h): the library and the
+  // Workspace slot of one (chunk, value head): w, qg, kg [BT][K], uᵀ [V][BT], Aqk [BT][BT] (16-bit: the input
+  // dtype E), 2^Γlast [K] fp32. The layout's one home is kda2/artifact/abi.py (kda2/abi.h): the library and the
   // runtime size the workspace from the same offsets.
   static_assert(BT == KDA2_CHUNK, "the workspace layout is defined for the ABI's chunk size");
   static constexpr int64_t OFF_W = KDA2_CHUNK_OFF_W(K, V), OFF_QG = KDA2_CHUNK_OFF_QG(K, V);
@@ -154,7 +163,7 @@ struct Kernels {
   static constexpr int64_t SLOT_BYTES = KDA2_CHUNK_SLOT_BYTES(K, V);
   static_assert(SLOT_BYTES % 16 == 0, "slots stay 16-byte aligned");
 
-  // Shared memory of the prep kernel: q, v, k tiles (16-bit: the input dtype, then bf16), Γ (fp32), A (fp32),
+  // Shared memory of the prep kernel: q, v, k tiles (16-bit: the input dtype), Γ (fp32), A (fp32),
   // β. From step 5 on, T (fp32 [BT][LDS_T]) lives over k and, where its row stride (the TIR stage's choice)
   // makes it longer than k, runs on into the dead Γ tile: hence k right before Γ. The block levels' scratch
   // and the w / uᵀ staging use the rest of the Γ tile, from P_SCR on.
@@ -203,7 +212,7 @@ struct Kernels {
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
   // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
-  // E: the element type of o (the FOLD pass writes no o: its one entry serves every input dtype).
+  // E: the element type of o and of the workspace the prep wrote (so the FOLD pass has one entry per dtype too).
   template <class E, Pass PASS>
   static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
   // Split combine: per (32 value columns, value head, sequence), the start state of every segment,
@@ -222,8 +231,9 @@ template <class Cfg>
 template <class E>
 __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   using X = Elem16<E>;
+  using TC = Tc16<E>;   // the intermediates' element type and mma operand type: E (docs/DESIGN.md §1)
   extern __shared__ __align__(16) uint8_t smem[];
-  // q, k, v as read (E) until step 4, which overwrites q and v with the bf16 right-hand sides of step 6.
+  // q, k, v as read (E) until step 4, which overwrites q and v with the right-hand sides of step 6 (also E).
   E* sQ = reinterpret_cast<E*>(smem + P_Q);
   E* sK = reinterpret_cast<E*>(smem + P_K);
   E* sV = reinterpret_cast<E*>(smem + P_V);
@@ -362,7 +372,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   }
   __syncthreads();
 
-  __nv_bfloat16* gAq = reinterpret_cast<__nv_bfloat16*>(slot + OFF_AQ);
+  E* gAq = reinterpret_cast<E*>(slot + OFF_AQ);
   const int g8 = lane >> 2, t4 = lane & 3;
   // ---- 3. A and Aqk in 16×16 blocks on tensor cores; the warps (I, 0) and (I, 1) own rows 16I..16I+15 ----
   // and split K: warp (I, part) sums key channels 64·part .. 64·part + 63 of every tile of those rows (the
@@ -414,8 +424,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
           const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
           kx[hr] = make_float2(kk.x * e0, kk.y * e1);
           qx[hr] = make_float2(qq.x * e0, qq.y * e1);
-          aK[hr + 2 * hc] = pack_bf16(kx[hr].x, kx[hr].y);
-          aQ[hr + 2 * hc] = pack_bf16(qx[hr].x, qx[hr].y);
+          aK[hr + 2 * hc] = TC::pack(kx[hr].x, kx[hr].y);
+          aQ[hr + 2 * hc] = TC::pack(qx[hr].x, qx[hr].y);
           eD[hr] = make_float2(e0, e1);
           kD[hr] = kk;
         }
@@ -450,10 +460,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
             const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
             const float2 gr = hc ? gr1 : gr0;
             const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
-            b[hc] = pack_bf16(kk.x * ex2(gr.x - gj.x), kk.y * ex2(gr.y - gj.y));
+            b[hc] = TC::pack(kk.x * ex2(gr.x - gj.x), kk.y * ex2(gr.y - gj.y));
           }
-          mma(accK[nt], aK, b[0], b[1]);
-          mma(accQ[nt], aQ, b[0], b[1]);
+          TC::mma(accK[nt], aK, b[0], b[1]);
+          TC::mma(accQ[nt], aQ, b[0], b[1]);
         }
       }
     }
@@ -507,8 +517,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         if (nt < 2 * I) {
           const int j = 8 * nt + 2 * t4;
           add(j, accQ[nt]);
-          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = pack_bf16(scale * accQ[nt][0], scale * accQ[nt][1]);
-          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = pack_bf16(scale * accQ[nt][2], scale * accQ[nt][3]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = TC::pack(scale * accQ[nt][0], scale * accQ[nt][1]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = TC::pack(scale * accQ[nt][2], scale * accQ[nt][3]);
           put(j, accK[nt]);
         }
       }
@@ -520,9 +530,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       for (int c = 0; c < 2; ++c) {
         const int jd = r + 8 * c + 2 * t4;
         *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
-            pack_bf16(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
+            TC::pack(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
         *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
-            pack_bf16(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
+            TC::pack(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
         put(jd, dK[c]);
       }
     }
@@ -557,8 +567,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 
   // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over q) and β v, in place --
   {
-    __nv_bfloat16* gQg = reinterpret_cast<__nv_bfloat16*>(slot + OFF_QG);
-    __nv_bfloat16* gKg = reinterpret_cast<__nv_bfloat16*>(slot + OFF_KG);
+    E* gQg = reinterpret_cast<E*>(slot + OFF_QG);
+    E* gKg = reinterpret_cast<E*>(slot + OFF_KG);
     // Item p = tid + 256·m covers row p / (K/8), channels 8·(p % (K/8)) .. +7: the same channels for every m,
     // so the last row of Γ is read once per thread, not once per item.
     static_assert(PREP_THREADS % (K / 8) == 0, "a thread's channels are the same in every item");
@@ -567,7 +577,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) glr[e] = *reinterpret_cast<const float2*>(sG + (BT - 1) * LDS_G + d + 2 * e);
 #pragma unroll 2
-    for (int i = tid / (K / 8); i < BT; i += PREP_THREADS / (K / 8)) {  // 8 channels (16 B of bf16) per item
+    for (int i = tid / (K / 8); i < BT; i += PREP_THREADS / (K / 8)) {  // 8 channels (16 B) per item
       const float bi = sB[i];
       uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LDS_KV + d);
       uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LDS_KV + d);
@@ -585,10 +595,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         const float2 gl = glr[e];
         const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]), vf = X::unpack(vw[e]);
         const float e0 = ex2(gi.x), e1 = ex2(gi.y);
-        qgw[e] = pack_bf16(scale * qf.x * e0, scale * qf.y * e1);
-        kbw[e] = pack_bf16(bi * kf.x * e0, bi * kf.y * e1);
-        kgw[e] = pack_bf16(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
-        vw[e] = pack_bf16(bi * vf.x, bi * vf.y);
+        qgw[e] = TC::pack(scale * qf.x * e0, scale * qf.y * e1);
+        kbw[e] = TC::pack(bi * kf.x * e0, bi * kf.y * e1);
+        kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
+        vw[e] = TC::pack(bi * vf.x, bi * vf.y);
       }
       *reinterpret_cast<uint4*>(gQg + swz<SWZ_QG>(i, d, K)) = qg;
       *reinterpret_cast<uint4*>(gKg + swz<SWZ_KG>(i, d, K)) = kg;
@@ -722,11 +732,11 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // ldmatrix.trans lane address for a [k = token][n = channel] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),(k0+8,n0+8)
     const int lr = lane & 7, lm = lane >> 3;
     const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
-    __nv_bfloat16* sSt = reinterpret_cast<__nv_bfloat16*>(smem + P_SCR);  // staging (Γ and the scratch are dead)
+    E* sSt = reinterpret_cast<E*>(smem + P_SCR);  // staging (Γ and the scratch are dead)
 #pragma unroll 1
     for (int which = 0; which < 2; ++which) {
-      // step 4 left bf16 β k 2^Γ over q and bf16 β v over v (whatever the input dtype)
-      const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(which == 0 ? sQ : sV);
+      // step 4 left β k 2^Γ over q and β v over v
+      const E* src = reinterpret_cast<const E*>(which == 0 ? sQ : sV);
       float acc[8][4];
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
@@ -740,33 +750,33 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 #pragma unroll
           for (int hc = 0; hc < 2; ++hc) {
             const float2 tv = *reinterpret_cast<const float2*>(sTi + (r0 + g8 + 8 * hr) * LDS_T + 16 * ks + 2 * t4 + 8 * hc);
-            aT[hr + 2 * hc] = pack_bf16(tv.x, tv.y);
+            aT[hr + 2 * hc] = TC::pack(tv.x, tv.y);
           }
 #pragma unroll
         for (int np = 0; np < 4; ++np) {
           uint32_t b[4];
           ldsm_x4_t(b, smem_u32(src + (16 * ks + krow) * LDS_KV + 16 * (np0 + np) + ncol));
-          mma(acc[2 * np], aT, b[0], b[1]);
-          mma(acc[2 * np + 1], aT, b[2], b[3]);
+          TC::mma(acc[2 * np], aT, b[0], b[1]);
+          TC::mma(acc[2 * np + 1], aT, b[2], b[3]);
         }
       }
-      // stage as bf16: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores
+      // stage as E: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
         const int col = 16 * np0 + 8 * nt + 2 * t4, i0 = r0 + g8, i1 = i0 + 8;
         if (which == 0) {
-          *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = pack_bf16(acc[nt][0], acc[nt][1]);
-          *reinterpret_cast<uint32_t*>(sSt + i1 * LDS_KV + col) = pack_bf16(acc[nt][2], acc[nt][3]);
+          *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = TC::pack(acc[nt][0], acc[nt][1]);
+          *reinterpret_cast<uint32_t*>(sSt + i1 * LDS_KV + col) = TC::pack(acc[nt][2], acc[nt][3]);
         } else {
-          sSt[col * LDS_U + i0] = __float2bfloat16_rn(acc[nt][0]);
-          sSt[(col + 1) * LDS_U + i0] = __float2bfloat16_rn(acc[nt][1]);
-          sSt[col * LDS_U + i1] = __float2bfloat16_rn(acc[nt][2]);
-          sSt[(col + 1) * LDS_U + i1] = __float2bfloat16_rn(acc[nt][3]);
+          sSt[col * LDS_U + i0] = TC::from_f(acc[nt][0]);
+          sSt[(col + 1) * LDS_U + i0] = TC::from_f(acc[nt][1]);
+          sSt[col * LDS_U + i1] = TC::from_f(acc[nt][2]);
+          sSt[(col + 1) * LDS_U + i1] = TC::from_f(acc[nt][3]);
         }
       }
       __syncthreads();
       if (which == 0) {
-        __nv_bfloat16* gW = reinterpret_cast<__nv_bfloat16*>(slot + OFF_W);
+        E* gW = reinterpret_cast<E*>(slot + OFF_W);
         for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
           const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
           *reinterpret_cast<uint4*>(gW + swz<SWZ_W>(i, d, K)) = *reinterpret_cast<const uint4*>(sSt + i * LDS_KV + d);
@@ -792,6 +802,7 @@ template <class Cfg>
 template <class E, Pass PASS>
 __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) {
   constexpr bool FOLD = PASS == Pass::FOLD;
+  using TC = Tc16<E>;   // the workspace's element type and the mma operand type: E (docs/DESIGN.md §1)
   extern __shared__ __align__(16) uint8_t smem[];
   const int split = a.split > 1 ? a.split : 1;
   const int hv = blockIdx.y, n = blockIdx.z / split, seg = blockIdx.z - n * split;
@@ -921,21 +932,21 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
     if constexpr (BULK) mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((j / STAGES) & 1));
     __syncthreads();
     const uint8_t* st = smem + stage * S_STAGE;
-    const __nv_bfloat16* sW = reinterpret_cast<const __nv_bfloat16*>(st + S_W);
-    const __nv_bfloat16* sQg = reinterpret_cast<const __nv_bfloat16*>(st + S_QG);
-    const __nv_bfloat16* sKg = reinterpret_cast<const __nv_bfloat16*>(st + S_KG);
-    const __nv_bfloat16* sAq = reinterpret_cast<const __nv_bfloat16*>(st + S_AQ);
-    const __nv_bfloat16* sU = reinterpret_cast<const __nv_bfloat16*>(st + S_U);
+    const E* sW = reinterpret_cast<const E*>(st + S_W);
+    const E* sQg = reinterpret_cast<const E*>(st + S_QG);
+    const E* sKg = reinterpret_cast<const E*>(st + S_KG);
+    const E* sAq = reinterpret_cast<const E*>(st + S_AQ);
+    const E* sU = reinterpret_cast<const E*>(st + S_U);
     const float* sGl = reinterpret_cast<const float*>(st + S_GL);
 
-    // this warp's half of Sᵀ as bf16 A operands (k-steps over its 64 key channels)
+    // this warp's half of Sᵀ as 16-bit A operands (fp16: the range note at the top) (k-steps over its 64 key channels)
     uint32_t Sb[KH / 16][4];
 #pragma unroll
     for (int ks = 0; ks < KH / 16; ++ks) {
-      Sb[ks][0] = pack_bf16(S[2 * ks][0], S[2 * ks][1]);
-      Sb[ks][1] = pack_bf16(S[2 * ks][2], S[2 * ks][3]);
-      Sb[ks][2] = pack_bf16(S[2 * ks + 1][0], S[2 * ks + 1][1]);
-      Sb[ks][3] = pack_bf16(S[2 * ks + 1][2], S[2 * ks + 1][3]);
+      Sb[ks][0] = TC::pack(S[2 * ks][0], S[2 * ks][1]);
+      Sb[ks][1] = TC::pack(S[2 * ks][2], S[2 * ks][3]);
+      Sb[ks][2] = TC::pack(S[2 * ks + 1][0], S[2 * ks + 1][1]);
+      Sb[ks][3] = TC::pack(S[2 * ks + 1][2], S[2 * ks + 1][3]);
     }
     // partial Sᵀwᵀ and Sᵀqgᵀ over this warp's key channels  [16 v][64 tokens] each
     float P[8][4], O[8][4];
@@ -950,11 +961,11 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
         uint32_t b[4], c[4];
         ldsm_x4(b, smem_u32(sW + swz<SWZ_W>(16 * np + nrow, kb + 16 * ks + kcol, K)));
         ldsm_x4(c, smem_u32(sQg + swz<SWZ_QG>(16 * np + nrow, kb + 16 * ks + kcol, K)));
-        mma(P[2 * np], Sb[ks], b[0], b[1]);
-        mma(P[2 * np + 1], Sb[ks], b[2], b[3]);
+        TC::mma(P[2 * np], Sb[ks], b[0], b[1]);
+        TC::mma(P[2 * np + 1], Sb[ks], b[2], b[3]);
         if constexpr (!FOLD) {
-          mma(O[2 * np], Sb[ks], c[0], c[1]);
-          mma(O[2 * np + 1], Sb[ks], c[2], c[3]);
+          TC::mma(O[2 * np], Sb[ks], c[0], c[1]);
+          TC::mma(O[2 * np + 1], Sb[ks], c[2], c[3]);
         }
       }
     // exchange: all of P (both warps need v_new), and o of the partner's token half
@@ -978,17 +989,17 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
       const float4 x = xPeer[(8 + (nt & 3)) * 32 + lane];
       O[nt][0] += x.x; O[nt][1] += x.y; O[nt][2] += x.z; O[nt][3] += x.w;
     }
-    // v_newᵀ = uᵀ − Sᵀ wᵀ as bf16 A operands (k-steps over tokens)
+    // v_newᵀ = uᵀ − Sᵀ wᵀ as 16-bit A operands (k-steps over tokens)
     uint32_t Vb[4][4];
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
       const int tok = 8 * nt + 2 * t4;
       const float2 u_lo = m_cols ? make_float2(0.f, 0.f)
-          : unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8) * LDS_U + tok));
+          : TC::unpack(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8) * LDS_U + tok));
       const float2 u_hi = m_cols ? make_float2(0.f, 0.f)
-          : unpack_bf16(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8 + 8) * LDS_U + tok));
-      const uint32_t lo = pack_bf16(u_lo.x - P[nt][0], u_lo.y - P[nt][1]);
-      const uint32_t hi = pack_bf16(u_hi.x - P[nt][2], u_hi.y - P[nt][3]);
+          : TC::unpack(*reinterpret_cast<const uint32_t*>(sU + (16 * pair + g8 + 8) * LDS_U + tok));
+      const uint32_t lo = TC::pack(u_lo.x - P[nt][0], u_lo.y - P[nt][1]);
+      const uint32_t hi = TC::pack(u_hi.x - P[nt][2], u_hi.y - P[nt][3]);
       Vb[nt >> 1][(nt & 1) * 2 + 0] = lo;
       Vb[nt >> 1][(nt & 1) * 2 + 1] = hi;
     }
@@ -1002,8 +1013,8 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
           if (ks <= np) {
             uint32_t b[4];
             ldsm_x4(b, smem_u32(sAq + swz<SWZ_AQK>(16 * np + nrow, 16 * ks + kcol, BT)));
-            mma(O[2 * np], Vb[ks], b[0], b[1]);
-            mma(O[2 * np + 1], Vb[ks], b[2], b[3]);
+            TC::mma(O[2 * np], Vb[ks], b[0], b[1]);
+            TC::mma(O[2 * np + 1], Vb[ks], b[2], b[3]);
           }
         }
       }
@@ -1020,8 +1031,8 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
       for (int np = 0; np < KH / 16; ++np) {
         uint32_t b[4];
         ldsm_x4_t(b, smem_u32(sKg + swz<SWZ_KG>(16 * ks + krow, kb + 16 * np + ncol, K)));
-        mma(S[2 * np], Vb[ks], b[0], b[1]);
-        mma(S[2 * np + 1], Vb[ks], b[2], b[3]);
+        TC::mma(S[2 * np], Vb[ks], b[0], b[1]);
+        TC::mma(S[2 * np + 1], Vb[ks], b[2], b[3]);
       }
     // o: stage the warp's [32 tokens][16 v] through shared memory, store 16-B pieces of valid rows
 #pragma unroll

@@ -1,8 +1,9 @@
 // KDA² PTX wrappers of the tensor-core kernels: mma.sync, ldmatrix, cp.async, sm_90 bulk copies on an
-// mbarrier, the SFU's ex2 / lg2, bf16 packing. Configuration-free; every one is inlined at its call site.
+// mbarrier, the SFU's ex2 / lg2, bf16 / fp16 packing. Configuration-free; every one is inlined at its call site.
 #pragma once
 #include <stdint.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 namespace kda2 {
 
@@ -25,6 +26,44 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// D += A·B, m16n8k16, fp16 in, fp32 accumulate.
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// The 16-bit tensor-core operand type T (bf16 or fp16): packing two fp32 into a 32-bit operand word (round to
+// nearest; an fp16 overflow gives ±Inf, never a wrapped value), unpacking one, narrowing one element, and the
+// m16n8k16 mma with fp32 accumulation. The bf16 members are the plain helpers above, so code written on
+// Tc16<__nv_bfloat16> compiles to what it did on them.
+template <class T>
+struct Tc16;
+template <>
+struct Tc16<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return pack_bf16(lo, hi); }
+  static __device__ __forceinline__ float2 unpack(uint32_t u) { return unpack_bf16(u); }
+  static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    kda2::mma(d, a, b0, b1);
+  }
+};
+template <>
+struct Tc16<__half> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ float2 unpack(uint32_t u) {
+    __half2 h;
+    *reinterpret_cast<uint32_t*>(&h) = u;
+    return __half22float2(h);
+  }
+  static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    mma_f16(d, a, b0, b1);
+  }
+};
 // D += A·B, m16n8k8, tf32 in (10-bit mantissa), fp32 accumulate.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "

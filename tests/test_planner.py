@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
 KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
-AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "occupancy", "budget")
+AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "schedule", "occupancy", "budget")
 CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "budget")
 
 
@@ -261,25 +261,42 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
 
 # ---- budget ------------------------------------------------------------------------------------
 
+def schedules(plan: SpecPlan) -> dict[tuple[str, int, bool], list[str]]:
+    """groups(), each split by schedule (persistent or grid): what budget.max_candidates caps."""
+    persistent = {v.id for v in plan.variants if v.config.get("persistent")}
+    out: dict[tuple[str, int, bool], list[str]] = {}
+    for (layout, bucket), ids in groups(plan).items():
+        for i in ids:
+            out.setdefault((layout, bucket, i in persistent), []).append(i)
+    return out
+
+
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
+    """The cap holds per (layout, bucket) and schedule: persistent candidates (bucket 1) are kept beside the grid
+    ones, the grid ones first."""
     capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
     for arch in kimi.archs:
-        full, small = groups(plan_spec(kimi, arch, rules)), groups(plan_spec(capped, arch, rules))
+        full, small = schedules(plan_spec(kimi, arch, rules)), schedules(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)
+        assert {b for _, b, p in full if p} == {1}
         for key, ids in small.items():
             assert len(ids) == min(cap, len(full[key]))
             assert ids == full[key][:cap]  # the best-ranked are kept
         assert any(len(ids) > cap for ids in full.values())
+        for (layout, bucket), ids in groups(plan_spec(capped, arch, rules)).items():
+            grid = small[layout, bucket, False]
+            assert ids[:len(grid)] == grid and len(ids) <= 2 * cap
 
 
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
     spec = load_spec(spec_variant(tmp_path, max_candidates=2))
-    for ids_group in groups(plan := plan_spec(spec, "sm_90a", rules)).values():
+    for (_, _, persistent), ids_group in schedules(plan := plan_spec(spec, "sm_90a", rules)).items():
         for rank, vid in enumerate(ids_group, 1):
             v = next(x for x in plan.variants if x.id == vid)
             (why,) = [w for a, w in v.reasons if a == "budget"]
             assert f"rank {rank} of max 2" in why and "budget 255" in why
+            assert why.endswith(" (persistent)") == persistent
 
 
 @pytest.mark.parametrize("max_registers,layout", [(40, "k_first"), (80, "v_first")])

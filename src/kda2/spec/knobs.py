@@ -33,6 +33,9 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     # Resident CTAs per SM the kernel's launch bounds ask for (register cap registers_per_sm / (threads · n));
     # absent = 1, ptxas's own choice, so the configs (and ids) of kernels without it are unchanged.
     "min_ctas": tuple(range(1, 17)),
+    # Persistent CTAs (decode): a grid of min(tiles, resident CTA slots), each looping over tiles with the next
+    # tile's state copied to shared memory meanwhile; absent = False, one tile per CTA, so other ids are unchanged.
+    "persistent": (False, True),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with an entry each: ("bf16",), ("fp16",), ("bf16", "fp16")
     "qk_l2norm": (False, True),
@@ -73,6 +76,6 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 #: what a tuning line, a failure record and a proposed rule name a candidate by.
 AGENT_KNOBS = {
     "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
-                  "min_ctas"),
+                  "min_ctas", "persistent"),
     "chunk": ("state_layout", "chunk", "block_v", "stages"),
 }

@@ -314,19 +314,23 @@ def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
 class Agents(_Strict):
     """Planner settings of a recurrent spec; every key optional.
 
-    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler].
+    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler], schedule [grid].
     occupancy (decode buckets): `compiler` leaves resident CTAs per SM to ptxas's register use; `raised`
     also proposes each shape with launch bounds asking for more CTAs per SM (plan/agents/recurrent.py
     OccupancyAgent), which caps its registers.
+    schedule (the T = 1 decode bucket): `grid` launches one CTA per tile; `persistent` also proposes each
+    direct-staged shape as a persistent kernel (plan/agents/recurrent.py ScheduleAgent): min(tiles, resident
+    CTA slots) CTAs, each looping over tiles with the next tile's state copied to shared memory meanwhile.
     """
 
     tile: Tile = Tile()
     staging: Staging = Staging()
     reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
     occupancy: Choices[Literal["compiler", "raised"]] = ["compiler"]
+    schedule: Choices[Literal["grid", "persistent"]] = ["grid"]
 
     _refuse_chunk = model_validator(mode="before")(_no_keys_of("chunk", ("chunk",),
-                                                               "tile, staging, reduce, occupancy"))
+                                                               "tile, staging, reduce, occupancy, schedule"))
 
 
 class ChunkTile(_Strict):
@@ -346,7 +350,7 @@ class ChunkAgents(_Strict):
     chunk: ChunkTile = ChunkTile()
 
     _refuse_recurrent = model_validator(mode="before")(
-        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy"), "chunk"))
+        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy", "schedule"), "chunk"))
 
 
 class Budget(_Strict):

@@ -313,3 +313,22 @@ def test_tune_dry_run_of_a_build_needs_no_pydantic(built, tmp_path) -> None:
     p = subprocess.run([sys.executable, "-c", BLOCK_BUILD_PACKAGES, "calibrate", "--out", str(tmp_path / "x.yaml")],
                        capture_output=True, text=True, cwd=tmp_path, env=env)
     assert "Traceback" not in p.stderr and (p.returncode == 0 or p.stderr.startswith("kda2: error: "))
+
+
+def test_missing_plan_without_build_packages_names_the_fix(built, tmp_path, monkeypatch) -> None:
+    """On a GPU host with only the runtime, tune reads the profile from the plan cache. When the cache holds
+    another spec's plans (a later build of other specs replaced it), re-planning would import pydantic: the
+    error names the cache, the spec and the two ways out instead of a traceback."""
+    d, _ = built
+    (tmp_path / "build" / ".kda2").mkdir()
+    (tmp_path / "build" / ".kda2" / "plan-cache.json").write_text(json.dumps({"plans": []}))
+
+    def no_pydantic(*a, **k):
+        raise ModuleNotFoundError("No module named 'pydantic'", name="pydantic")
+
+    monkeypatch.setattr(tune, "_profile_for", no_pydantic)
+    with pytest.raises(tune.TuneError) as e:
+        tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tmp_path / "tuning"))
+    msg = str(e.value)
+    assert "plan-cache.json holds no plan of kimi_linear_chunk / sm_90a" in msg and "pydantic" in msg
+    assert "one `kda2 build`" in msg and "kda2[build]" in msg

@@ -133,7 +133,14 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
         hw, budget = cached
     else:
-        hw, budget = _profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile), _budget(m["spec"], specs_dir)
+        try:
+            hw, budget = (_profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile),
+                          _budget(m["spec"], specs_dir))
+        except ModuleNotFoundError as e:  # a GPU host with the runtime only: re-planning needs kda2[build]
+            cache = path.parent.parent.parent / ".kda2" / "plan-cache.json"
+            raise TuneError(f"{path}: {cache} holds no plan of {m['spec']} / {m['arch']} (a later `kda2 build` of "
+                            f"other specs replaced it), and re-planning here needs {e.name} (kda2[build]); build "
+                            f"every library you tune in one `kda2 build` (or scons) run, or install kda2[build]") from None
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})
     by_id = {v["id"]: v for v in m["variants"]}
     lib = m.get("library")

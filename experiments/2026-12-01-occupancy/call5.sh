@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 5 (H200): tuned vs untuned dispatch through the libraries' own routing, same run, alternating
 # (issue 11: P1-P6 softplus and decode D1/D2/D3/M1 with today's tuning records: occupancy, preload, the new
-# prep); then FLA's JIT for the benchmark's option sets and chunk P1-P6 vs FLA 0.6 (no timing of ours after
+# prep; PART=A decode (the two recurrent libraries fill the 64 MiB carry), PART=B chunk); then FLA's JIT for the benchmark's option sets and chunk P1-P6 vs FLA 0.6 (no timing of ours after
 # the warm-up processes: they ran to completion first).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
@@ -24,15 +24,18 @@ PY
 for r in 1 2 3; do for lib in untuned tuned; do
   d=build; [ $lib = untuned ] && d=build_untuned
   el "round $r $lib"
-  if [ $r -le 2 ]; then
+  if [ "${PART:-A}" = B ] && [ $r -le 2 ]; then
   python3 -m kda2.bench chunk --no-fla --no-cudnn --library $d/kimi_linear_chunk --shapes p --gates softplus \
     --out $O/chunk_${lib}_$r > $O/chunk_${lib}_$r.log 2>&1 && summ chunk $O/chunk_${lib}_$r/bench_chunk.json "chunk $lib $r" \
     || { echo "chunk $lib failed"; tail -5 $O/chunk_${lib}_$r.log; }
   fi
+  if [ "${PART:-A}" = A ]; then
   python3 -m kda2.bench recurrent --no-fla --library $d/kimi_linear_recurrent --shapes D1,D2,D3,M1 --out $O/dec_${lib}_$r \
     > $O/dec_${lib}_$r.log 2>&1 && summ dec $O/dec_${lib}_$r/bench_recurrent.json "dec $lib $r" \
     || { echo "decode $lib failed"; tail -5 $O/dec_${lib}_$r.log; }
+  fi
 done; done
+[ "${PART:-A}" = B ] || { el done; tar czf $OUT/call5.tgz -C /tmp o; exit 0; }
 el "FLA warm (benchmark option sets), then chunk P1-P6 vs FLA 0.6 on the tuned build"
 PYTHONPATH=$ROOT/src:/tmp/site timeout 240 python3 -m kda2.bench.fla_warm --only bench > $O/fla_warm.log 2>&1
 echo "fla warm rc $?"; tail -1 $O/fla_warm.log

@@ -332,3 +332,20 @@ def test_missing_plan_without_build_packages_names_the_fix(built, tmp_path, monk
     msg = str(e.value)
     assert "plan-cache.json holds no plan of kimi_linear_chunk / sm_90a" in msg and "pydantic" in msg
     assert "one `kda2 build`" in msg and "kda2[build]" in msg
+
+
+def test_a_build_of_some_specs_keeps_the_others_plans_for_tune(tmp_path) -> None:
+    """`kda2 build A` then `kda2 build B` in one tree: the plan cache plans B only, yet keeps A's last plan, so
+    kda2 tune on a runtime-only host still finds the profile and budget A's library was built with."""
+    rules, build = str(REPO / "rules"), str(tmp_path / "build")
+    load_plans(str(SPECS), rules, build, only=["kimi_linear_chunk"])
+    plans, _ = load_plans(str(SPECS), rules, build, only=["small_head_recurrent"])
+    assert {p.spec.name for p in plans} == {"small_head_recurrent"}  # the build still plans only what it builds
+    data = json.loads((tmp_path / "build" / ".kda2" / "plan-cache.json").read_text())
+    assert {p["spec"]["name"] for p in data["other_plans"]} == {"kimi_linear_chunk"}
+    found = tune._from_plan_cache(tmp_path / "build" / "kimi_linear_chunk" / "sm_90a" / "manifest.json",
+                                  "kimi_linear_chunk", "sm_90a")
+    assert found is not None and found[0].name == "h200"
+    load_plans(str(SPECS), rules, build, only=["kimi_linear_chunk"])  # planned again: not kept twice
+    data = json.loads((tmp_path / "build" / ".kda2" / "plan-cache.json").read_text())
+    assert [p["spec"]["name"] for p in data["other_plans"]] == ["small_head_recurrent"] * len(data["other_plans"])

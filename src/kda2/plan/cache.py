@@ -85,12 +85,13 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     profiles_dir = str(profiles_dir or default_profiles_dir())
     key = _inputs_digest(specs_dir, rules_dir, only, profiles_dir, tuning_dir)
     cache = Path(build_dir) / ".kda2" / "plan-cache.json"
+    old: dict = {}
     try:
-        data = json.loads(cache.read_text())
-        if data.get("key") == key:
-            return _from_json(data)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no cache or an unreadable one: plan afresh and rewrite it
+        old = json.loads(cache.read_text())
+        if old.get("key") == key:
+            return _from_json(old)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        old = {}  # no cache or an unreadable one: plan afresh and rewrite it
     from kda2.plan.planner import plan_all
     from kda2.spec.rules import load_rules
     from kda2.spec.model import load_specs
@@ -117,5 +118,10 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
             if d["routed_by"] == "tune" and b and b["variant"] == d["variant"]:
                 d["tuned"] = {k: b[k] for k in ("us", "gpu", "date", "shape")}
     data = dict(_to_json(plans, warnings), key=key)
+    # A build of some specs (SPECS=...) keeps the other specs' last plans beside its own, unplanned: their
+    # libraries under build/ were built from them, and kda2 tune reads a library's profile and budget here.
+    names = {p["spec"]["name"] for p in data["plans"]}
+    data["other_plans"] = [p for p in old.get("plans", []) + old.get("other_plans", [])
+                           if isinstance(p, dict) and p.get("spec", {}).get("name") not in names]
     write_text(cache, json.dumps(data, sort_keys=True))
     return _from_json(data)

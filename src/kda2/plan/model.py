@@ -54,9 +54,10 @@ def workloads(family: str, bucket: int) -> list[Workload]:
     (`class_rows` sets where one ends and the next begins); the first is the one the static model ranks by
     and the untuned row routes by. Recurrent decode: N = 256 (bandwidth, D3), N = 64 (D2), N = 1 (latency,
     D1), one token each, or 4 in a multi-token bucket (M1's speculative verify); recurrent prefill: 8
-    sequences of min(bucket, 256). Chunk: the bucket's length, N so that N·T ≈ 16K tokens at H = 32 first (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), then the
-    other end of the range of chains the P-shapes span: a thin shard at 2048 (P6: 16 chains), a wide mixed
-    batch at 8192 (P4: 384 chains, its longest prompt within the bucket)."""
+    sequences of min(bucket, 256). Chunk: the bucket's length, N so that N·T ≈ 16K tokens at H = 32 first
+    (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), then the other end of the range of
+    chains the P-shapes span: a thin shard at 2048 (P6: 16 chains), a wide mixed batch at 8192 (P4: 384 chains,
+    its longest prompt within the bucket)."""
     if family == "recurrent":
         if bucket <= DECODE_MAX_T:  # T = 1, or 4 tokens per sequence for a multi-token bucket (M1)
             t = min(bucket, 4)

@@ -408,9 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if passthrough is not None:
         args.scons_args = passthrough
-    for attr in ("scons_args", "bench_args"):
-        if getattr(args, attr, None) and getattr(args, attr)[0] == "--":
-            setattr(args, attr, getattr(args, attr)[1:])
+    if getattr(args, "bench_args", None) and args.bench_args[0] == "--":
+        args.bench_args = args.bench_args[1:]
     return args.func(args)
 
 

@@ -137,10 +137,10 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
             hw, budget = (_profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile),
                           _budget(m["spec"], specs_dir))
         except ModuleNotFoundError as e:  # a GPU host with the runtime only: re-planning needs kda2[build]
-            cache = path.parent.parent.parent / ".kda2" / "plan-cache.json"
-            raise TuneError(f"{path}: {cache} holds no plan of {m['spec']} / {m['arch']} (a later `kda2 build` of "
-                            f"other specs replaced it), and re-planning here needs {e.name} (kda2[build]); build "
-                            f"every library you tune in one `kda2 build` (or scons) run, or install kda2[build]") from None
+            raise TuneError(f"{path}: {_plan_cache(path)} holds no plan of {m['spec']} / {m['arch']} (the library "
+                            f"was built in another tree, or before builds kept every spec's plan), and re-planning "
+                            f"here needs {e.name} (kda2[build]); rebuild it with one `kda2 build` run in this tree, "
+                            "or install kda2[build]") from None
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})
     by_id = {v["id"]: v for v in m["variants"]}
     lib = m.get("library")
@@ -167,6 +167,11 @@ def _primary(family: str, bucket: int) -> str:
     return workloads(family, int(bucket))[0].name
 
 
+def _plan_cache(manifest: Path) -> Path:
+    """build/.kda2/plan-cache.json of the build tree holding build/<spec>/<arch>/manifest.json."""
+    return manifest.parent.parent.parent / ".kda2" / "plan-cache.json"
+
+
 def _from_plan_cache(manifest: Path, spec: str, arch: str) -> tuple[Any, Any] | None:
     """(profile, budget) of the plan that built this library, from build/.kda2/plan-cache.json, if present."""
     from types import SimpleNamespace
@@ -174,8 +179,9 @@ def _from_plan_cache(manifest: Path, spec: str, arch: str) -> tuple[Any, Any] | 
     from kda2.plan.profile_view import ProfileView
 
     try:
-        data = json.loads((manifest.parent.parent.parent / ".kda2" / "plan-cache.json").read_text())
-        p = next(p for p in data["plans"] if p["spec"]["name"] == spec and p["arch"] == arch)
+        data = json.loads(_plan_cache(manifest).read_text())
+        p = next(p for p in data["plans"] + data.get("other_plans", [])
+                 if p["spec"]["name"] == spec and p["arch"] == arch)
         if "gpu" not in p["profile"]:  # a cache written before profiles were kept whole
             return None
         return ProfileView(p["profile"]), SimpleNamespace(**p["spec"]["budget"])

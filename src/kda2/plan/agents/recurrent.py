@@ -207,7 +207,8 @@ class OccupancyAgent:
                 out.append(c.extend(self.name, "resident CTAs per SM left to ptxas's register use"))
             if "raised" not in modes or bucket > DECODE_MAX_T:
                 continue
-            need = registers_estimate(cfg) + self.HEADROOM
+            est = registers_estimate(cfg)
+            need = est + self.HEADROOM
             threads = 32 * cfg["warps"]
             m = min(hw.registers_per_sm // (threads * need), hw.threads_per_sm_max // threads)
             if m <= 1:
@@ -216,7 +217,7 @@ class OccupancyAgent:
             if cap >= hw.registers_per_thread_max:
                 continue  # a cap ptxas can never hit changes nothing
             out.append(c.extend(self.name, f"T<={bucket}: launch bounds ask for {m} CTAs/SM of {threads} threads: "
-                                f"register cap {cap} >= estimate {registers_estimate(cfg)} + {self.HEADROOM} "
+                                f"register cap {cap} >= estimate {est} + {self.HEADROOM} "
                                 f"({hw.cite('registers_per_sm')}); more state loads in flight per SM",
                                 min_ctas=m))
         return out

@@ -82,7 +82,7 @@ def test_no_command_is_a_usage_error() -> None:
 
 ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+(?:x\d)?) +(\d+) +(\d+|-) +(\d+|-) +(smem|direct) "
                  r"+(strided|blocked|all) "
-                 r"+(butterfly|scatter) +(.+)$")
+                 r"+(butterfly|scatter) +(grid|pers) +(.+)$")
 
 
 def routes_and_rules(cell: str) -> tuple[list[str], list[str]]:
@@ -123,10 +123,10 @@ def test_plan_table_has_one_row_per_variant() -> None:
         for m, v in zip(rows, plan.variants):
             c = v.config
             cols = f"{c['v_per_warp']}" + (f"x{c['lane_cols']}" if c.get("lane_cols", 1) > 1 else "")
-            assert (m[2], m[3] == "True", m[4], int(m[5]), m[6], m[7], m[8], m[9], m[10]) == (
+            assert (m[2], m[3] == "True", m[4], int(m[5]), m[6], m[7], m[8], m[9], m[10], m[11]) == (
                 c["state_layout"], c["prefetch"], cols, c["warps"], str(c.get("min_ctas", "-")),
-                str(c.get("preload", "-")), c["staging"], c["k_map"], c["reduce"])
-            assert routes_and_rules(m[11]) == (expected_routes(plan, v.id), list(v.rules))
+                str(c.get("preload", "-")), c["staging"], c["k_map"], c["reduce"], "pers" if c.get("persistent") else "grid")
+            assert routes_and_rules(m[12]) == (expected_routes(plan, v.id), list(v.rules))
 
 
 def test_plan_reasons_and_arch() -> None:

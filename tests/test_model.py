@@ -131,3 +131,18 @@ def test_spearman() -> None:
         "a": {"model_us": 1.0, "us": 5.0}, "b": {"model_us": 2.0, "us": 4.0}, "c": {"model_us": 3.0, "us": 3.0},
         "d": {"model_us": 0.5, "us": None, "pruned": "spills"}}}}}
     assert spearman_of_record(record)["k_first:1"] == pytest.approx(-1.0)
+
+
+def test_persistent_estimates_add_the_copy_buffer_and_loop_registers() -> None:
+    """A persistent recurrent config (ScheduleAgent) costs its CTA's fp32 state tile of shared memory on top of the
+    grid form's, and PERSISTENT_REGISTERS more registers (the tile loop and the copies' addresses); absent is
+    false, so the grid form's estimates are unchanged."""
+    from kda2.plan.model import PERSISTENT_REGISTERS, registers_estimate, smem_estimate
+
+    all_k = {**REC, "state_layout": "k_first", "k_map": "all", "v_per_warp": 16, "lane_cols": 4, "prefetch": False}
+    for grid in (REC, all_k):
+        pers = {**grid, "persistent": True}
+        assert registers_estimate(pers) == registers_estimate(grid) + PERSISTENT_REGISTERS
+        assert smem_estimate(pers) == smem_estimate(grid) + 128 * 4 * grid["v_per_warp"] * 4
+        assert registers_estimate({**grid, "persistent": False}) == registers_estimate(grid)
+    assert smem_estimate({**REC, "persistent": True}) == 16384 and smem_estimate(REC) == 0

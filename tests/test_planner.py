@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
 KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
-AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "preload", "occupancy", "budget")
+AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "preload", "schedule", "occupancy", "budget")
 CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "budget")
 
 
@@ -40,13 +40,15 @@ def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
     return {(d["state_layout"], d["bucket"]): list(d["candidates"]) for d in plan.dispatch}
 
 
-def budget_groups(plan: SpecPlan) -> dict[tuple[str, int, bool], list[str]]:
-    """Candidate ids per (layout, bucket, preload): what budget.max_candidates counts (BudgetAgent)."""
+def budget_groups(plan: SpecPlan) -> dict[tuple[str, int, str], list[str]]:
+    """Candidate ids per (layout, bucket, kind): what budget.max_candidates counts (BudgetAgent); kind is "" for
+    the per-token grid candidates, "preload" (multi-token decode) or "persistent" (T = 1 decode)."""
     cfg = {v.id: v.config for v in plan.variants}
-    out: dict[tuple[str, int, bool], list[str]] = {}
+    out: dict[tuple[str, int, str], list[str]] = {}
     for (layout, bucket), ids in groups(plan).items():
         for i in ids:
-            out.setdefault((layout, bucket, bool(cfg[i].get("preload"))), []).append(i)
+            kind = "preload" if cfg[i].get("preload") else "persistent" if cfg[i].get("persistent") else ""
+            out.setdefault((layout, bucket, kind), []).append(i)
     return out
 
 
@@ -274,24 +276,32 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
 
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
+    """The cap holds per (layout, bucket) and kind: preload candidates (the multi-token bucket) and persistent ones
+    (bucket 1) are kept beside the per-token grid ones, which come first."""
     capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
     for arch in kimi.archs:
         full, small = budget_groups(plan_spec(kimi, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)
+        assert {b for _, b, k in full if k == "persistent"} == {1}
+        assert {b for _, b, k in full if k == "preload"} == {8}
         for key, ids in small.items():
             assert len(ids) == min(cap, len(full[key]))
             assert ids == full[key][:cap]  # the best-ranked are kept
         assert any(len(ids) > cap for ids in full.values())
+        for (layout, bucket), ids in groups(plan_spec(capped, arch, rules)).items():
+            grid = small[layout, bucket, ""]
+            assert ids[:len(grid)] == grid and len(ids) <= 2 * cap
 
 
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
     spec = load_spec(spec_variant(tmp_path, max_candidates=2))
-    for (_, _, preload), ids_group in budget_groups(plan := plan_spec(spec, "sm_90a", rules)).items():
+    for (_, _, kind), ids_group in budget_groups(plan := plan_spec(spec, "sm_90a", rules)).items():
         for rank, vid in enumerate(ids_group, 1):
             v = next(x for x in plan.variants if x.id == vid)
             (why,) = [w for a, w in v.reasons if a == "budget"]
             assert f"rank {rank} of max 2" in why and "budget 255" in why
-            assert ("preload candidates" in why) == preload
+            assert ("preload candidates" in why) == (kind == "preload")
+            assert why.endswith(" (persistent)") == (kind == "persistent")
 
 
 # ---- preload (multi-token decode) -------------------------------------------------------------
@@ -349,11 +359,11 @@ def test_spec_edit_without_preload_leaves_the_per_token_plan(kimi, rules, tmp_pa
         assert [d["variant"] for d in with_pre.dispatch] == [d["variant"] for d in without.dispatch]
         b_with, b_without, b_only = budget_groups(with_pre), budget_groups(without), budget_groups(pre_only)
         assert {k: ids for k, ids in b_with.items() if not k[2]} == b_without
-        for (layout, bucket, preload), ids in b_only.items():
+        for (layout, bucket, kind), ids in b_only.items():
             if bucket == 8:
-                assert preload and ids == b_with[(layout, bucket, True)]
+                assert kind == "preload" and ids == b_with[(layout, bucket, kind)]
             else:
-                assert not preload and ids == b_without[(layout, bucket, False)]
+                assert kind != "preload" and ids == b_without[(layout, bucket, kind)]
 
 
 @pytest.mark.parametrize("max_registers,layout", [(40, "k_first"), (80, "v_first")])

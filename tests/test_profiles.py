@@ -261,3 +261,42 @@ def test_occupancy_agent_raises_launch_bounds_in_decode_buckets_only(tmp_path, p
                           if c.get("min_ctas", 1) > 1}
     big, half = by_shape(plan), by_shape(plan_spec(spec, "sm_90a", [], profile=small))
     assert half and any(k in big for k in half) and all(half[k] < big[k] for k in half if k in big)
+
+
+def test_schedule_agent_adds_persistent_candidates_to_the_t1_bucket_only(tmp_path, profiles) -> None:
+    """`schedule: [grid, persistent]` adds persistent candidates to bucket 1 only, after its grid candidates and
+    without removing any (the budget ranks them apart); they are direct-staged with cp.async-sized pieces (a bf16
+    piece of 4 bytes or more), their smem estimate holds the CTA's fp32 tile, their reasons cite the profile. With
+    `schedule: [grid]` the plan is the same minus them; the untuned route of every row stays a grid kernel."""
+    from kda2.plan.agents.recurrent import copy_run
+    from kda2.plan.model import smem_estimate
+
+    hw = profiles["h200"]
+    spec = load_spec(KIMI)
+    plan = plan_spec(spec, "sm_90a", [], profile=hw)
+    off = plan_spec(load_spec(edited(tmp_path, KIMI, ("schedule: [grid, persistent]", "schedule: [grid]"))), "sm_90a",
+                    [], profile=hw)
+    by_id = {v.id: v for v in plan.variants}
+    pers = {i for i, v in by_id.items() if v.config.get("persistent")}
+    assert pers and not any(v.config.get("persistent") for v in off.variants)
+    assert {v.id for v in off.variants} <= set(by_id)  # nothing lost, grid ids unchanged
+    for d, d_off in zip(plan.dispatch, off.dispatch):
+        assert (d["state_layout"], d["bucket"], d["class"]) == (d_off["state_layout"], d_off["bucket"], d_off["class"])
+        grid = [i for i in d["candidates"] if i not in pers]
+        assert grid == d_off["candidates"], d  # the grid candidates, in their order, as without persistent ones
+        assert d["candidates"][:len(grid)] == grid  # ... and first: the untuned route is the first grid candidate
+        mine = [i for i in d["candidates"] if i in pers]
+        assert bool(mine) == (d["bucket"] == 1), d
+        assert len(mine) <= spec.budget.max_candidates
+    for i in pers:
+        v = by_id[i]
+        c = v.config
+        assert c["staging"] == "direct" and copy_run(c) >= 2
+        grid_twin = {k: x for k, x in c.items() if k != "persistent"}
+        tile_bytes = c["k"] * c["warps"] * c["v_per_warp"] * 4
+        assert smem_estimate(c) == smem_estimate(grid_twin) + tile_bytes <= spec.budget.max_smem_bytes
+        (why,) = [w for a, w in v.reasons if a == "schedule"]
+        assert "persistent" in why and "sm_count=132" in why and "decode-n64" in why, why
+    # a smaller GPU holds fewer CTAs: the reasons say so (the persistent grid is the resident CTA slots)
+    small = plan_spec(spec, "sm_90a", [], profile=hw.model_copy(update={"sm_count": 66}))
+    assert any("sm_count=66" in w for v in small.variants for a, w in v.reasons if a == "schedule")

@@ -54,6 +54,13 @@ OTHER_CASES = [(name, arch) for name in ("all_k", "v_first") for arch in ("sm_90
 PRELOAD_CASES = {"preload_all_k": {**ALL_K_CFG, "intermediate": True, "preload": 8},
                  "preload_v_first": {**V_FIRST_CFG, "prefetch": False, "intermediate": True, "preload": 8},
                  "preload_smem": {**SMEM_CFG, "prefetch": False, "intermediate": True, "preload": 5}}
+# Persistent decode kernels (issue 13 item 5), bf16 and fp32 states: k_map=all under the launch bounds the occupancy
+# agent gives them, v_first blocked, k_first direct strided (two cp.async pieces per run).
+PERSISTENT_CASES = {
+    "all_k_ps": {**ALL_K_CFG, "persistent": True, "min_ctas": 3, "state_dtypes": ["fp32", "bf16"]},
+    "v_first_ps": {**V_FIRST_CFG, "prefetch": False, "persistent": True, "state_dtypes": ["fp32", "bf16"]},
+    "k_first_ps": {**SMEM_CFG, "prefetch": False, "staging": "direct", "persistent": True},
+}
 
 
 def nvcc() -> str:
@@ -92,10 +99,13 @@ def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
         for arch in ("sm_90a", "sm_80"):
             cfg = with_arch(base, arch)
             cases[f"{name}-{arch}"] = (cfg, plan_variant(cfg, BUDGET))
+    for name, cfg in PERSISTENT_CASES.items():
+        for arch in ("sm_90a", "sm_80"):
+            cases[f"{name}-{arch}"] = (with_arch(cfg, arch), plan_variant(with_arch(cfg, arch), BUDGET))
     out: dict[str, dict[str, Any]] = {}
     for key, (cfg, plan) in cases.items():
         text = render_variant(cfg, plan)
-        (d / f"{key}.cu").write_text(text)
+        (d / f"{key}.cu").write_text(text + (prefetch_asserts(cfg, plan) if cfg.get("persistent") else ""))
         out[key] = {"config": cfg, "plan": plan, "text": text, "cu": d / f"{key}.cu"}
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
         logs = dict(zip(out, pool.map(lambda k: compile_cubin(out[k]["cu"], out[k]["config"]["arch"]), out)))
@@ -103,6 +113,15 @@ def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
         out[key]["ptxas"] = log
         out[key]["resources"] = parse_ptxas(log)
     return out
+
+
+def prefetch_asserts(cfg: dict[str, Any], plan: dict[str, Any]) -> str:
+    """static_asserts that the kernel header's copy buffer (Kernel::PF_*) is the TIR plan's: rows, piece width and
+    bytes (fp32 states), for a persistent variant's .cu."""
+    k = f"kda2::recurrent::Kernel<kda2_{variant_id(cfg)}::Config, __nv_bfloat16, float>"
+    return (f"static_assert({k}::PF_RUNS * {k}::PF_PIECES == {plan['prefetch_rows']}, \"copy buffer rows\");\n"
+            f"static_assert({k}::PF_VEC == {plan['prefetch_vec']} && {k}::PF_ROW == {plan['prefetch_row']}, \"pc\");\n"
+            f"static_assert(sizeof(float) * {k}::PF_ELEMS == {plan['prefetch_bytes']}, \"copy buffer bytes\");\n")
 
 
 # ---- the TIR pass changes what is built --------------------------------------------------------
@@ -180,7 +199,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
     text = render_variant(pv.config, tplan)
     lines = text.splitlines()
     assert lines[0].startswith(f"// {variant_name(pv.config)}: ") and "kda2/recurrent.cuh" in lines[0]
-    assert len(lines) <= 49  # config + up to four entries (input dtype x state dtype)
+    assert len(lines) <= 52  # config + up to four entries (input dtype x state dtype)
     assert '#include "kda2/recurrent.cuh"' in lines
     assert f"namespace kda2_{pv.id} {{" in lines
     assert f"kda2::recurrent::Kernel<kda2_{pv.id}::Config, __nv_bfloat16, float>::run(a);" in text
@@ -211,6 +230,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
         "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
         "PREFETCH": str(cfg["prefetch"]).lower(), "INTERMEDIATE": str(cfg["intermediate"]).lower(),
         "MIN_CTAS": str(cfg.get("min_ctas", 1)), "PRELOAD": str(cfg.get("preload", 0)),
+        "PERSISTENT": "false", "PF_VEC": "1", "PF_ROW": "1",
     }, text
 
 
@@ -402,6 +422,87 @@ def test_other_layouts_compile_without_spills(built, name: str, arch: str) -> No
     assert res[sym]["arch"] == arch
     assert check(res, allow_spills=False, max_registers=255) == [], case["ptxas"]
     assert res[sym]["spill_stores"] == res[sym]["spill_loads"] == res[sym]["stack"] == 0
+
+
+# ---- persistent decode kernels -------------------------------------------------------------------------
+
+@pytest.mark.compile  # real nvcc / g++
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("name", list(PERSISTENT_CASES))
+def test_persistent_kernels_compile_without_spills(built, name: str, arch: str) -> None:
+    """A persistent variant renders PERSISTENT with the TIR plan's copy buffer (its .cu also static_asserts that the
+    header's buffer geometry is the plan's), compiles for both archs without spills, and ptxas reports the buffer
+    (at the state dtype's width) beside the k_map=all token stage as the kernel's whole shared memory."""
+    case = built[f"{name}-{arch}"]
+    cfg, plan = case["config"], case["plan"]
+    c = config_values(case["text"])
+    assert (c["PERSISTENT"], c["PF_VEC"], c["PF_ROW"]) == ("true", str(plan["prefetch_vec"]), str(plan["prefetch_row"]))
+    assert int(c["MIN_CTAS"]) == cfg.get("min_ctas", 1)
+    assert plan["prefetch_bytes"] == cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4  # the CTA's tile, no pad
+    assert plan["prefetch"]["conflicts_after"] == {"prefetch_copy": 1, "prefetch_read": 1}
+    res = case["resources"]
+    vid = variant_id(cfg)
+    states = cfg.get("state_dtypes", ["fp32"])
+    assert sorted(res) == sorted(kernel_symbol(vid, "bf16", s) for s in states), case["ptxas"]
+    assert check(res, allow_spills=False, max_registers=255) == [], case["ptxas"]
+    stage = 0
+    if cfg["k_map"] == "all":
+        ksplit = 32 // (cfg["v_per_warp"] // cfg["lane_cols"])
+        stage = cfg["warps"] * 3 * ksplit * plan["stage_row"] * 4
+    for state, width in (("fp32", 4), ("bf16", 2)):
+        sym = kernel_symbol(vid, "bf16", state)
+        if sym in res:
+            r = res[sym]
+            assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, case["ptxas"]
+            assert r["smem"] == plan["prefetch_bytes"] // 4 * width + stage, (sym, case["ptxas"])
+            assert r["registers"] <= 65536 // (32 * cfg["warps"] * cfg.get("min_ctas", 1)) // 8 * 8
+
+
+@pytest.mark.compile  # real nvcc / g++
+def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_path) -> None:
+    """The library TU marks each variant persistent or not (the config's knob, absent = grid), asks the driver for a
+    persistent variant's resident CTAs per entry when its cubin loads, and launches min(tiles, slots) CTAs in x;
+    a grid variant keeps the (V / block_v, HV, N) grid. It compiles, and a call without sequences is refused or
+    accepted before any driver use alike."""
+    import ctypes
+
+    from kda2.runtime import abi
+
+    cubin = tmp_path / "dummy.cubin"
+    cubin.write_bytes(b"\x7fELF not really a cubin\x00" * 4)
+    grid_cfg = {k: v for k, v in built["all_k_ps-sm_90a"]["config"].items() if k not in ("persistent", "min_ctas")}
+    cfgs = [grid_cfg, built["all_k_ps-sm_90a"]["config"], built["v_first_ps-sm_90a"]["config"]]
+    variants = [{"id": variant_id(c), "config": c, "cubin_path": str(cubin)} for c in cfgs]
+    dispatch = [{"state_layout": "k_first", "bucket": 1, "class": "c", "min_chains": 0, "index": 0},
+                {"state_layout": "v_first", "bucket": 1, "class": "c", "min_chains": 0, "index": 2}]
+    lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
+                "variants": [v["id"] for v in variants], "dispatch": dispatch}
+    text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d)\},$', text, re.M)
+    assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent"))))) for v in variants], text
+    launch = text[text.index('extern "C" int kda2_launch('):]
+    assert "if (v.persistent)" in launch and "slots[e] > 0 && slots[e] < tiles ? slots[e] : tiles" in launch
+    assert "static_cast<int64_t>(kValueDim / v.block_v) * a.HV * a.N" in launch
+    assert "d.launch_kernel(fn[e], static_cast<unsigned>(grid), 1, 1," in launch
+    assert "d.launch_kernel(fn[e], kValueDim / v.block_v, a.HV, a.N," in launch
+    load = text[text.index("int get_functions("):text.index("// Slot of a call")]
+    assert "if (v.persistent)" in load and "d.occupancy(&per_sm, loaded.fn[k], v.threads[k], v.smem[k])" in load
+    tc = find_toolchain()
+    src = tmp_path / "library.cpp"
+    src.write_text(text)
+    so = tmp_path / "libt.so"
+    argv = [tc.cxx, "-std=c++17", "-O2", "-Wall", "-Werror", "-fPIC", "-shared", f"-I{INCLUDE_DIR}",
+            f"-I{tc.include_dir()}", str(src), "-o", str(so), "-ldl"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"{' '.join(argv)}:\n{out.stderr[-3000:]}"
+    lib = ctypes.CDLL(str(so))
+    for name, (restype, argtypes) in abi.FUNCTIONS.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    a = abi.KDA2RecurrentArgs(N=0, T=1, H=1, HV=1, gate_mode=GATE_MODES["softplus"])
+    for index, v in enumerate(variants):
+        a.state_v_first = int(v["config"]["state_layout"] == "v_first")
+        assert lib.kda2_launch(index, ctypes.addressof(a), None) == abi.OK, index
 
 
 # ---- family chunk: the library TU --------------------------------------------------------------------

@@ -96,7 +96,8 @@ def test_defaults_are_visible_and_filled(tmp_path: Path) -> None:
     canon = load_spec(write(tmp_path / "s.yaml", data)).canonical()
     assert canon["agents"] == {"tile": {"v_per_warp": [4, 8], "warps": [4]},
                                "staging": {"k_first": ["smem", "direct"], "v_first": ["direct"]},
-                               "reduce": ["butterfly"], "occupancy": ["compiler"], "inputs": ["per_token"]}
+                               "reduce": ["butterfly"], "occupancy": ["compiler"], "inputs": ["per_token"],
+                               "schedule": ["grid"]}
     assert canon["features"]["gva_ratios"] == [1]
     assert canon["features"]["input_dtypes"] == ["bf16"] and canon["features"]["bf16_decode_state"] is False
     assert canon["budget"]["allow_spills"] is False
@@ -208,7 +209,7 @@ def test_recurrent_spec_with_chunk_agents_names_the_family(tmp_path: Path) -> No
                    "allowed: chunk")
     msg = error_of(tmp_path, lambda d: d["agents"].update(chunk={"block_v": [32]}))
     assert msg == (f"{tmp_path / 's.yaml'}: agents.chunk: agents key 'chunk' is for family chunk specs; "
-                   "allowed: tile, staging, reduce, occupancy, inputs")
+                   "allowed: tile, staging, reduce, occupancy, inputs, schedule")
 
 
 def test_unknown_family(tmp_path: Path) -> None:

@@ -384,6 +384,63 @@ def test_bad_configs_name_the_field():
         plan_variant(cfg(), -1)
 
 
+# ------------------------------------------------------------------------------------------------
+# the persistent kernels' next-tile copy buffer
+# ------------------------------------------------------------------------------------------------
+
+#: (config overrides, (runs, run) of a thread's share: the vectors its direct loads read; recurrent.cuh PF_RUN(S))
+PERSISTENT = [
+    (dict(k_map="all", v_per_warp=16, lane_cols=4), (16, 4)),          # RPL rows of lane_cols columns
+    (dict(k_map="all", v_per_warp=16, lane_cols=2), (32, 2)),
+    (dict(k_map="all", v_per_warp=8, lane_cols=4, warps=8), (8, 4)),
+    (dict(state_layout="v_first", k_map="blocked", v_per_warp=8), (8, 4)),   # a column's K/32 key rows
+    (dict(state_layout="v_first", k_map="strided", v_per_warp=4), (16, 1)),  # one element per run
+    (dict(k_map="strided", v_per_warp=8), (4, 8)),                            # k_first: a key row's columns
+]
+
+
+@pytest.mark.parametrize("over,share", PERSISTENT, ids=lambda x: "-".join(f"{v}" for v in x.values())
+                         if isinstance(x, dict) else None)
+def test_persistent_copy_buffer_is_each_threads_pieces_side_by_side(over, share):
+    """The plan of a persistent variant: its thread's share as pieces of the widest 1/2/4 floats dividing a run,
+    row m * pieces + p holding piece p of run m of every thread: the CTA's tile exactly (no pad), every copy and
+    read conflict-free by the independent model (each warp's own pieces, 16-byte pieces in half-warp phases)."""
+    c = cfg(staging="direct", persistent=True, **{"lane_cols": 1, **over})
+    plan = plan_variant(c, 48 * 1024)
+    runs, run = share
+    vec = _widest(run)
+    rows, nt = runs * (run // vec), 32 * c["warps"]
+    assert (plan["prefetch_rows"], plan["prefetch_vec"], plan["prefetch_row"]) == (rows, vec, nt * vec)
+    assert plan["prefetch_bytes"] == rows * nt * vec * 4 == c["k"] * c["warps"] * c["v_per_warp"] * 4
+    ins = [(vec, [(r, (32 * w + lane) * vec) for lane in range(32)]) for w in range(c["warps"]) for r in range(rows)]
+    assert brute_force_degree(ins, nt * vec) == 1
+    assert plan["prefetch"]["conflicts_after"] == {"prefetch_copy": 1, "prefetch_read": 1}
+    sampled = [i for w in sorted({0, c["warps"] - 1}) for i in ins[w * rows:(w + 1) * rows]]  # the pass's warps
+    assert plan["prefetch"]["wavefronts_after"]["prefetch_read"] == brute_force_wavefronts(sampled, nt * vec)
+    assert "kda2_prefetch_stage" in plan["tir_before"] and "kda2_prefetch_stage" in plan["tir_after"]
+    # the grid form of the same tile has no copy buffer
+    grid = plan_variant({**c, "persistent": False}, 48 * 1024)
+    assert "prefetch_row" not in grid and "kda2_prefetch_stage" not in grid["tir_after"]
+
+
+def test_persistent_budget_and_bad_configs():
+    """The buffer beside the k_map=all token stage must fit the budget (one line, both numbers); persistence needs
+    direct staging and a bool."""
+    c = cfg(staging="direct", k_map="all", v_per_warp=16, lane_cols=4, persistent=True)
+    fits = plan_variant(c, 48 * 1024)
+    need = fits["prefetch_bytes"] + 4 * 3 * 8 * fits["stage_row"] * 4  # + WARPS x 3 x KSPLIT x STAGE_ROW floats
+    assert plan_variant(c, need)["prefetch_bytes"] == 32768
+    with pytest.raises(TirBudgetError) as e:
+        plan_variant(c, need - 4)
+    assert "\n" not in str(e.value) and str(need) in str(e.value) and str(need - 4) in str(e.value)
+    with pytest.raises(TirBudgetError, match="65536"):
+        plan_variant({**c, "warps": 8}, 48 * 1024)
+    with pytest.raises(TirConfigError, match="persistent"):
+        plan_variant(cfg(persistent=True), BUDGET)  # smem staging
+    with pytest.raises(TirConfigError, match="persistent"):
+        plan_variant(cfg(staging="direct", persistent=1), BUDGET)
+
+
 def test_import_is_lazy():
     """`import kda2.tir` must not import TVM (other stages import it cheaply)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))

@@ -349,3 +349,49 @@ def test_a_build_of_some_specs_keeps_the_others_plans_for_tune(tmp_path) -> None
     load_plans(str(SPECS), rules, build, only=["kimi_linear_chunk"])  # planned again: not kept twice
     data = json.loads((tmp_path / "build" / ".kda2" / "plan-cache.json").read_text())
     assert [p["spec"]["name"] for p in data["other_plans"]] == ["small_head_recurrent"] * len(data["other_plans"])
+
+
+def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_ctas(monkeypatch) -> None:
+    """measure(): the small check is one tile per CTA, so a persistent candidate is also checked at
+    PERSISTENT_CHECK_N sequences (its tile loop); a wrong result there is a `wrong_result` failure naming the shape,
+    and a grid candidate is not checked there. torch, the library and the reference are stand-ins."""
+    import types
+
+    from kda2.bench import timing
+    from kda2.runtime import loader
+
+    cuda = types.SimpleNamespace(current_device=lambda: 0, synchronize=lambda: None,
+                                 current_stream=lambda: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    launched: list[tuple[int, int]] = []
+    lib = types.SimpleNamespace(preload=lambda dev: None,
+                                launch_variant=lambda idx, args, stream: launched.append((idx, args["N"])))
+    monkeypatch.setattr(loader, "load", lambda manifest: lib)
+    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed: {
+        "args": {"N": N}, "N": N, "T": T, "bytes": 1 << 20})
+    bad_n: list[int] = []
+    monkeypatch.setattr(tune, "_reference_error", lambda c: 1.0 if c["N"] in bad_n else 1e-4)
+
+    class FakeTimer:
+        def __init__(self, torch):
+            pass
+
+        def kernel(self, fn, n_sets, reps):
+            fn(0)
+            return types.SimpleNamespace(median_ms=0.07)
+
+    monkeypatch.setattr(timing, "Timer", FakeTimer)
+    cfg = {"family": "recurrent", "k": 128, "v": 128, "state_layout": "k_first", "persistent": True}
+    task = {"manifest": "m.json", "config": cfg, "index": 5, "features": {}, "bucket": 1}
+    got = tune.measure(task, quick=True)
+    assert "failure" not in got and set(got["classes"]) == {"decode-n256", "decode-n64", "decode-n1"}, got
+    checks = [n for _, n in launched if n not in (256, 64, 1)]
+    assert checks == [2, tune.PERSISTENT_CHECK_N]
+    bad_n.append(tune.PERSISTENT_CHECK_N)
+    launched.clear()
+    got = tune.measure(task, quick=True)
+    assert got["failure"] == "wrong_result" and got["shape"]["N"] == tune.PERSISTENT_CHECK_N, got
+    assert "tiles > resident CTAs" in got["detail"]
+    launched.clear()
+    got = tune.measure({**task, "config": {**cfg, "persistent": False}}, quick=True)
+    assert "failure" not in got and [n for _, n in launched if n not in (256, 64, 1)] == [2]

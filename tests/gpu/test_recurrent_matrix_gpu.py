@@ -9,6 +9,7 @@ feature_matrix.require_built (a failure where the spec file says it is built).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import sys
@@ -390,3 +391,113 @@ def test_every_multi_token_candidate_by_index(lib, ref, torch_cuda, seed, monkey
                 failures.append(f"variant {v['index']} {v['id']} ({v.get('name', '')}): {exc}")
     assert not failures, "\n".join(failures)
     print(f"\n[{lib.spec}/{lib.arch}] {c.id}-{layout}: {len(cands)} multi-token candidates ({preloaded} preload) match")
+
+
+# ---- persistent decode kernels (issue 13 item 5) -------------------------------------------------------------
+
+@contextlib.contextmanager
+def _forced(lib, index: int):
+    """Every call of the runtime API launches variant `index` (kda2_launch) instead of the routed one: a persistent
+    variant is a tuning candidate that a route may or may not pick, and it must be right either way."""
+    fwd = lib._fwd
+    lib._fwd = lambda args, max_seqlen, stream: lib._launch(index, args, stream)
+    try:
+        yield
+    finally:
+        lib._fwd = fwd
+
+
+def _persistent(lib, v_first: bool) -> list[dict]:
+    from feature_matrix import NotBuilt
+
+    layout = "v_first" if v_first else "k_first"
+    if layout not in lib.features.state_layouts:
+        raise NotBuilt(f"not built into spec {lib.spec}: state layout {layout}")
+    found = [v for v in lib.variants if v.get("config", {}).get("persistent") and v["config"]["state_layout"] == layout]
+    if not found:
+        raise NotBuilt(f"not built into spec {lib.spec}: no persistent {layout} variant (agents.schedule)")
+    return found
+
+
+#: Pool case of the persistent test: N sequences at HV = 8, so a tile grid of 2048 and more tiles (V / BV >= 1)
+#: is several tiles per resident CTA on any GPU (register-bound persistent CTAs: a few per SM).
+PERSISTENT_N = 256
+
+
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+def test_persistent_variants_pool_decode_with_padding(lib, ref, torch_cuda, seed, v_first):
+    """Every persistent variant, forced, on a T = 1 pool call whose tiles outnumber the resident CTAs: the tile loop,
+    the next-tile copies and the pool rows read a tile ahead. Sequences map to a permutation of a larger pool with
+    padding slots (-1: zero output, no row touched); fp32 pool, and the bf16 pool where the spec builds it."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda_pool
+
+    variants = _persistent(lib, v_first)
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    c = Case("persistent-pool", B=PERSISTENT_N, T=1, H=4, ratio=2, gate=gate, v_first=v_first)
+    require_built(lib, c)
+    x = make_inputs(torch, lib, c, seed + 71)
+    P = PERSISTENT_N + 40
+    perm = torch.randperm(P, generator=torch.Generator().manual_seed(seed + 72))[:PERSISTENT_N]
+    slots = [-1 if n % 7 == 3 else int(r) for n, r in enumerate(perm)]
+    idx = torch.tensor(slots, dtype=torch.int32, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(seed + 73)
+    pools = {"fp32": torch.randn((P,) + x["sshape"][1:], generator=gen, device="cuda") * 0.1}
+    if f.bf16_decode_state:
+        pools = {"fp32": pools["fp32"].bfloat16().float(), "bf16": pools["fp32"].bfloat16()}
+    before = pools["fp32"].clone()
+    o_ref, pool_ref = run_ref(ref, x, c, initial_state=before, ssm_state_indices=np.array(slots))
+    used = [s for s in slots if s >= 0]
+    pad = [n for n, s in enumerate(slots) if s < 0]
+    for v in variants:
+        for name, pool0 in pools.items():
+            ctx = f"persistent {v['id']} {name} pool [{lib.spec}] --seed={seed}"
+            pool = pool0.clone()
+            out = torch.full_like(x["v"], math.nan)
+            with _forced(lib, int(v["index"])):
+                fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], pool, idx, A_log=x["A_log"],
+                                         dt_bias=x["dt_bias"], library=lib, out=out, **options(c))
+            torch.cuda.synchronize()
+            assert_close(ref, "o", out, o_ref, ctx)
+            assert_close(ref, "pool rows", pool[used].float(), pool_ref[used], ctx)
+            assert bool((out[pad] == 0).all()), f"{ctx}: a padding slot's output is not zero"
+            untouched = [r for r in range(P) if r not in set(used)]
+            assert torch.equal(pool[untouched], pool0[untouched]), f"{ctx}: a pool row no sequence names changed"
+
+
+@pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
+def test_persistent_variants_dense_and_varlen_forms(lib, ref, torch_cuda, seed, v_first):
+    """The persistent variants, forced, beyond their bucket's calls: three tokens per sequence from no initial state
+    (h0 == nullptr) in 16-bit inputs and gate parameters where built; varlen with an empty sequence and no final
+    state (ht == nullptr: the state is read, never written)."""
+    torch = torch_cuda
+    from kda2.runtime import fused_recurrent_kda
+
+    variants = _persistent(lib, v_first)
+    f = lib.features
+    gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
+    dense = Case("persistent-T3-noh0", B=PERSISTENT_N // 2, T=3, H=4, ratio=2, gate=gate, v_first=v_first, h0=False,
+                 dtype="fp16" if "fp16" in f.input_dtypes else "bf16", param_bf16=True, g_bf16=True, beta_bf16=True)
+    cu = tuple(int(t) for t in np.cumsum([0] + [(n * 5) % 4 for n in range(PERSISTENT_N)]))  # lengths 0..3
+    var = Case("persistent-varlen-noht", cu=cu, H=4, ratio=2, gate=gate, v_first=v_first, final=False)
+    for c in (dense, var):
+        require_built(lib, c)
+        x = make_inputs(torch, lib, c, seed + 81)
+        o_ref, ht_ref = run_ref(ref, x, c)
+        h0 = None if x["initial_state"] is None else x["initial_state"].clone()
+        for v in variants:
+            ctx = f"persistent {v['id']} {c.id} [{lib.spec}] --seed={seed}"
+            out = torch.full_like(x["v"], math.nan)
+            fso = torch.full(x["sshape"], math.nan, device="cuda") if c.final else None
+            with _forced(lib, int(v["index"])):
+                o, ht = fused_recurrent_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"],
+                                            dt_bias=x["dt_bias"], initial_state=h0, output_final_state=c.final,
+                                            cu_seqlens=x["cu_seqlens"], library=lib, out=out, final_state_out=fso,
+                                            **options(c))
+            torch.cuda.synchronize()
+            assert_close(ref, "o", o, o_ref, ctx)
+            if c.final:
+                assert_close(ref, "final_state", ht, ht_ref, ctx)
+            if h0 is not None:
+                assert torch.equal(h0, x["initial_state"]), f"{ctx}: the initial state was written"

@@ -65,6 +65,10 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         expected += ["LDS.128", "STS.128"]
     if config.get("preload"):  # every token's inputs arrive by cp.async, beside the state loads
         expected += ["LDGSTS"]
+    if family == "recurrent" and config.get("persistent"):
+        # the state comes in by cp.async into the next-tile copy buffer (the evict-first policy rides in the
+        # instruction's memory descriptor), and is read back from shared memory
+        expected = [e for e in expected if e != "LDG.E.EF"] + ["LDGSTS", "LDS"]
     return expected
 
 

@@ -103,16 +103,23 @@ def resources_from_ptxas(config: Mapping[str, Any], res: Mapping[str, Mapping[st
     return Resources(regs, smem, spill, threads_of(config), "ptxas")
 
 
+#: Registers a persistent recurrent kernel needs over its one-tile form: the tile loop, the next tile's
+#: coordinates and pool rows, the copy addresses (ptxas, sm_90a, K=V=128: +0 to +32 without launch bounds).
+PERSISTENT_REGISTERS = 24
+
+
 def registers_estimate(cfg: Mapping[str, Any]) -> int:
     """Registers per thread a recurrent kernel needs, estimated before ptxas says (the agents' budget)."""
     kpl = cfg["k"] // 32
+    loop = PERSISTENT_REGISTERS if cfg.get("persistent") else 0
     if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
-        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30  # = RPL * lane_cols + ...
+        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30 + loop  # = RPL * lane_cols + ...
     # state, reduction buffer, two tokens of inputs (current + prefetched), addressing; a preload kernel has no
     # prefetch and reads one token's inputs from shared memory at a time (left as it was for the others, whose
     # occupancy variants were planned and measured with it)
     tokens = 1 if cfg.get("preload") else 2
-    return kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + tokens * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+    return (kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + tokens * (3 * kpl + cfg["v_per_warp"] + 1) + 24
+            + loop)
 
 
 def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:
@@ -131,14 +138,16 @@ def preload_bytes(cfg: Mapping[str, Any]) -> int:
 
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
     """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows
-    (k_map all), and the preload buffer."""
+    (k_map all), the preload buffer, and for a persistent kernel its copy of the next tile's state (the CTA's
+    [K, warps*v_per_warp] fp32 tile, every thread's share side by side: no pad, kda2.tir.recurrent.prefetch_stage_func)."""
+    copy = cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("persistent") else 0
     if cfg["staging"] == "smem":
         tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
     elif cfg["k_map"] == "all":
         tile = cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
     else:
         tile = 0
-    return tile + preload_bytes(cfg)
+    return tile + preload_bytes(cfg) + copy
 
 
 #: Registers assumed for a chunk kernel before ptxas reports (its occupancy is bounded by shared memory).

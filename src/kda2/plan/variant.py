@@ -36,5 +36,6 @@ def variant_name(config: Mapping[str, Any]) -> str:
     cols = f"x{c['lane_cols']}" if c.get("lane_cols", 1) != 1 else ""
     pipe += f"_o{c['min_ctas']}" if c.get("min_ctas", 1) != 1 else ""
     pipe += f"_pl{c['preload']}" if c.get("preload") else ""
+    pipe += "_ps" if c.get("persistent") else ""
     return (f"{head}_vpw{c['v_per_warp']}{cols}w{c['warps']}_{c['staging']}_{c['k_map']}_{c['reduce']}_{pipe}"
             f"_{variant_id(c)}")

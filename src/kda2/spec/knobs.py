@@ -36,6 +36,9 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     # Multi-token decode: the inputs of this many tokens (the bucket's T) copied to shared memory at CTA entry,
     # beside the state loads; absent = none (inputs loaded in the token loop), so other kernels' ids are unchanged.
     "preload": tuple(range(2, 17)),
+    # Persistent CTAs (decode): a grid of min(tiles, resident CTA slots), each looping over tiles with the next
+    # tile's state copied to shared memory meanwhile; absent = False, one tile per CTA, so other ids are unchanged.
+    "persistent": (False, True),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with an entry each: ("bf16",), ("fp16",), ("bf16", "fp16")
     "qk_l2norm": (False, True),
@@ -84,6 +87,6 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 #: what a tuning line, a failure record and a proposed rule name a candidate by.
 AGENT_KNOBS = {
     "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
-                  "min_ctas", "preload"),
+                  "min_ctas", "preload", "persistent"),
     "chunk": ("state_layout", "chunk", "block_v", "stages"),
 }

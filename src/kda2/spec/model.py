@@ -314,13 +314,17 @@ def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
 class Agents(_Strict):
     """Planner settings of a recurrent spec; every key optional.
 
-    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler], inputs [per_token].
+    Defaults: tile Tile(), staging Staging(), reduce [butterfly], occupancy [compiler], inputs [per_token],
+    schedule [grid].
     occupancy (decode buckets): `compiler` leaves resident CTAs per SM to ptxas's register use; `raised`
     also proposes each shape with launch bounds asking for more CTAs per SM (plan/agents/recurrent.py
     OccupancyAgent), which caps its registers.
     inputs (multi-token decode buckets, 1 < T <= 16): `per_token` loads each token's q/k/g/v/beta in the token
     loop; `preload` also proposes each shape with every token's inputs copied to shared memory at CTA entry
     (PreloadAgent). Other buckets always load per token.
+    schedule (the T = 1 decode bucket): `grid` launches one CTA per tile; `persistent` also proposes each
+    direct-staged shape as a persistent kernel (plan/agents/recurrent.py ScheduleAgent): min(tiles, resident
+    CTA slots) CTAs, each looping over tiles with the next tile's state copied to shared memory meanwhile.
     """
 
     tile: Tile = Tile()
@@ -328,9 +332,10 @@ class Agents(_Strict):
     reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
     occupancy: Choices[Literal["compiler", "raised"]] = ["compiler"]
     inputs: Choices[Literal["per_token", "preload"]] = ["per_token"]
+    schedule: Choices[Literal["grid", "persistent"]] = ["grid"]
 
     _refuse_chunk = model_validator(mode="before")(_no_keys_of("chunk", ("chunk",),
-                                                               "tile, staging, reduce, occupancy, inputs"))
+                                                               "tile, staging, reduce, occupancy, inputs, schedule"))
 
 
 class ChunkTile(_Strict):
@@ -350,7 +355,7 @@ class ChunkAgents(_Strict):
     chunk: ChunkTile = ChunkTile()
 
     _refuse_recurrent = model_validator(mode="before")(
-        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy", "inputs"), "chunk"))
+        _no_keys_of("recurrent", ("tile", "staging", "reduce", "occupancy", "inputs", "schedule"), "chunk"))
 
 
 class Budget(_Strict):

@@ -72,6 +72,13 @@ def check_config(config: Mapping[str, Any]) -> dict:
             raise TirConfigError(f"config fields 'v_per_warp' ({vpw}) and 'lane_cols' ({lane_cols}): lane column "
                                  "groups must tile the warp and split K into rows of whole float4s")
         out["lane_cols"] = lane_cols
+    persistent = c.get("persistent", False)
+    if not isinstance(persistent, bool):
+        raise TirConfigError(f"config field 'persistent' must be a bool, got {persistent!r}")
+    if persistent and staging != "direct":
+        raise TirConfigError("config field 'persistent': the persistent kernels copy the next tile's state into "
+                             f"their own buffer, so staging must be 'direct', got {staging!r}")
+    out["persistent"] = persistent
     return out
 
 
@@ -156,7 +163,42 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         })
     plan["tir_before"] = func.script()
     plan["tir_after"] = after.script()
+    if c["persistent"]:
+        _plan_prefetch(config, c, plan, smem_budget, enable_pass)
     return plan
+
+
+def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: int, enable_pass: bool) -> None:
+    """Persistent variants: the layout of the next-tile state copy buffer (kda2.tir.recurrent.prefetch_stage_func),
+    the keys the template reads (prefetch_vec, prefetch_row), and the kernel's whole shared memory against the
+    budget (the buffer beside the k_map=all token stage)."""
+    import tvm
+
+    from kda2.tir import bankpass, recurrent as staging
+
+    geo = staging.prefetch_geometry(config)
+    func = staging.prefetch_stage_func(geo["RUNS"], geo["RUN"], geo["NT"])
+    after = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": func}))["main"]
+    record = bankpass.to_python(after.attrs[bankpass.ATTR])
+    (buf,) = record["buffers"].values()
+    stage = 0
+    if c["k_map"] == "all":  # recurrent.cuh stage_smem: WARPS x 3 rows of KSPLIT x STAGE_ROW floats
+        ksplit = staging.all_k_geometry(c["k"], c["v_per_warp"], c["lane_cols"])["KSPLIT"]
+        stage = c["warps"] * 3 * ksplit * plan["stage_row"] * 4
+    need = buf["bytes"] + stage + plan["smem_bytes"]
+    if not record["fits"] or need > smem_budget:
+        raise TirBudgetError(f"{_label(config)}: the persistent state copy buffer needs {buf['bytes']} bytes "
+                             f"({geo['ROWS']} rows x {geo['NT']} threads x {geo['VEC']} fp32), {need} bytes of shared "
+                             f"memory in all, budget is {smem_budget} bytes")
+    plan.update({
+        "prefetch_vec": geo["VEC"], "prefetch_row": buf["row_stride"], "prefetch_rows": geo["ROWS"],
+        "prefetch_bytes": buf["bytes"],
+        "prefetch": {"conflicts_before": buf["conflicts_before"], "conflicts_after": buf["conflicts_after"],
+                     "wavefronts_before": buf["wavefronts_before"], "wavefronts_after": buf["wavefronts_after"],
+                     "candidates": buf["candidate_wavefronts"], "misaligned": buf["misaligned"]},
+    })
+    plan["tir_before"] += "\n" + func.script()
+    plan["tir_after"] += "\n" + after.script()
 
 
 @functools.lru_cache(maxsize=64)

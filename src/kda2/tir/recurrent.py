@@ -151,3 +151,53 @@ def all_k_stage_func(k: int, v_per_warp: int, lane_cols: int) -> "tvm.tirx.PrimF
                 reg[e] = stage[tx // CGROUPS, r * 4 + e]
 
     return kda2_all_k_stage
+
+
+PREFETCH_SYMBOL = "kda2_prefetch_stage"
+
+
+def prefetch_geometry(config: dict) -> dict:
+    """The persistent kernels' state copy buffer (recurrent.cuh PF_*): a thread's share of a tile is RUNS runs of
+    RUN contiguous state elements (the vectors its direct loads read: k_map=all lane_cols columns of a key row;
+    v_first KPL key rows of a column, one element when key rows are strided; k_first v_per_warp columns of a key
+    row), copied in pieces of VEC elements (at most 16 bytes of fp32). Row m * (RUN / VEC) + p of the buffer holds
+    piece p of run m of every thread, thread t at column t * VEC."""
+    k, vpw, warps = config["k"], config["v_per_warp"], config["warps"]
+    kpl = k // 32
+    if config["k_map"] == "all":
+        g = all_k_geometry(k, vpw, config["lane_cols"])
+        runs, run = g["RPL"], config["lane_cols"]
+    elif config["state_layout"] == "v_first":
+        runs, run = (vpw * kpl, 1) if config["k_map"] == "strided" else (vpw, kpl)
+    else:
+        runs, run = kpl, vpw
+    vec = widest_vector(run)
+    return {"RUNS": runs, "RUN": run, "VEC": vec, "ROWS": runs * (run // vec), "NT": 32 * warps}
+
+
+@functools.lru_cache(maxsize=64)
+def prefetch_stage_func(runs: int, run: int, threads: int) -> "tvm.tirx.PrimFunc":
+    """PrimFunc of the persistent kernels' copy buffer: each thread copies (cp.async) its pieces of the next tile's
+    state into the buffer and, a tile later, reads the same addresses back (its own pieces only). Modelled in
+    fp32 (bf16 states use the same element layout in half the bytes)."""
+    vec = widest_vector(run)
+    rows, width = runs * (run // vec), threads * vec
+    model = {"family": "recurrent", "runs": runs, "run": run, "threads": threads, "tile": [rows, width],
+             "note": "persistent decode: the next tile's state, copied global -> shared while this tile computes"}
+
+    @T.prim_func
+    def kda2_prefetch_stage(state_ptr: T.handle):
+        T.func_attr({"global_symbol": PREFETCH_SYMBOL, "kda2.model": model})
+        state = T.match_buffer(state_ptr, (rows, width), "float32")
+        T.device_entry()
+        tx = T.thread_id([threads])
+        pf = T.alloc_shared((rows, width), "float32")
+        reg = T.alloc_local((rows * vec,), "float32")
+        for r in T.serial(rows, annotations={"kda2.access": "prefetch_copy"}):
+            for e in T.vectorized(vec):
+                pf[r, tx * vec + e] = state[r, tx * vec + e]
+        for r in T.serial(rows, annotations={"kda2.access": "prefetch_read"}):
+            for e in T.vectorized(vec):
+                reg[r * vec + e] = pf[r, tx * vec + e]
+
+    return kda2_prefetch_stage

@@ -31,6 +31,7 @@ def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
     if family != "chunk":
         bounds = f" launch bounds {c['min_ctas']} CTA/SM" if c.get("min_ctas", 1) > 1 else ""
         bounds += f" preload {c['preload']} tokens" if c.get("preload") else ""
+        bounds += " persistent" if c.get("persistent") else ""
         return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}{bounds}"
     text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}"
     try:

@@ -38,6 +38,9 @@ from kda2.plan.model import (Resources, estimate, estimate_resources, prune_reas
 
 #: The accuracy bar (docs/DESIGN.md §1.1): relative L2 error of o and of the final state vs float64.
 MAX_REL_L2 = 5e-3
+#: Sequences of the persistent kernels' second check (H = 2, HV = 4, T = 1): 1536 tiles or more, several per
+#: resident CTA on a GPU of a few hundred slots, so every CTA walks its tile loop.
+PERSISTENT_CHECK_N = 384
 #: A candidate slower than its row's incumbent by more than this fraction is recorded as a failure.
 DEFAULT_MARGIN = 0.5
 TUNABLE_FAMILIES = ("recurrent", "chunk")
@@ -414,6 +417,24 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
     if not err <= MAX_REL_L2:
         return {"failure": "wrong_result", "error": err, "detail": f"relative L2 {err:.3e} > {MAX_REL_L2} vs the "
                 f"float64 reference", "shape": {"N": 2, "T": T_check, "H": 2, "HV": 4}}
+    if cfg.get("persistent"):
+        # The small check is fewer tiles than resident CTAs: one tile each. A persistent kernel's loop over tiles
+        # (and its next-tile copies) is only checked where the tiles are several times the GPU's slots.
+        shape = {"N": PERSISTENT_CHECK_N, "T": 1, "H": 2, "HV": 4}
+        try:
+            loop = _case(torch, abi, cfg, feats, seed=8 + idx, **shape)
+            lib.launch_variant(idx, loop["args"], stream)
+            torch.cuda.synchronize()
+        except KDA2LaunchError as e:
+            return {"failure": "launch_error", "detail": str(e), "shape": shape}
+        except RuntimeError as e:
+            return {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300], "shape": shape}
+        loop_err = _reference_error(loop)
+        if not loop_err <= MAX_REL_L2:
+            return {"failure": "wrong_result", "error": loop_err, "detail": f"relative L2 {loop_err:.3e} > "
+                    f"{MAX_REL_L2} vs the float64 reference (tiles > resident CTAs)", "shape": shape}
+        err = max(err, loop_err)
+        del loop
     timer = Timer(torch)
     classes: dict[str, float] = {}
     for w in workloads(cfg["family"], task["bucket"]):

@@ -223,15 +223,79 @@ class OccupancyAgent:
         return out
 
 
+def copy_run(cfg: dict) -> int:
+    """State elements a thread's direct loads read contiguously (recurrent.cuh PF_RUN): the pieces the persistent
+    kernels copy with cp.async, which moves 4, 8 or 16 bytes."""
+    if cfg["k_map"] == "all":
+        return cfg["lane_cols"]
+    if cfg["state_layout"] == "v_first":
+        return 1 if cfg["k_map"] == "strided" else cfg["k"] // 32
+    return cfg["v_per_warp"]
+
+
+class ScheduleAgent:
+    """The T = 1 decode bucket, with the spec's `schedule: [.., persistent]`: each direct-staged candidate again as
+    a persistent kernel. A one-token call streams every state once, one tile (one CTA's [K, BV] share of a
+    (sequence, head) state) per CTA in the grid form: each CTA loads, computes, stores and exits, and the tiles
+    come in waves of the resident CTA slots with a partial last one, so the GPU's memory sees per-CTA phases and a
+    tail. The persistent form launches min(tiles, slots) CTAs (the library asks the driver for the slots per
+    context); each loops over tiles and copies its next tile's state to shared memory (cp.async, no registers)
+    before it computes and stores the current one, so loads and stores stay in flight from start to end. Its
+    candidates come after the grid ones and the budget ranks them separately (BudgetAgent): they add to the
+    bucket's grid candidates, never replace them; the tuner times both at every batch class. Not proposed for
+    smem staging (its shared tile is the state's way in) or where a bf16 state piece would be 2 bytes (too small
+    for cp.async). Multi-token and prefill buckets are token-chain bound: one tile per CTA."""
+    name = "schedule"
+
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+        modes = spec.agents.schedule
+        if bucket > 1 or "persistent" not in modes:
+            why = (f"T<={bucket}: one CTA per tile, grid (V/BV, HV, N): " +
+                   ("each tile is a token chain, whose steps set the time" if bucket > 1
+                    else "the spec's schedule is grid only"))
+            return [c.extend(self.name, why) for c in cands]
+        grid, twins = [], []
+        for c in cands:
+            cfg = c.config
+            ok = cfg["staging"] == "direct" and copy_run(cfg) >= 2
+            if "grid" in modes or not ok:
+                grid.append(c.extend(self.name, f"T<={bucket}: one CTA per tile, grid (V/BV, HV, N)" + (
+                    "" if ok else ("; no persistent form: " + ("smem staging" if cfg["staging"] != "direct" else
+                                                                "a bf16 state piece would be 2 bytes")))))
+            if not ok:
+                continue
+            p = {**cfg, "persistent": True}
+            occ = occupancy(Resources(min(registers_estimate(p), register_cap(p, hw)), smem_estimate(p), 0,
+                                      32 * p["warps"], "estimate"), hw)
+            slots = hw.sm_count * max(occ.ctas_per_sm, 1)
+            per_head = p["v"] // (p["v_per_warp"] * p["warps"])
+            classes = []
+            for w in workloads("recurrent", bucket):
+                tiles = w.N * w.H * per_head
+                classes.append(f"{w.name}: {tiles} tiles = {tiles / slots:.1f} waves of one-tile CTAs -> "
+                               f"{min(tiles, slots)} CTAs of {-(-tiles // min(tiles, slots))} tile(s)")
+            twins.append(c.extend(self.name, f"T<={bucket}: persistent, grid = min(tiles, {slots} resident CTA slots "
+                                  f"at ~{occ.ctas_per_sm} CTA/SM by {occ.limiter}); " + "; ".join(classes)
+                                  + "; the next tile's state copied to shared memory "
+                                  f"({smem_estimate(p) - smem_estimate(cfg)} B) while this one computes and stores: "
+                                  "state loads stay in flight across tiles instead of each CTA's load -> compute "
+                                  "-> store -> exit, no CTA starts after the first ones, tiles per CTA differ by one "
+                                  "at most "
+                                  f"({hw.cite('sm_count', 'registers_per_sm', 'smem_per_sm_bytes')})",
+                                  persistent=True))
+        return grid + twins
+
+
 class BudgetAgent:
     """Drops candidates that cannot fit the budget or this GPU, then keeps the best-ranked `max_candidates`.
 
     Limits are the tighter of the spec's budget and the profile's (registers per thread, shared memory per
     block); each kept candidate's reason records its estimated occupancy on the profile's SMs and the static
     model's time at the bucket's routing workload (kda2.plan.model), so a plan says what it assumed of
-    the hardware. The agents' order is kept (the tune record, not the estimate, decides the route). Preload
-    candidates are counted apart from the per-token ones of their layout: they are proposed to be measured beside
-    them, and counted together they would push the incumbents (and their tuning records) out of the bucket.
+    the hardware. The agents' order is kept (the tune record, not the estimate, decides the route). The cap holds
+    per state layout and kind: preload candidates (PreloadAgent) and persistent ones (ScheduleAgent) are ranked
+    among their own kind, so they are measured beside a bucket's per-token grid candidates rather than push them
+    (and their tuning records) out of it.
     """
     name = "budget"
 
@@ -254,7 +318,8 @@ class BudgetAgent:
             if occ.ctas_per_sm < 1:
                 continue
             model = estimate(cfg, res, hw, w)
-            group = kept.setdefault((cfg["state_layout"], "preload" if cfg.get("preload") else ""), [])
+            kind = "preload" if cfg.get("preload") else "persistent" if cfg.get("persistent") else ""
+            group = kept.setdefault((cfg["state_layout"], kind), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "
                                       f"{hw.cite('registers_per_thread_max')}), <= {smem} B smem (budget "
@@ -263,7 +328,8 @@ class BudgetAgent:
                                       f"N={w.N} T={w.T} H={w.H}: ~{model.us:.0f} us ({model.bound}-bound, "
                                       f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "
                                       f"rank {len(group) + 1} of max {b.max_candidates}"
-                                      + (" preload candidates" if cfg.get("preload") else "")))
+                                      + (" preload candidates" if cfg.get("preload") else "")
+                                      + (" (persistent)" if cfg.get("persistent") else "")))
         return [c for group in kept.values() for c in group]
 
 
@@ -271,4 +337,5 @@ RECURRENT_AGENTS = (
     LayoutAgent(k_first="states [N,HV,K,V]: FLA's default layout",
                 v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); "
                         "each value column is 512 contiguous bytes along K"),
-    PipelineAgent(), StagingAgent(), TileAgent(), ReduceAgent(), PreloadAgent(), OccupancyAgent(), BudgetAgent())
+    PipelineAgent(), StagingAgent(), TileAgent(), ReduceAgent(), PreloadAgent(), ScheduleAgent(), OccupancyAgent(),
+    BudgetAgent())

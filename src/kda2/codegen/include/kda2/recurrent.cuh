@@ -31,6 +31,10 @@
 //                          buckets only: it costs ~18 registers in the prefill kernels)
 //   int  PRELOAD           multi-token decode: the inputs of up to PRELOAD tokens copied to shared memory at CTA
 //                          entry, beside the state loads (0: each token's inputs are loaded in the token loop)
+//   bool PERSISTENT        loop over tiles (any grid; the library launches min(tiles, resident CTA slots)) and
+//                          copy the next tile's state to shared memory while this one computes (Kernel::tiles)
+//   int  PF_VEC, PF_ROW    persistent: the state copy buffer's piece width and row stride (elements), from the
+//                          TIR pass (tir/recurrent.py prefetch_stage_func)
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -247,6 +251,60 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(BYTES) : "memory");
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Asynchronous global -> shared copies (cp.async, sm_80+) of the persistent kernels' next-tile state: no
+// register holds the data in flight, so a CTA keeps its occupancy while the copies overlap its compute and
+// stores. Evict-first in L2, as the streaming __ldcs loads of the other kernels. cp.async moves 4, 8 or 16
+// bytes; a 2-byte piece (a lone bf16 state element) goes through a register instead, which is correct but
+// waits for its load.
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+// BYTES from gmem + OFF bytes. The offset is an immediate of the instruction: the copies of a tile share one
+// address register (as a pointer operand per copy, ptxas kept a 64-bit register for each, 32 in all).
+template <int BYTES, long OFF>
+__device__ __forceinline__ void async_copy(void* smem, const void* gmem, uint64_t policy) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1+%2], 16, %3;" ::"r"(s), "l"(gmem), "n"(OFF),
+                 "l"(policy)
+                 : "memory");
+  } else if constexpr (BYTES == 8 || BYTES == 4) {
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1+%2], %3, %4;" ::"r"(s), "l"(gmem), "n"(OFF),
+                 "n"(BYTES), "l"(policy)
+                 : "memory");
+  } else {
+    static_assert(BYTES == 2, "pieces of 2, 4, 8 or 16 bytes");
+    *reinterpret_cast<unsigned short*>(smem) =
+        __ldcs(reinterpret_cast<const unsigned short*>(static_cast<const char*>(gmem) + OFF));
+  }
+}
+
+// This thread's copies have landed and are visible to it (every copy of the buffer is read by the thread
+// that issued it).
+__device__ __forceinline__ void async_copy_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// N state elements from shared memory (the persistent copy buffer), widened to fp32.
+template <class S, int N>
+__device__ __forceinline__ void ld_state_smem(const S* p, float (&out)[N]) {
+  if constexpr (sizeof(S) == 4) {
+    load_f32<N, false>(reinterpret_cast<const float*>(p), out);
+  } else {
+    using X = Elem16<__nv_bfloat16>;
+    static_assert(N == 1 || N == 2 || N == 4, "pieces of at most 4 elements");
+    if constexpr (N == 4) {
+      const uint2 w = *reinterpret_cast<const uint2*>(p);
+      out[0] = X::lo(w.x); out[1] = X::hi(w.x); out[2] = X::lo(w.y); out[3] = X::hi(w.y);
+    } else if constexpr (N == 2) {
+      const unsigned int w = *reinterpret_cast<const unsigned int*>(p);
+      out[0] = X::lo(w); out[1] = X::hi(w);
+    } else {
+      out[0] = __bfloat162float(*p);
+    }
+  }
+}
 
 // ---- the kernel, on a config struct --------------------------------------------------------------
 
@@ -284,6 +342,19 @@ struct Kernel {
   static constexpr int RPL = K / KSPLIT;             // key rows per lane
   static constexpr int STAGE_ROW = Cfg::STAGE_ROW;   // k_map=all token stage row stride: the TIR stage's decision
   static_assert(!ALL_K || (STAGE_ROW >= RPL && STAGE_ROW % 4 == 0), "stage rows hold RPL floats, 16-byte aligned");
+  // Persistent: a lane's share of a tile's state is PF_RUNS runs of PF_RUN contiguous elements (the vectors the
+  // direct loads read); the copy buffer holds run m, piece p (PF_VEC elements) of thread t at row m * PF_PIECES
+  // + p, column t * PF_VEC: consecutive threads' pieces are adjacent, and each thread reads back only its own.
+  static constexpr bool PERSISTENT = Cfg::PERSISTENT;
+  static constexpr int PF_RUN = ALL_K ? CW : V_FIRST ? (STRIDED ? 1 : KPL) : VPW;
+  static constexpr int PF_RUNS = ALL_K ? RPL : V_FIRST ? (STRIDED ? VPW * KPL : VPW) : KPL;
+  static constexpr int PF_VEC = Cfg::PF_VEC;
+  static constexpr int PF_ROW = Cfg::PF_ROW;
+  static constexpr int PF_PIECES = PF_RUN / PF_VEC;
+  static constexpr int PF_ELEMS = PERSISTENT ? PF_RUNS * PF_PIECES * PF_ROW : 1;
+  static_assert(!PERSISTENT || (!SMEM_STAGING && PF_RUN % PF_VEC == 0 && PF_VEC <= 4 && PF_ROW % PF_VEC == 0 &&
+                                PF_ROW >= WARPS * 32 * PF_VEC),
+                "persistent: direct staging; the copy buffer's rows hold a piece per thread (TIR plan)");
 
   static_assert(K % 32 == 0, "K must be a multiple of 32");
   static_assert(!ALL_K || (VPW % CW == 0 && 32 % (VPW / CW) == 0 && !V_FIRST && !SMEM_STAGING),
@@ -311,6 +382,12 @@ struct Kernel {
   // Scatter reduction: lane l ends with sum number (l >> SCATTER_SHIFT) of the 2*VPW; sums 0..VPW-1 are
   // k^T S of columns 0..VPW-1 (lanes 0-15), sums VPW.. are q^T S (lanes 16-31, same column order).
   static __device__ __forceinline__ int scatter_col(int lane) { return (lane >> SCATTER_SHIFT) & (VPW - 1); }
+
+  // One CTA's work: V-block vb of the state of sequence n, value head hv; srow its state row (state_indices[n],
+  // or n), < 0 for a padding slot and for "no tile" (the persistent loop's end).
+  struct TileAt {
+    int vb, hv, n, srow;
+  };
 
   // The KPL key-row elements of this lane from a [.., K] row: one vector when rows are blocked.
   static __device__ __forceinline__ void load_rows_e(const E* __restrict__ row, int lane, float (&out)[KPL]) {
@@ -449,13 +526,13 @@ struct Kernel {
   // no shared-memory transpose is needed; sums over K are in-lane plus log2(KSPLIT) shuffles. q, k and
   // the decay of the current token reach every lane through a per-warp shared-memory row.
   template <bool P16>
-  static __device__ __forceinline__ void run_all_k(const KDA2RecurrentArgs& a) {
+  static __device__ __forceinline__ void run_all_k(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     const int part = lane / CGROUPS;       // which share of the K rows
-    const int hv = blockIdx.y;
-    const int n = blockIdx.z;
-    const int col = blockIdx.x * BV + warp * VPW + (lane % CGROUPS) * CW;  // first of this lane's CW columns
+    const int hv = at.hv;
+    const int n = at.n;
+    const int col = at.vb * BV + warp * VPW + (lane % CGROUPS) * CW;  // first of this lane's CW columns
     const int h = hv / (a.HV / a.H);
     long bos, len;
     if (HAS_VARLEN && a.cu_seqlens != nullptr) {
@@ -465,9 +542,10 @@ struct Kernel {
       bos = (long)n * a.T;
       len = a.T;
     }
-    const int srow = a.state_indices != nullptr ? a.state_indices[n] : n;
+    const int srow = PERSISTENT ? at.srow : a.state_indices != nullptr ? a.state_indices[n] : n;
     E* o = reinterpret_cast<E*>(a.o);
     if (srow < 0) {  // padding slot: zero outputs, no state touched
+      prefetch_state(a, next);
       float z[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) z[c] = 0.f;
@@ -485,7 +563,20 @@ struct Kernel {
       pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
     }
     float S[RPL][CW];
-    if (a.h0 != nullptr) {
+    if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
+      async_copy_wait_all();
+      if (a.h0 != nullptr) {
+#pragma unroll
+        for (int r = 0; r < RPL; ++r) read_run(r, S[r]);
+      } else {
+#pragma unroll
+        for (int r = 0; r < RPL; ++r)
+#pragma unroll
+          for (int c = 0; c < CW; ++c) S[r][c] = 0.f;
+      }
+      __syncwarp();  // orders the reads above before the next tile's copies into the same places
+      prefetch_state(a, next);
+    } else if (a.h0 != nullptr) {
 #pragma unroll
       for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
     } else {
@@ -649,8 +740,9 @@ struct Kernel {
     }
   }
 
-  // One CTA of the grid (V / BV, HV, N), WARPS * 32 threads. Called from the variant's extern "C"
-  // entry and force-inlined there, so the entry is the whole kernel (no device-function call).
+  // A CTA of WARPS * 32 threads: one tile of the grid (V / BV, HV, N), or a loop over tiles (PERSISTENT; see
+  // tiles). Called from the variant's extern "C" entry and force-inlined there, so the entry is the whole kernel
+  // (no device-function call).
   // Shared memory is declared here, once per kernel, not in the bodies: each body<P16> would get its own copy.
   static __device__ __forceinline__ float (&stage_smem())[WARPS][3][KSPLIT * STAGE_ROW] {
     __shared__ __align__(16) float stage[WARPS][3][KSPLIT * STAGE_ROW];
@@ -665,22 +757,121 @@ struct Kernel {
     return buf;
   }
 
+  // The persistent kernels' copy buffer (state elements; the TIR plan sizes it for fp32).
+  static __device__ __forceinline__ SE (&prefetch_smem())[PF_ELEMS] {
+    __shared__ __align__(16) SE buf[PF_ELEMS];
+    return buf;
+  }
+
   // The entry: one uniform branch picks the body compiled for the call's gate-parameter dtypes (load_param).
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
-    if (a.flags & (KDA2_A_LOG_BF16 | KDA2_DT_BIAS_BF16)) {
-      if constexpr (ALL_K) run_all_k<true>(a); else body<true>(a);
+    if (a.flags & (KDA2_A_LOG_BF16 | KDA2_DT_BIAS_BF16)) tiles<true>(a); else tiles<false>(a);
+  }
+
+  template <bool P16>
+  static __device__ __forceinline__ void run_tile(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
+    if constexpr (ALL_K) run_all_k<P16>(a, at, next); else body<P16>(a, at, next);
+  }
+
+  // Grid (V / BV, HV, N): one tile per CTA. Persistent: any grid, linear CTA b of G takes tiles b, b + G, b + 2G,
+  // ... of the (V-block, head, sequence) order (V-block fastest, as the grid's x): the CTAs in flight stream one
+  // window of the state, and each CTA has its next tile's state copies in flight while it computes and stores
+  // the current one (the body calls prefetch_state(next) once it holds the current state in registers). The
+  // pool row of the tile after next is read a whole tile ahead, so no copy waits on state_indices.
+  template <bool P16>
+  static __device__ __forceinline__ void tiles(const KDA2RecurrentArgs& a) {
+    if constexpr (!PERSISTENT) {  // the body reads the pool row after the sequence bounds (the tuned order)
+      run_tile<P16>(a, TileAt{(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, 0}, TileAt{0, 0, -1, -1});
     } else {
-      if constexpr (ALL_K) run_all_k<false>(a); else body<false>(a);
+      const long total = (long)(V / BV) * a.HV * a.N;
+      const long stride = (long)gridDim.x * gridDim.y * gridDim.z;
+      long t = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
+      if (t >= total) return;
+      int row = pool_row(a, t, total), row_next = pool_row(a, t + stride, total);
+      prefetch_state(a, tile_at(a, t, row));
+      for (;;) {
+        const int row_after = pool_row(a, t + 2 * stride, total);
+        run_tile<P16>(a, tile_at(a, t, row), tile_at(a, t + stride, row_next));
+        t += stride;
+        if (t >= total) break;
+        row = row_next;
+        row_next = row_after;
+      }
+    }
+  }
+
+  // Tile t of the persistent order, its pool row already read.
+  static __device__ __forceinline__ TileAt tile_at(const KDA2RecurrentArgs& a, long t, int srow) {
+    constexpr int NVB = V / BV;
+    const long head = t / NVB;  // (sequence, head) index
+    const long n = head / a.HV;
+    return TileAt{(int)(t - head * NVB), (int)(head - n * a.HV), (int)n, srow};
+  }
+
+  // The state row of tile t's sequence; -1 past the last tile.
+  static __device__ __forceinline__ int pool_row(const KDA2RecurrentArgs& a, long t, long total) {
+    if (t >= total) return -1;
+    const int n = (int)(t / ((long)(V / BV) * a.HV));
+    return a.state_indices != nullptr ? a.state_indices[n] : n;
+  }
+
+  // Element offset in the state of run 0 of this thread's share of tile `at`, and of run m from run 0 (a constant):
+  // the same elements the direct loads of run_all_k and body read into registers.
+  static __device__ __forceinline__ long run_base(const KDA2RecurrentArgs& a, const TileAt& at) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long base = ((long)at.srow * a.HV + at.hv) * (long)K * V;
+    const int v0 = at.vb * BV + warp * VPW;
+    if constexpr (ALL_K) return base + (long)((lane / CGROUPS) * RPL) * V + v0 + (lane % CGROUPS) * CW;
+    else if constexpr (V_FIRST) return base + (long)v0 * K + key_row(lane, 0);
+    else return base + (long)key_row(lane, 0) * V + v0;
+  }
+  static __host__ __device__ constexpr long run_step(int m) {
+    return ALL_K ? (long)m * V
+         : V_FIRST ? (STRIDED ? (long)(m / KPL) * K + (key_row_step(m % KPL)) : (long)m * K)
+         : (long)key_row_step(m) * V;
+  }
+  // key_row(lane, i) - key_row(lane, 0)
+  static __host__ __device__ constexpr int key_row_step(int i) { return STRIDED ? 32 * i : i; }
+
+  // Persistent: start copying tile `at`'s state (this thread's share) into the copy buffer. Nothing for a padding
+  // slot, past the last tile, or without h0 (the body starts from zeros then).
+  static __device__ __forceinline__ void prefetch_state(const KDA2RecurrentArgs& a, const TileAt& at) {
+    if constexpr (PERSISTENT) {
+      if (at.srow < 0 || a.h0 == nullptr) return;
+      copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC, reinterpret_cast<const SE*>(a.h0) + run_base(a, at),
+                     evict_first_policy());
+    }
+  }
+  // Piece M (run M / PF_PIECES, piece M % PF_PIECES) and the ones after it; a recursion so each offset is a constant.
+  template <int M>
+  static __device__ __forceinline__ void copy_pieces(SE* dst, const SE* src, uint64_t policy) {
+    if constexpr (M < PF_RUNS * PF_PIECES) {
+      constexpr long off = (run_step(M / PF_PIECES) + (M % PF_PIECES) * PF_VEC) * (long)sizeof(SE);
+      async_copy<PF_VEC * (int)sizeof(SE), off>(dst + M * PF_ROW, src, policy);
+      copy_pieces<M + 1>(dst, src, policy);
+    }
+  }
+
+  // Persistent: run m of this thread's share of the current tile, from the copy buffer (after
+  // async_copy_wait_all).
+  static __device__ __forceinline__ void read_run(int m, float (&out)[PF_RUN]) {
+    const SE* buf = prefetch_smem();
+#pragma unroll
+    for (int p = 0; p < PF_PIECES; ++p) {
+      float piece[PF_VEC];
+      ld_state_smem<SE, PF_VEC>(buf + (m * PF_PIECES + p) * PF_ROW + threadIdx.x * PF_VEC, piece);
+#pragma unroll
+      for (int e = 0; e < PF_VEC; ++e) out[p * PF_VEC + e] = piece[e];
     }
   }
 
   template <bool P16>
-  static __device__ __forceinline__ void body(const KDA2RecurrentArgs& a) {
+  static __device__ __forceinline__ void body(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
-    const int hv = blockIdx.y;
-    const int n = blockIdx.z;
-    const int v_cta = blockIdx.x * BV;
+    const int hv = at.hv;
+    const int n = at.n;
+    const int v_cta = at.vb * BV;
     const int v0 = v_cta + warp * VPW;
     const int h = hv / (a.HV / a.H);
 
@@ -692,9 +883,10 @@ struct Kernel {
       bos = (long)n * a.T;
       len = a.T;
     }
-    const int srow = a.state_indices != nullptr ? a.state_indices[n] : n;
+    const int srow = PERSISTENT ? at.srow : a.state_indices != nullptr ? a.state_indices[n] : n;
 
     if (srow < 0) {  // padding slot (serving convention): outputs are zero, no state is touched
+      prefetch_state(a, next);
       float z[VPW];
 #pragma unroll
       for (int j = 0; j < VPW; ++j) z[j] = 0.f;
@@ -717,7 +909,29 @@ struct Kernel {
     float (&tile)[SMEM_STAGING ? K * SMEM_STRIDE : 4] = tile_smem();
 
     // ---- state in ----------------------------------------------------------------------------
-    if constexpr (SMEM_STAGING) {
+    if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
+      async_copy_wait_all();
+      if (a.h0 != nullptr) {
+#pragma unroll
+        for (int m = 0; m < PF_RUNS; ++m) {
+          float run[PF_RUN];
+          read_run(m, run);
+#pragma unroll
+          for (int e = 0; e < PF_RUN; ++e) {
+            if constexpr (V_FIRST && STRIDED) S[m % KPL][m / KPL] = run[e];  // run m: row m % KPL of column m / KPL
+            else if constexpr (V_FIRST) S[e][m] = run[e];                    // column m, rows lane * KPL + e
+            else S[m][e] = run[e];                                           // row key_row(lane, m), columns v0 + e
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < KPL; ++i)
+#pragma unroll
+          for (int j = 0; j < VPW; ++j) S[i][j] = 0.f;
+      }
+      __syncwarp();  // orders the reads above before the next tile's copies into the same places
+      prefetch_state(a, next);
+    } else if constexpr (SMEM_STAGING) {
       if (a.h0 != nullptr) {
         // Coalesced: consecutive threads take consecutive float4 of a tile row (BV floats wide). All
         // loads are issued before the first shared store so FILL_ITERS requests are in flight at once.

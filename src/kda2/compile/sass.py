@@ -66,8 +66,8 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
     if config.get("preload"):  # every token's inputs arrive by cp.async, beside the state loads
         expected += ["LDGSTS"]
     if family == "recurrent" and config.get("persistent"):
-        # the state comes in by cp.async into the next-tile copy buffer (the evict-first policy rides in the
-        # instruction's memory descriptor), and is read back from shared memory
+        # the state comes in by cp.async into the next-tile copy buffer (no L2 cache hint: recurrent.cuh,
+        # async_copy), and is read back from shared memory
         expected = [e for e in expected if e != "LDG.E.EF"] + ["LDGSTS", "LDS"]
     return expected
 

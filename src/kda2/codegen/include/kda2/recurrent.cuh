@@ -253,28 +253,22 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 // Asynchronous global -> shared copies (cp.async, sm_80+) of the persistent kernels' next-tile state: no
 // register holds the data in flight, so a CTA keeps its occupancy while the copies overlap its compute and
-// stores. Evict-first in L2, as the streaming __ldcs loads of the other kernels. cp.async moves 4, 8 or 16
-// bytes; a 2-byte piece (a lone bf16 state element) goes through a register instead, which is correct but
-// waits for its load.
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
+// stores. cp.async moves 4, 8 or 16 bytes; a 2-byte piece (a lone bf16 state element) goes through a register
+// instead, which is correct but waits for its load.
+// No .L2::cache_hint (evict-first policy): with it, ptxas (CUDA 13.0, sm_90a) encoded the 4-byte copies of the
+// lane_cols 2 bf16-state entries in the [Ra+URb] form with descriptor and offset uniform registers (UR0, UR1)
+// that the kernel never writes, after overwriting the policy's low word (UMOV UR4, URZ; UMOV UR4, UR14): the
+// suspected cause of the H200 'illegal instruction' (2026-12-01). The plain form takes the default descriptor.
 
 // BYTES from gmem + OFF bytes. The offset is an immediate of the instruction: the copies of a tile share one
 // address register (as a pointer operand per copy, ptxas kept a 64-bit register for each, 32 in all).
 template <int BYTES, long OFF>
-__device__ __forceinline__ void async_copy(void* smem, const void* gmem, uint64_t policy) {
+__device__ __forceinline__ void async_copy(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1+%2], 16, %3;" ::"r"(s), "l"(gmem), "n"(OFF),
-                 "l"(policy)
-                 : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1+%2], 16;" ::"r"(s), "l"(gmem), "n"(OFF) : "memory");
   } else if constexpr (BYTES == 8 || BYTES == 4) {
-    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1+%2], %3, %4;" ::"r"(s), "l"(gmem), "n"(OFF),
-                 "n"(BYTES), "l"(policy)
-                 : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1+%2], %3;" ::"r"(s), "l"(gmem), "n"(OFF), "n"(BYTES) : "memory");
   } else {
     static_assert(BYTES == 2, "pieces of 2, 4, 8 or 16 bytes");
     *reinterpret_cast<unsigned short*>(smem) =
@@ -838,17 +832,17 @@ struct Kernel {
   static __device__ __forceinline__ void prefetch_state(const KDA2RecurrentArgs& a, const TileAt& at) {
     if constexpr (PERSISTENT) {
       if (at.srow < 0 || a.h0 == nullptr) return;
-      copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC, reinterpret_cast<const SE*>(a.h0) + run_base(a, at),
-                     evict_first_policy());
+      copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC,
+                     reinterpret_cast<const SE*>(a.h0) + run_base(a, at));
     }
   }
   // Piece M (run M / PF_PIECES, piece M % PF_PIECES) and the ones after it; a recursion so each offset is a constant.
   template <int M>
-  static __device__ __forceinline__ void copy_pieces(SE* dst, const SE* src, uint64_t policy) {
+  static __device__ __forceinline__ void copy_pieces(SE* dst, const SE* src) {
     if constexpr (M < PF_RUNS * PF_PIECES) {
       constexpr long off = (run_step(M / PF_PIECES) + (M % PF_PIECES) * PF_VEC) * (long)sizeof(SE);
-      async_copy<PF_VEC * (int)sizeof(SE), off>(dst + M * PF_ROW, src, policy);
-      copy_pieces<M + 1>(dst, src, policy);
+      async_copy<PF_VEC * (int)sizeof(SE), off>(dst + M * PF_ROW, src);
+      copy_pieces<M + 1>(dst, src);
     }
   }
 

@@ -67,7 +67,7 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         expected += ["LDGSTS"]
     if family == "recurrent" and config.get("persistent"):
         # the state comes in by cp.async into the next-tile copy buffer (no L2 cache hint: recurrent.cuh,
-        # async_copy), and is read back from shared memory
+        # cp_async), and is read back from shared memory
         expected = [e for e in expected if e != "LDG.E.EF"] + ["LDGSTS", "LDS"]
     return expected
 

@@ -239,46 +239,31 @@ __device__ __forceinline__ void st_state1(S* p, float x) {
 }
 
 // cp.async (sm_80 and later): a global -> shared copy that holds no register and makes no thread wait at the
-// issue, so a CTA can put every token's inputs in flight together with its state loads (Kernel::preload_issue).
-// 16-byte pieces bypass L1 (.cg: each input is read once per CTA); 4- and 8-byte ones can only go through it.
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
-  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(BYTES) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-// Asynchronous global -> shared copies (cp.async, sm_80+) of the persistent kernels' next-tile state: no
-// register holds the data in flight, so a CTA keeps its occupancy while the copies overlap its compute and
-// stores. cp.async moves 4, 8 or 16 bytes; a 2-byte piece (a lone bf16 state element) goes through a register
-// instead, which is correct but waits for its load.
+// issue, so a CTA keeps its occupancy while the copies overlap its compute and stores: every token's inputs in
+// flight with the state loads (Kernel::preload_issue), the next tile's state in the persistent kernels.
+// BYTES from gmem + OFF bytes. OFF is an immediate of the instruction: the copies of a tile share one address
+// register (as a pointer operand per copy, ptxas kept a 64-bit register for each, 32 in all). 16-byte pieces
+// bypass L1 (.cg: each byte is read once per CTA); 4- and 8-byte ones can only go through it; a 2-byte piece (a
+// lone bf16 state element) goes through a register instead, which is correct but waits for its load.
 // No .L2::cache_hint (evict-first policy): with it, ptxas (CUDA 13.0, sm_90a) encoded the 4-byte copies of the
 // lane_cols 2 bf16-state entries in the [Ra+URb] form with descriptor and offset uniform registers (UR0, UR1)
 // that the kernel never writes, after overwriting the policy's low word (UMOV UR4, URZ; UMOV UR4, UR14): the
 // suspected cause of the H200 'illegal instruction' (2026-12-01). The plain form takes the default descriptor.
-
-// BYTES from gmem + OFF bytes. The offset is an immediate of the instruction: the copies of a tile share one
-// address register (as a pointer operand per copy, ptxas kept a 64-bit register for each, 32 in all).
-template <int BYTES, long OFF>
-__device__ __forceinline__ void async_copy(void* smem, const void* gmem) {
+template <int BYTES, long OFF = 0>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1+%2], 16;" ::"r"(s), "l"(gmem), "n"(OFF) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1+%2], 16;\n" ::"r"(s), "l"(gmem), "n"(OFF) : "memory");
   } else if constexpr (BYTES == 8 || BYTES == 4) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1+%2], %3;" ::"r"(s), "l"(gmem), "n"(OFF), "n"(BYTES) : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1+%2], %3;\n" ::"r"(s), "l"(gmem), "n"(OFF), "n"(BYTES) : "memory");
   } else {
     static_assert(BYTES == 2, "pieces of 2, 4, 8 or 16 bytes");
     *reinterpret_cast<unsigned short*>(smem) =
         __ldcs(reinterpret_cast<const unsigned short*>(static_cast<const char*>(gmem) + OFF));
   }
 }
-
-// This thread's copies have landed and are visible to it (every copy of the buffer is read by the thread
-// that issued it).
-__device__ __forceinline__ void async_copy_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// This thread's copies have landed and are visible to it.
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 // N state elements from shared memory (the persistent copy buffer), widened to fp32.
 template <class S, int N>
@@ -558,7 +543,7 @@ struct Kernel {
     }
     float S[RPL][CW];
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
-      async_copy_wait_all();
+      cp_async_wait_all();
       if (a.h0 != nullptr) {
 #pragma unroll
         for (int r = 0; r < RPL; ++r) read_run(r, S[r]);
@@ -841,13 +826,13 @@ struct Kernel {
   static __device__ __forceinline__ void copy_pieces(SE* dst, const SE* src) {
     if constexpr (M < PF_RUNS * PF_PIECES) {
       constexpr long off = (run_step(M / PF_PIECES) + (M % PF_PIECES) * PF_VEC) * (long)sizeof(SE);
-      async_copy<PF_VEC * (int)sizeof(SE), off>(dst + M * PF_ROW, src);
+      cp_async<PF_VEC * (int)sizeof(SE), off>(dst + M * PF_ROW, src);
       copy_pieces<M + 1>(dst, src);
     }
   }
 
   // Persistent: run m of this thread's share of the current tile, from the copy buffer (after
-  // async_copy_wait_all).
+  // cp_async_wait_all).
   static __device__ __forceinline__ void read_run(int m, float (&out)[PF_RUN]) {
     const SE* buf = prefetch_smem();
 #pragma unroll
@@ -904,7 +889,7 @@ struct Kernel {
 
     // ---- state in ----------------------------------------------------------------------------
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
-      async_copy_wait_all();
+      cp_async_wait_all();
       if (a.h0 != nullptr) {
 #pragma unroll
         for (int m = 0; m < PF_RUNS; ++m) {

@@ -42,12 +42,13 @@ def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
 
 def budget_groups(plan: SpecPlan) -> dict[tuple[str, int, str], list[str]]:
     """Candidate ids per (layout, bucket, kind): what budget.max_candidates counts (BudgetAgent); kind is "" for
-    the per-token grid candidates, "preload" (multi-token decode) or "persistent" (T = 1 decode)."""
+    the per-token grid candidates, "preload" (multi-token decode), "persistent" (decode) or "preload persistent"."""
     cfg = {v.id: v.config for v in plan.variants}
     out: dict[tuple[str, int, str], list[str]] = {}
     for (layout, bucket), ids in groups(plan).items():
         for i in ids:
-            kind = "preload" if cfg[i].get("preload") else "persistent" if cfg[i].get("persistent") else ""
+            kind = ("preload " if cfg[i].get("preload") else "") + ("persistent" if cfg[i].get("persistent") else "")
+            kind = kind.strip()
             out.setdefault((layout, bucket, kind), []).append(i)
     return out
 
@@ -276,21 +277,21 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
 
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
-    """The cap holds per (layout, bucket) and kind: preload candidates (the multi-token bucket) and persistent ones
-    (bucket 1) are kept beside the per-token grid ones, which come first."""
+    """The cap holds per (layout, bucket) and kind: preload candidates (the multi-token bucket), persistent ones
+    (both decode buckets) and persistent preload ones are kept beside the per-token grid ones, which come first."""
     capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
     for arch in kimi.archs:
         full, small = budget_groups(plan_spec(kimi, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)
-        assert {b for _, b, k in full if k == "persistent"} == {1}
-        assert {b for _, b, k in full if k == "preload"} == {8}
+        assert {b for _, b, k in full if k == "persistent"} == {1, 8}
+        assert {b for _, b, k in full if k == "preload"} == {8} == {b for _, b, k in full if k == "preload persistent"}
         for key, ids in small.items():
             assert len(ids) == min(cap, len(full[key]))
             assert ids == full[key][:cap]  # the best-ranked are kept
         assert any(len(ids) > cap for ids in full.values())
         for (layout, bucket), ids in groups(plan_spec(capped, arch, rules)).items():
             grid = small[layout, bucket, ""]
-            assert ids[:len(grid)] == grid and len(ids) <= 2 * cap
+            assert ids[:len(grid)] == grid and len(ids) <= 4 * cap
 
 
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
@@ -300,8 +301,8 @@ def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
             v = next(x for x in plan.variants if x.id == vid)
             (why,) = [w for a, w in v.reasons if a == "budget"]
             assert f"rank {rank} of max 2" in why and "budget 255" in why
-            assert ("preload candidates" in why) == (kind == "preload")
-            assert why.endswith(" (persistent)") == (kind == "persistent")
+            assert ("preload candidates" in why) == kind.startswith("preload")
+            assert why.endswith(" (persistent)") == kind.endswith("persistent")
 
 
 # ---- preload (multi-token decode) -------------------------------------------------------------
@@ -358,12 +359,12 @@ def test_spec_edit_without_preload_leaves_the_per_token_plan(kimi, rules, tmp_pa
         assert [v.id for v in with_pre.variants if not v.config.get("preload")] == [v.id for v in without.variants]
         assert [d["variant"] for d in with_pre.dispatch] == [d["variant"] for d in without.dispatch]
         b_with, b_without, b_only = budget_groups(with_pre), budget_groups(without), budget_groups(pre_only)
-        assert {k: ids for k, ids in b_with.items() if not k[2]} == b_without
+        assert {k: ids for k, ids in b_with.items() if "preload" not in k[2]} == b_without
         for (layout, bucket, kind), ids in b_only.items():
             if bucket == 8:
-                assert kind == "preload" and ids == b_with[(layout, bucket, kind)]
+                assert kind.startswith("preload") and ids == b_with[(layout, bucket, kind)]
             else:
-                assert kind != "preload" and ids == b_without[(layout, bucket, kind)]
+                assert "preload" not in kind and ids == b_without[(layout, bucket, kind)]
 
 
 @pytest.mark.parametrize("max_registers,layout", [(40, "k_first"), (80, "v_first")])

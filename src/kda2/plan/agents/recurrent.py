@@ -234,24 +234,28 @@ def copy_run(cfg: dict) -> int:
 
 
 class ScheduleAgent:
-    """The T = 1 decode bucket, with the spec's `schedule: [.., persistent]`: each direct-staged candidate again as
-    a persistent kernel. A one-token call streams every state once, one tile (one CTA's [K, BV] share of a
+    """Decode buckets (T <= DECODE_MAX_T), with the spec's `schedule: [.., persistent]`: each direct-staged candidate
+    again as a persistent kernel. A decode call streams every state once, one tile (one CTA's [K, BV] share of a
     (sequence, head) state) per CTA in the grid form: each CTA loads, computes, stores and exits, and the tiles
     come in waves of the resident CTA slots with a partial last one, so the GPU's memory sees per-CTA phases and a
     tail. The persistent form launches min(tiles, slots) CTAs (the library asks the driver for the slots per
     context); each loops over tiles and copies its next tile's state to shared memory (cp.async, no registers)
-    before it computes and stores the current one, so loads and stores stay in flight from start to end. Its
-    candidates come after the grid ones and the budget ranks them separately (BudgetAgent): they add to the
-    bucket's grid candidates, never replace them; the tuner times both at every batch class. Not proposed for
-    smem staging (its shared tile is the state's way in) or where a bf16 state piece would be 2 bytes (too small
-    for cp.async). Multi-token and prefill buckets are token-chain bound: one tile per CTA."""
+    before it computes and stores the current one, so loads and stores stay in flight from start to end. At T = 1
+    a tile's compute is short and the grid form's waves already overlap (H200: every persistent candidate lost,
+    tuning/kimi_linear_recurrent.h200.json); a multi-token tile is a chain of T token steps, the time a grid CTA's
+    state bytes sit idle, which the next tile's copy fills. Preload candidates keep their input buffer: the
+    kernel refills it per tile behind a barrier, in a commit group of its own. Its candidates come after the grid
+    ones and the budget ranks them separately (BudgetAgent): they add to the bucket's grid candidates, never
+    replace them; the tuner times both at every batch class. Not proposed for smem staging (its shared tile is
+    the state's way in) or where a bf16 state piece would be 2 bytes (too small for cp.async). Prefill buckets
+    are token-chain bound over long sequences: one tile per CTA."""
     name = "schedule"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         modes = spec.agents.schedule
-        if bucket > 1 or "persistent" not in modes:
+        if bucket > DECODE_MAX_T or "persistent" not in modes:
             why = (f"T<={bucket}: one CTA per tile, grid (V/BV, HV, N): " +
-                   ("each tile is a token chain, whose steps set the time" if bucket > 1
+                   ("each tile is a long token chain, whose steps set the time" if bucket > DECODE_MAX_T
                     else "the spec's schedule is grid only"))
             return [c.extend(self.name, why) for c in cands]
         grid, twins = [], []
@@ -318,7 +322,7 @@ class BudgetAgent:
             if occ.ctas_per_sm < 1:
                 continue
             model = estimate(cfg, res, hw, w)
-            kind = "preload" if cfg.get("preload") else "persistent" if cfg.get("persistent") else ""
+            kind = ("preload " if cfg.get("preload") else "") + ("persistent" if cfg.get("persistent") else "")
             group = kept.setdefault((cfg["state_layout"], kind), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "

@@ -1,9 +1,12 @@
-// KDA² PTX wrappers of the tensor-core kernels: mma.sync, ldmatrix, cp.async, sm_90 bulk copies on an
-// mbarrier, the SFU's ex2 / lg2, bf16 / fp16 packing. Configuration-free; every one is inlined at its call site.
+// KDA² PTX wrappers of the tensor-core kernels: mma.sync, ldmatrix, sm_90 bulk copies on an
+// mbarrier, the SFU's ex2 / lg2, bf16 / fp16 packing (cp.async: kda2/cp_async.cuh). Configuration-free; every one
+// is inlined at its call site.
 #pragma once
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include "kda2/cp_async.cuh"
 
 namespace kda2 {
 
@@ -97,12 +100,6 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // sm_90 bulk-copy / mbarrier helpers (empty below sm_90, where the kernels never call them).
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {

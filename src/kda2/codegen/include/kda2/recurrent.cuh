@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "kda2/abi.h"
+#include "kda2/cp_async.cuh"
 #include "kda2/elem16.cuh"
 
 namespace kda2 {
@@ -237,33 +238,6 @@ template <class S>
 __device__ __forceinline__ void st_state1(S* p, float x) {
   if constexpr (sizeof(S) == 4) *reinterpret_cast<float*>(p) = x; else *p = __float2bfloat16_rn(x);
 }
-
-// cp.async (sm_80 and later): a global -> shared copy that holds no register and makes no thread wait at the
-// issue, so a CTA keeps its occupancy while the copies overlap its compute and stores: every token's inputs in
-// flight with the state loads (Kernel::preload_issue), the next tile's state in the persistent kernels.
-// BYTES from gmem + OFF bytes. OFF is an immediate of the instruction: the copies of a tile share one address
-// register (as a pointer operand per copy, ptxas kept a 64-bit register for each, 32 in all). 16-byte pieces
-// bypass L1 (.cg: each byte is read once per CTA); 4- and 8-byte ones can only go through it; a 2-byte piece (a
-// lone bf16 state element) goes through a register instead, which is correct but waits for its load.
-// No .L2::cache_hint (evict-first policy): with it, ptxas (CUDA 13.0, sm_90a) encoded the 4-byte copies of the
-// lane_cols 2 bf16-state entries in the [Ra+URb] form with descriptor and offset uniform registers (UR0, UR1)
-// that the kernel never writes, after overwriting the policy's low word (UMOV UR4, URZ; UMOV UR4, UR14): the
-// suspected cause of the H200 'illegal instruction' (2026-12-01). The plain form takes the default descriptor.
-template <int BYTES, long OFF = 0>
-__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1+%2], 16;\n" ::"r"(s), "l"(gmem), "n"(OFF) : "memory");
-  } else if constexpr (BYTES == 8 || BYTES == 4) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1+%2], %3;\n" ::"r"(s), "l"(gmem), "n"(OFF), "n"(BYTES) : "memory");
-  } else {
-    static_assert(BYTES == 2, "pieces of 2, 4, 8 or 16 bytes");
-    *reinterpret_cast<unsigned short*>(smem) =
-        __ldcs(reinterpret_cast<const unsigned short*>(static_cast<const char*>(gmem) + OFF));
-  }
-}
-// This thread's copies have landed and are visible to it.
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 // N state elements from shared memory (the persistent copy buffer), widened to fp32.
 template <class S, int N>
@@ -474,13 +448,15 @@ struct Kernel {
       copy_rows<K * 4, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 4, (long)a.HV * K * 4, nt);
     copy_rows<BV * 2, V_PIECE>(s + PL_V, reinterpret_cast<const unsigned char*>(a.v) + ((tok * a.HV + hv) * (long)V + v_cta) * 2,
                                (long)a.HV * V * 2, nt);
+    cp_async_commit();  // one group: a persistent kernel waits for it apart from its next tile's state copies
     return b;
   }
 
   // Completes preload_issue: beta stored, this thread's copies landed, then every thread's (the barrier).
   static __device__ __forceinline__ void preload_land(float b, int nt) {
     if ((int)threadIdx.x < nt) reinterpret_cast<float*>(preload_smem() + PL_B)[threadIdx.x] = b;
-    cp_async_wait_all();
+    if constexpr (PERSISTENT) cp_async_wait<1>();  // committed after ours: the next tile's state (prefetch_state)
+    else cp_async_wait_all();
     __syncthreads();
   }
 
@@ -538,12 +514,14 @@ struct Kernel {
     int pre_n = 0;
     float pre_b = 0.f;
     if constexpr (PRELOAD > 0) {
+      if constexpr (PERSISTENT) __syncthreads();  // every warp is past the previous tile's reads of the buffer
       pre_n = (int)(len < PRELOAD ? len : PRELOAD);
       pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
     }
     float S[RPL][CW];
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
-      cp_async_wait_all();
+      if constexpr (PRELOAD > 0) cp_async_wait<1>();  // the state's group; this tile's preload group may fly on
+      else cp_async_wait_all();
       if (a.h0 != nullptr) {
 #pragma unroll
         for (int r = 0; r < RPL; ++r) read_run(r, S[r]);
@@ -816,9 +794,9 @@ struct Kernel {
   // slot, past the last tile, or without h0 (the body starts from zeros then).
   static __device__ __forceinline__ void prefetch_state(const KDA2RecurrentArgs& a, const TileAt& at) {
     if constexpr (PERSISTENT) {
-      if (at.srow < 0 || a.h0 == nullptr) return;
-      copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC,
-                     reinterpret_cast<const SE*>(a.h0) + run_base(a, at));
+      if (at.srow >= 0 && a.h0 != nullptr)
+        copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC, reinterpret_cast<const SE*>(a.h0) + run_base(a, at));
+      cp_async_commit();  // one group per tile, empty or not: the waits count groups (preload_land)
     }
   }
   // Piece M (run M / PF_PIECES, piece M % PF_PIECES) and the ones after it; a recursion so each offset is a constant.
@@ -880,6 +858,7 @@ struct Kernel {
     int pre_n = 0;
     float pre_b = 0.f;
     if constexpr (PRELOAD > 0) {
+      if constexpr (PERSISTENT) __syncthreads();  // every warp is past the previous tile's reads of the buffer
       pre_n = (int)(len < PRELOAD ? len : PRELOAD);
       pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
     }
@@ -889,7 +868,8 @@ struct Kernel {
 
     // ---- state in ----------------------------------------------------------------------------
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
-      cp_async_wait_all();
+      if constexpr (PRELOAD > 0) cp_async_wait<1>();  // the state's group; this tile's preload group may fly on
+      else cp_async_wait_all();
       if (a.h0 != nullptr) {
 #pragma unroll
         for (int m = 0; m < PF_RUNS; ++m) {

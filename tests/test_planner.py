@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kda2.plan.agents.recurrent import latency_vpws
 from kda2.plan.planner import PlanError, SpecPlan, plan_all, plan_spec
 from kda2.spec.rules import load_rules
 from kda2.spec.model import Spec, load_spec, load_specs
@@ -42,13 +43,15 @@ def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
 
 def budget_groups(plan: SpecPlan) -> dict[tuple[str, int, str], list[str]]:
     """Candidate ids per (layout, bucket, kind): what budget.max_candidates counts (BudgetAgent); kind is "" for
-    the per-token grid candidates, "preload" (multi-token decode), "persistent" (decode) or "preload persistent"."""
+    the per-token grid candidates, "preload" (multi-token decode), "persistent" (decode), "preload persistent", or
+    "latency" (the T = 1 bucket's latency tiles)."""
     cfg = {v.id: v.config for v in plan.variants}
     out: dict[tuple[str, int, str], list[str]] = {}
     for (layout, bucket), ids in groups(plan).items():
         for i in ids:
             kind = ("preload " if cfg[i].get("preload") else "") + ("persistent" if cfg[i].get("persistent") else "")
-            kind = kind.strip()
+            kind = (kind + (" latency" if cfg[i]["v_per_warp"] in latency_vpws(plan.spec, cfg[i]["k_map"], bucket)
+                            else "")).strip()
             out.setdefault((layout, bucket, kind), []).append(i)
     return out
 
@@ -244,8 +247,9 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
             locks.setdefault(s.name, {}).update(read_lock(path))
             raws[(s.name, arch)] = raw
     assert ("kimi_linear_recurrent", "sm_90a") in raws and ("small_head_recurrent", "sm_90a") in raws
-    # H200 winners (re-tuned 2026-11-30; the T=1 kernels without per-token states have new ids)
-    assert locks["kimi_linear_recurrent"]["sm_90a"]["v_first:1024"] == "05d3d782312a"
+    # read_lock gives each route's winner as the record names it (the record is re-tuned often: read, not restated)
+    kimi = raws[("kimi_linear_recurrent", "sm_90a")]["routes"]
+    assert {k: locks["kimi_linear_recurrent"]["sm_90a"][k] for k in kimi} == {k: x["variant"] for k, x in kimi.items()}
     assert locks["small_head_recurrent"]["sm_90a"]["v_first:1"] == "33fd8e069a90"
     plans, warnings = plan_all(specs, rules, locks=locks)
     assert not [w for w in warnings if "tuning record" in w], warnings

@@ -83,6 +83,7 @@ def test_canonical_and_digest(tmp_path: Path) -> None:
 def test_defaults_are_visible_and_filled(tmp_path: Path) -> None:
     assert Tile.model_fields["v_per_warp"].default == [4, 8]
     assert Tile.model_fields["warps"].default == [4]
+    assert Tile.model_fields["latency_v_per_warp"].default == []
     assert Staging.model_fields["k_first"].default == ["smem", "direct"]
     assert Staging.model_fields["v_first"].default == ["direct"]
     assert Agents.model_fields["reduce"].default == ["butterfly"]
@@ -94,7 +95,7 @@ def test_defaults_are_visible_and_filled(tmp_path: Path) -> None:
     del data["agents"], data["features"]["input_dtypes"], data["features"]["bf16_decode_state"]
     del data["budget"]["allow_spills"]
     canon = load_spec(write(tmp_path / "s.yaml", data)).canonical()
-    assert canon["agents"] == {"tile": {"v_per_warp": [4, 8], "warps": [4]},
+    assert canon["agents"] == {"tile": {"v_per_warp": [4, 8], "warps": [4], "latency_v_per_warp": []},
                                "staging": {"k_first": ["smem", "direct"], "v_first": ["direct"]},
                                "reduce": ["butterfly"], "occupancy": ["compiler"], "inputs": ["per_token"],
                                "schedule": ["grid"]}

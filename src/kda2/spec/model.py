@@ -284,10 +284,16 @@ class Features(_Strict):
 
 
 class Tile(_Strict):
-    """Tile shapes the planner may try. Defaults: v_per_warp [4, 8], warps [4]."""
+    """Tile shapes the planner may try. Defaults: v_per_warp [4, 8], warps [4], latency_v_per_warp [].
+
+    latency_v_per_warp: narrower v_per_warp options proposed for the T = 1 bucket only, beside its usual shapes
+    (plan/agents/recurrent.py TileAgent): a one-sequence decode step is one latency chain per warp, which a
+    narrower tile splits over more warps; the tuner routes them by batch class (decode-n1) if they win there.
+    """
 
     v_per_warp: Choices[Literal[2, 4, 8, 16]] = [4, 8]
     warps: Choices[Literal[1, 2, 4, 8]] = [4]
+    latency_v_per_warp: list[Literal[2, 4, 8, 16]] = []
 
 
 class Staging(_Strict):

@@ -116,6 +116,9 @@ class TileAgent:
                           and (k // (32 // (vpw // cw))) * cw <= 64]
             else:
                 shapes = [(vpw, 1) for vpw in vpws]
+            # T = 1: the spec's latency tiles after them (k_map=all: the widest vector that divides the tile)
+            shapes += [(vpw, (4 if vpw % 4 == 0 else vpw) if c.config["k_map"] == "all" else 1)
+                       for vpw in latency_vpws(spec, c.config["k_map"], bucket)]
             for vpw, cw in shapes:
                 options = list(spec.agents.tile.warps)
                 if not decode:  # stable: ties keep the spec's order
@@ -136,8 +139,22 @@ class TileAgent:
                     n, slots, nw = waves({**c.config, "v_per_warp": vpw, "warps": warps, "lane_cols": cw}, hw, bucket)
                     why += (f"; {n} chains in {nw} wave(s) of {slots} resident CTAs "
                             f"({hw.cite('sm_count', 'registers_per_sm', 'smem_per_sm_bytes')})")
+                    if vpw in latency_vpws(spec, c.config["k_map"], bucket):
+                        w1 = workloads("recurrent", bucket)[-1]
+                        why += (f"; latency tile (spec tile.latency_v_per_warp): at {w1.name} (N={w1.N}, H={w1.H}) "
+                                f"{w1.N * w1.H * (v // bv)} CTAs, each warp's one-token chain over {state_regs} "
+                                "state registers instead of the wide tiles' more")
                     out.append(c.extend(self.name, why, v_per_warp=vpw, warps=warps, lane_cols=cw))
         return out
+
+
+def latency_vpws(spec: Any, k_map: str, bucket: int) -> list[int]:
+    """The spec's latency tiles (tile.latency_v_per_warp) a T = 1 candidate of this k_map gets beyond its usual
+    shapes (k_map=all: v_per_warp 16 and 8; else the spec's v_per_warp), narrowest last; none for other buckets."""
+    if bucket != 1:
+        return []
+    usual = (16, 8) if k_map == "all" else spec.agents.tile.v_per_warp
+    return sorted((v for v in set(spec.agents.tile.latency_v_per_warp) if v not in usual), reverse=True)
 
 
 class ReduceAgent:
@@ -205,8 +222,8 @@ class OccupancyAgent:
             cfg = c.config
             if "compiler" in modes or bucket > DECODE_MAX_T:
                 out.append(c.extend(self.name, "resident CTAs per SM left to ptxas's register use"))
-            if "raised" not in modes or bucket > DECODE_MAX_T:
-                continue
+            if "raised" not in modes or bucket > DECODE_MAX_T or cfg["v_per_warp"] in latency_vpws(spec, cfg["k_map"], bucket):
+                continue  # (a latency tile is for calls of few tiles: resident CTAs per SM do not bind there)
             est = registers_estimate(cfg)
             need = est + self.HEADROOM
             threads = 32 * cfg["warps"]
@@ -261,10 +278,12 @@ class ScheduleAgent:
         grid, twins = [], []
         for c in cands:
             cfg = c.config
-            ok = cfg["staging"] == "direct" and copy_run(cfg) >= 2
+            latency = cfg["v_per_warp"] in latency_vpws(spec, cfg["k_map"], bucket)  # few tiles: nothing to loop over
+            ok = cfg["staging"] == "direct" and copy_run(cfg) >= 2 and not latency
             if "grid" in modes or not ok:
                 grid.append(c.extend(self.name, f"T<={bucket}: one CTA per tile, grid (V/BV, HV, N)" + (
-                    "" if ok else ("; no persistent form: " + ("smem staging" if cfg["staging"] != "direct" else
+                    "" if ok else ("; no persistent form: " + ("a latency tile" if latency else "smem staging"
+                                                                if cfg["staging"] != "direct" else
                                                                 "a bf16 state piece would be 2 bytes")))))
             if not ok:
                 continue
@@ -322,7 +341,8 @@ class BudgetAgent:
             if occ.ctas_per_sm < 1:
                 continue
             model = estimate(cfg, res, hw, w)
-            kind = ("preload " if cfg.get("preload") else "") + ("persistent" if cfg.get("persistent") else "")
+            kind = (("preload " if cfg.get("preload") else "") + ("persistent" if cfg.get("persistent") else "")
+                    + (" latency" if cfg["v_per_warp"] in latency_vpws(spec, cfg["k_map"], bucket) else ""))
             group = kept.setdefault((cfg["state_layout"], kind), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "

@@ -138,9 +138,8 @@ def preload_bytes(cfg: Mapping[str, Any]) -> int:
 
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
     """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows
-    (k_map all), the preload buffer (two for a persistent kernel: this tile's inputs and the next one's, recurrent.cuh
-    PL_BUFS), and for a persistent kernel its copy of the next tile's state (the CTA's [K, warps*v_per_warp] fp32
-    tile, every thread's share side by side: no pad, kda2.tir.recurrent.prefetch_stage_func)."""
+    (k_map all), the preload buffer, and for a persistent kernel its copy of the next tile's state (the CTA's
+    [K, warps*v_per_warp] fp32 tile, every thread's share side by side: no pad, kda2.tir.recurrent.prefetch_stage_func)."""
     copy = cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("persistent") else 0
     if cfg["staging"] == "smem":
         tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
@@ -148,7 +147,7 @@ def smem_estimate(cfg: Mapping[str, Any]) -> int:
         tile = cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
     else:
         tile = 0
-    return tile + preload_bytes(cfg) * (2 if cfg.get("persistent") else 1) + copy
+    return tile + preload_bytes(cfg) + copy
 
 
 #: Registers assumed for a chunk kernel before ptxas reports (its occupancy is bounded by shared memory).

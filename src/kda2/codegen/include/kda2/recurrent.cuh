@@ -326,7 +326,6 @@ struct Kernel {
   static constexpr int PL_V = PL_G + PRELOAD * K * 4;
   static constexpr int PL_B = PL_V + (PRELOAD * BV * 2 + 15) / 16 * 16;
   static constexpr int PL_BYTES = PL_B + (PRELOAD * 4 + 15) / 16 * 16;
-  static constexpr int PL_BUFS = PERSISTENT ? 2 : 1;  // persistent: this tile's inputs and the next one's
   static constexpr int V_PIECE = (BV * 2) % 16 == 0 ? 16 : (BV * 2) % 8 == 0 ? 8 : 4;  // cp.async size for v rows
   static_assert(PRELOAD == 0 || (!PREFETCH && PRELOAD <= WARPS * 32 && (BV * 2) % 4 == 0),
                 "preload replaces the next-token prefetch; one thread per token's beta; v rows in 4-byte pieces");
@@ -341,12 +340,6 @@ struct Kernel {
   // or n), < 0 for a padding slot and for "no tile" (the persistent loop's end).
   struct TileAt {
     int vb, hv, n, srow;
-  };
-  // What a persistent preload kernel carries from tile to tile: the preload buffer this tile reads (the next
-  // tile's inputs go to the other one) and the next tile's beta, loaded a tile ahead (see pl_enter).
-  struct Carry {
-    int buf;
-    float beta;
   };
 
   // The KPL key-row elements of this lane from a [.., K] row: one vector when rows are blocked.
@@ -437,14 +430,14 @@ struct Kernel {
   // columns v_cta ..): nothing waits here. beta (16-bit is below cp.async's 4-byte granule) is loaded into a
   // register of thread t for token t and stored by preload_land, after the caller has issued its state loads.
   static __device__ __forceinline__ float preload_issue(const KDA2RecurrentArgs& a, long tok, int nt, int h, int hv,
-                                                        int v_cta, int buf = 0) {
+                                                        int v_cta) {
     float b = 0.f;
     if ((int)threadIdx.x < nt) {
       const long bi = (tok + threadIdx.x) * a.HV + hv;
       b = (a.flags & KDA2_BETA_BF16) ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi])
                                      : reinterpret_cast<const float*>(a.beta)[bi];
     }
-    unsigned char* s = preload_buf(buf);
+    unsigned char* s = preload_smem();
     const long qk = (tok * a.H + h) * (long)K * 2, stride_qk = (long)a.H * K * 2;
     copy_rows<K * 2, 16>(s, reinterpret_cast<const unsigned char*>(a.q) + qk, stride_qk, nt);
     copy_rows<K * 2, 16>(s + PL_K, reinterpret_cast<const unsigned char*>(a.k) + qk, stride_qk, nt);
@@ -455,46 +448,15 @@ struct Kernel {
       copy_rows<K * 4, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 4, (long)a.HV * K * 4, nt);
     copy_rows<BV * 2, V_PIECE>(s + PL_V, reinterpret_cast<const unsigned char*>(a.v) + ((tok * a.HV + hv) * (long)V + v_cta) * 2,
                                (long)a.HV * V * 2, nt);
+    cp_async_commit();  // one group: a persistent kernel waits for it apart from its next tile's state copies
     return b;
   }
 
   // Completes preload_issue: beta stored, this thread's copies landed, then every thread's (the barrier).
   static __device__ __forceinline__ void preload_land(float b, int nt) {
     if ((int)threadIdx.x < nt) reinterpret_cast<float*>(preload_smem() + PL_B)[threadIdx.x] = b;
-    cp_async_wait_all();
-    __syncthreads();
-  }
-
-  // ---- persistent preload (PERSISTENT and PRELOAD > 0): two buffers, the next tile's inputs copied a tile ahead --
-  // A tile's token chain must not start with a round trip for its inputs (2026-12-01, H200, M1 k_first: the
-  // single-buffer form, inputs issued at tile start, took 110.7 us against the grid kernel's 103). Tile p reads
-  // buffer p % 2 while the copies of tile p + 1's inputs and state fly; beta (16-bit is below cp.async's granule)
-  // comes a tile ahead in a register and is stored when its tile starts.
-
-  // The sequence bounds of tile `at`'s sequence.
-  static __device__ __forceinline__ void seq_of(const KDA2RecurrentArgs& a, int n, long& bos, long& len) {
-    if (HAS_VARLEN && a.cu_seqlens != nullptr) {
-      bos = a.cu_seqlens[n];
-      len = a.cu_seqlens[n + 1] - bos;
-    } else {
-      bos = (long)n * a.T;
-      len = a.T;
-    }
-  }
-  // Issues tile `at`'s input copies into buffer `buf` (one commit group) and keeps its beta in the carry; nothing
-  // for a padding slot or past the last tile (srow < 0: no token is read).
-  static __device__ __forceinline__ void pl_issue(const KDA2RecurrentArgs& a, const TileAt& at, int buf, Carry& c) {
-    c.beta = 0.f;
-    if (at.srow < 0) return;
-    long bos, len;
-    seq_of(a, at.n, bos, len);
-    c.beta = preload_issue(a, bos, (int)(len < PRELOAD ? len : PRELOAD), at.hv / (a.HV / a.H), at.hv, at.vb * BV, buf);
-  }
-  // Tile start: its beta into its buffer, then its copies (inputs and state, issued a tile ago) landed and visible
-  // to every thread, and every warp past the previous tile's token loop, so the other buffer is free again.
-  static __device__ __forceinline__ void pl_enter(const Carry& c, int nt) {
-    if ((int)threadIdx.x < nt) reinterpret_cast<float*>(preload_buf(c.buf) + PL_B)[threadIdx.x] = c.beta;
-    cp_async_wait_all();
+    if constexpr (PERSISTENT) cp_async_wait<1>();  // committed after ours: the next tile's state (prefetch_state)
+    else cp_async_wait_all();
     __syncthreads();
   }
 
@@ -504,8 +466,8 @@ struct Kernel {
   // states, sm_90a), where these loads fit (120-126 registers of 128).
 
   // The per-lane inputs of the token in slot u, as load_token reads them from global memory.
-  static __device__ __forceinline__ void load_token_smem(const unsigned char* s, int u, bool g_bf16, int lane, int warp,
-                                                         TokenIn& in) {
+  static __device__ __forceinline__ void load_token_smem(int u, bool g_bf16, int lane, int warp, TokenIn& in) {
+    const unsigned char* s = preload_smem();
     load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, in.q);
     load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, in.k);
     load_rows_gate(s + PL_G, (long)u * K, g_bf16, lane, in.g);
@@ -519,8 +481,7 @@ struct Kernel {
   // no shared-memory transpose is needed; sums over K are in-lane plus log2(KSPLIT) shuffles. q, k and
   // the decay of the current token reach every lane through a per-warp shared-memory row.
   template <bool P16>
-  static __device__ __forceinline__ void run_all_k(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next,
-                                                   Carry& carry) {
+  static __device__ __forceinline__ void run_all_k(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     const int part = lane / CGROUPS;       // which share of the K rows
@@ -529,13 +490,17 @@ struct Kernel {
     const int col = at.vb * BV + warp * VPW + (lane % CGROUPS) * CW;  // first of this lane's CW columns
     const int h = hv / (a.HV / a.H);
     long bos, len;
-    seq_of(a, n, bos, len);
+    if (HAS_VARLEN && a.cu_seqlens != nullptr) {
+      bos = a.cu_seqlens[n];
+      len = a.cu_seqlens[n + 1] - bos;
+    } else {
+      bos = (long)n * a.T;
+      len = a.T;
+    }
     const int srow = PERSISTENT ? at.srow : a.state_indices != nullptr ? a.state_indices[n] : n;
     E* o = reinterpret_cast<E*>(a.o);
     if (srow < 0) {  // padding slot: zero outputs, no state touched
-      if constexpr (PERSISTENT && PRELOAD > 0) pl_enter(carry, 0);
       prefetch_state(a, next);
-      if constexpr (PERSISTENT && PRELOAD > 0) pl_issue(a, next, carry.buf ^ 1, carry);
       float z[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) z[c] = 0.f;
@@ -549,13 +514,14 @@ struct Kernel {
     int pre_n = 0;
     float pre_b = 0.f;
     if constexpr (PRELOAD > 0) {
+      if constexpr (PERSISTENT) __syncthreads();  // every warp is past the previous tile's reads of the buffer
       pre_n = (int)(len < PRELOAD ? len : PRELOAD);
-      if constexpr (PERSISTENT) pl_enter(carry, pre_n);  // copied a tile ago (this tile's state too)
-      else pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
+      pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
     }
     float S[RPL][CW];
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
-      if constexpr (PRELOAD == 0) cp_async_wait_all();  // (with preload: pl_enter waited)
+      if constexpr (PRELOAD > 0) cp_async_wait<1>();  // the state's group; this tile's preload group may fly on
+      else cp_async_wait_all();
       if (a.h0 != nullptr) {
 #pragma unroll
         for (int r = 0; r < RPL; ++r) read_run(r, S[r]);
@@ -567,7 +533,6 @@ struct Kernel {
       }
       __syncwarp();  // orders the reads above before the next tile's copies into the same places
       prefetch_state(a, next);
-      if constexpr (PRELOAD > 0) pl_issue(a, next, carry.buf ^ 1, carry);  // the other buffer (pl_enter freed it)
     } else if (a.h0 != nullptr) {
 #pragma unroll
       for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
@@ -598,7 +563,7 @@ struct Kernel {
     const float* my_q = &stage[warp][0][part * STAGE_ROW];
     const float* my_k = &stage[warp][1][part * STAGE_ROW];
     const float* my_d = &stage[warp][2][part * STAGE_ROW];
-    if constexpr (PRELOAD > 0 && !PERSISTENT) preload_land(pre_b, pre_n);
+    if constexpr (PRELOAD > 0) preload_land(pre_b, pre_n);
     for (long t = 0; t < len; ++t) {
       const long tok = bos + t;
       float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
@@ -614,7 +579,7 @@ struct Kernel {
       if constexpr (PRELOAD > 0) {
         if (t < PRELOAD) {  // the token's slot in the preload buffer
           const int u = (int)t;
-          const unsigned char* s = preload_buf(PERSISTENT ? carry.buf : 0);
+          const unsigned char* s = preload_smem();
           load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, q);
           load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, k);
           load_rows_gate(s + PL_G, (long)u * K, g_bf16, lane, g);
@@ -744,11 +709,10 @@ struct Kernel {
     __shared__ __align__(16) float tile[SMEM_STAGING ? K * SMEM_STRIDE : 4];
     return tile;
   }
-  static __device__ __forceinline__ unsigned char (&preload_smem())[PRELOAD ? PL_BUFS * PL_BYTES : 16] {
-    __shared__ __align__(16) unsigned char buf[PRELOAD ? PL_BUFS * PL_BYTES : 16];
+  static __device__ __forceinline__ unsigned char (&preload_smem())[PRELOAD ? PL_BYTES : 16] {
+    __shared__ __align__(16) unsigned char buf[PRELOAD ? PL_BYTES : 16];
     return buf;
   }
-  static __device__ __forceinline__ unsigned char* preload_buf(int buf) { return preload_smem() + buf * PL_BYTES; }
 
   // The persistent kernels' copy buffer (state elements; the TIR plan sizes it for fp32).
   static __device__ __forceinline__ SE (&prefetch_smem())[PF_ELEMS] {
@@ -762,9 +726,8 @@ struct Kernel {
   }
 
   template <bool P16>
-  static __device__ __forceinline__ void run_tile(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next,
-                                                  Carry& c) {
-    if constexpr (ALL_K) run_all_k<P16>(a, at, next, c); else body<P16>(a, at, next, c);
+  static __device__ __forceinline__ void run_tile(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
+    if constexpr (ALL_K) run_all_k<P16>(a, at, next); else body<P16>(a, at, next);
   }
 
   // Grid (V / BV, HV, N): one tile per CTA. Persistent: any grid, linear CTA b of G takes tiles b, b + G, b + 2G,
@@ -775,21 +738,17 @@ struct Kernel {
   template <bool P16>
   static __device__ __forceinline__ void tiles(const KDA2RecurrentArgs& a) {
     if constexpr (!PERSISTENT) {  // the body reads the pool row after the sequence bounds (the tuned order)
-      Carry c{0, 0.f};
-      run_tile<P16>(a, TileAt{(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, 0}, TileAt{0, 0, -1, -1}, c);
+      run_tile<P16>(a, TileAt{(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, 0}, TileAt{0, 0, -1, -1});
     } else {
       const long total = (long)(V / BV) * a.HV * a.N;
       const long stride = (long)gridDim.x * gridDim.y * gridDim.z;
       long t = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
       if (t >= total) return;
       int row = pool_row(a, t, total), row_next = pool_row(a, t + stride, total);
-      Carry c{0, 0.f};
       prefetch_state(a, tile_at(a, t, row));
-      if constexpr (PRELOAD > 0) pl_issue(a, tile_at(a, t, row), 0, c);
       for (;;) {
         const int row_after = pool_row(a, t + 2 * stride, total);
-        run_tile<P16>(a, tile_at(a, t, row), tile_at(a, t + stride, row_next), c);
-        c.buf ^= 1;
+        run_tile<P16>(a, tile_at(a, t, row), tile_at(a, t + stride, row_next));
         t += stride;
         if (t >= total) break;
         row = row_next;
@@ -835,8 +794,9 @@ struct Kernel {
   // slot, past the last tile, or without h0 (the body starts from zeros then).
   static __device__ __forceinline__ void prefetch_state(const KDA2RecurrentArgs& a, const TileAt& at) {
     if constexpr (PERSISTENT) {
-      if (at.srow < 0 || a.h0 == nullptr) return;
-      copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC, reinterpret_cast<const SE*>(a.h0) + run_base(a, at));
+      if (at.srow >= 0 && a.h0 != nullptr)
+        copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC, reinterpret_cast<const SE*>(a.h0) + run_base(a, at));
+      cp_async_commit();  // one group per tile, empty or not: the waits count groups (preload_land)
     }
   }
   // Piece M (run M / PF_PIECES, piece M % PF_PIECES) and the ones after it; a recursion so each offset is a constant.
@@ -863,8 +823,7 @@ struct Kernel {
   }
 
   template <bool P16>
-  static __device__ __forceinline__ void body(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next,
-                                              Carry& carry) {
+  static __device__ __forceinline__ void body(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     const int hv = at.hv;
@@ -874,13 +833,17 @@ struct Kernel {
     const int h = hv / (a.HV / a.H);
 
     long bos, len;
-    seq_of(a, n, bos, len);
+    if (HAS_VARLEN && a.cu_seqlens != nullptr) {
+      bos = a.cu_seqlens[n];
+      len = a.cu_seqlens[n + 1] - bos;
+    } else {
+      bos = (long)n * a.T;
+      len = a.T;
+    }
     const int srow = PERSISTENT ? at.srow : a.state_indices != nullptr ? a.state_indices[n] : n;
 
     if (srow < 0) {  // padding slot (serving convention): outputs are zero, no state is touched
-      if constexpr (PERSISTENT && PRELOAD > 0) pl_enter(carry, 0);
       prefetch_state(a, next);
-      if constexpr (PERSISTENT && PRELOAD > 0) pl_issue(a, next, carry.buf ^ 1, carry);
       float z[VPW];
 #pragma unroll
       for (int j = 0; j < VPW; ++j) z[j] = 0.f;
@@ -895,9 +858,9 @@ struct Kernel {
     int pre_n = 0;
     float pre_b = 0.f;
     if constexpr (PRELOAD > 0) {
+      if constexpr (PERSISTENT) __syncthreads();  // every warp is past the previous tile's reads of the buffer
       pre_n = (int)(len < PRELOAD ? len : PRELOAD);
-      if constexpr (PERSISTENT) pl_enter(carry, pre_n);  // copied a tile ago (this tile's state too)
-      else pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
+      pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
     }
     float S[KPL][VPW];
     // One tile serves both directions: each warp writes back exactly the region it read.
@@ -905,7 +868,8 @@ struct Kernel {
 
     // ---- state in ----------------------------------------------------------------------------
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
-      if constexpr (PRELOAD == 0) cp_async_wait_all();  // (with preload: pl_enter waited)
+      if constexpr (PRELOAD > 0) cp_async_wait<1>();  // the state's group; this tile's preload group may fly on
+      else cp_async_wait_all();
       if (a.h0 != nullptr) {
 #pragma unroll
         for (int m = 0; m < PF_RUNS; ++m) {
@@ -926,7 +890,6 @@ struct Kernel {
       }
       __syncwarp();  // orders the reads above before the next tile's copies into the same places
       prefetch_state(a, next);
-      if constexpr (PRELOAD > 0) pl_issue(a, next, carry.buf ^ 1, carry);  // the other buffer (pl_enter freed it)
     } else if constexpr (SMEM_STAGING) {
       if (a.h0 != nullptr) {
         // Coalesced: consecutive threads take consecutive float4 of a tile row (BV floats wide). All
@@ -1002,12 +965,11 @@ struct Kernel {
 
     // ---- token loop ----------------------------------------------------------------------------
     TokenIn cur, nxt;
-    if constexpr (PRELOAD > 0 && !PERSISTENT) preload_land(pre_b, pre_n);
+    if constexpr (PRELOAD > 0) preload_land(pre_b, pre_n);
     else if (len > 0) load_token(a, bos, h, hv, v0, lane, cur);
     for (long t = 0; t < len; ++t) {
       if constexpr (PRELOAD > 0) {  // the token's slot in the preload buffer; past it (beyond the bucket), memory
-        if (t < PRELOAD)
-          load_token_smem(preload_buf(PERSISTENT ? carry.buf : 0), (int)t, (a.flags & KDA2_G_BF16) != 0, lane, warp, cur);
+        if (t < PRELOAD) load_token_smem((int)t, (a.flags & KDA2_G_BF16) != 0, lane, warp, cur);
         else load_token(a, bos + t, h, hv, v0, lane, cur);
       } else if (PREFETCH && t + 1 < len) {
         load_token(a, bos + t + 1, h, hv, v0, lane, nxt);

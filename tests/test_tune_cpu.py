@@ -372,19 +372,30 @@ def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_cta
     bad_n: list[int] = []
     monkeypatch.setattr(tune, "_reference_error", lambda c: 1.0 if c["N"] in bad_n else 1e-4)
 
+    timed: list[tuple[str, int, int]] = []  # (method, N of the case, input sets)
+
     class FakeTimer:
         def __init__(self, torch):
             pass
 
         def kernel(self, fn, n_sets, reps):
             fn(0)
+            timed.append(("kernel", launched[-1][1], n_sets))
             return types.SimpleNamespace(median_ms=0.07)
+
+        def graph(self, fn, n_sets, replays):
+            fn(0)
+            timed.append(("graph", launched[-1][1], n_sets))
+            return types.SimpleNamespace(median_ms=0.004)
 
     monkeypatch.setattr(timing, "Timer", FakeTimer)
     cfg = {"family": "recurrent", "k": 128, "v": 128, "state_layout": "k_first", "persistent": True}
     task = {"manifest": "m.json", "config": cfg, "index": 5, "features": {}, "bucket": 1}
     got = tune.measure(task, quick=True)
     assert "failure" not in got and set(got["classes"]) == {"decode-n256", "decode-n64", "decode-n1"}, got
+    # the one-sequence class is timed under graph replay over more input sets (model.Workload.graph), the others not
+    assert [(m, n) for m, n, _ in timed] == [("kernel", 256), ("kernel", 64), ("graph", 1)], timed
+    assert got["classes"]["decode-n1"] == 4.0 and timed[-1][2] > 8, (got, timed)
     checks = [n for _, n in launched if n not in (256, 64, 1)]
     assert checks == [2, tune.PERSISTENT_CHECK_N]
     bad_n.append(tune.PERSISTENT_CHECK_N)

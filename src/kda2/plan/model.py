@@ -30,11 +30,17 @@ DECODE_MAX_T = 16
 
 @dataclass(frozen=True)
 class Workload:
-    """A shape a bucket is judged at: N sequences of T tokens, H = HV heads (DESIGN §1.1 shapes)."""
+    """A shape a bucket is judged at: N sequences of T tokens, H = HV heads (DESIGN §1.1 shapes).
+
+    graph: the tuner times it as a serving loop replays it, calls captured in one CUDA graph (kda2.bench.timing
+    Timer.graph), not one call between events: a one-sequence decode step (D1) is a few microseconds, where the
+    events' own cost and the launch path are as large as the differences between candidates (2026-12-01, H200: the
+    event-timed pick for k_first N = 1 was 0.3 us slower per step under graph replay than the best candidate)."""
     N: int
     T: int
     H: int
     name: str = ""
+    graph: bool = False
 
     @property
     def chains(self) -> int:
@@ -46,7 +52,7 @@ class Workload:
 
 
 def _w(kind: str, N: int, T: int, H: int = 32) -> Workload:
-    return Workload(N, T, H, f"{kind}-n{N}" + ("" if H == 32 else f"h{H}"))
+    return Workload(N, T, H, f"{kind}-n{N}" + ("" if H == 32 else f"h{H}"), graph=kind == "decode" and N == 1)
 
 
 def workloads(family: str, bucket: int) -> list[Workload]:

@@ -328,7 +328,7 @@ class Agents(_Strict):
     inputs (multi-token decode buckets, 1 < T <= 16): `per_token` loads each token's q/k/g/v/beta in the token
     loop; `preload` also proposes each shape with every token's inputs copied to shared memory at CTA entry
     (PreloadAgent). Other buckets always load per token.
-    schedule (the T = 1 decode bucket): `grid` launches one CTA per tile; `persistent` also proposes each
+    schedule (decode buckets, T <= 16): `grid` launches one CTA per tile; `persistent` also proposes each
     direct-staged shape as a persistent kernel (plan/agents/recurrent.py ScheduleAgent): min(tiles, resident
     CTA slots) CTAs, each looping over tiles with the next tile's state copied to shared memory meanwhile.
     """

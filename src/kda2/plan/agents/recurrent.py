@@ -93,7 +93,9 @@ class TileAgent:
     """Tile shapes: v_per_warp (the measured order, below) and warps per CTA. For serial-chain buckets the
     spec's warps options are ordered by the waves their chains need on this GPU (SM count, and CTAs per SM
     from the profile's registers and smem per SM): a partial last wave leaves SMs idle for a whole chain,
-    which at T tokens per chain is the cost that dominates. Decode keeps the spec's order (bandwidth-bound)."""
+    which at T tokens per chain is the cost that dominates. Decode keeps the spec's order (bandwidth-bound). The
+    T = 1 bucket also gets the spec's latency tiles (`tile.latency_v_per_warp`, latency_vpws) after the usual
+    shapes: a one-sequence step is a latency chain per warp, which a narrower tile spreads over more CTAs."""
     name = "tile"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
@@ -264,8 +266,9 @@ class ScheduleAgent:
     kernel refills it per tile behind a barrier, in a commit group of its own. Its candidates come after the grid
     ones and the budget ranks them separately (BudgetAgent): they add to the bucket's grid candidates, never
     replace them; the tuner times both at every batch class. Not proposed for smem staging (its shared tile is
-    the state's way in) or where a bf16 state piece would be 2 bytes (too small for cp.async). Prefill buckets
-    are token-chain bound over long sequences: one tile per CTA."""
+    the state's way in), where a bf16 state piece would be 2 bytes (too small for cp.async), or for latency tiles
+    (TileAgent: calls of few tiles, nothing to loop over). Prefill buckets are token-chain bound over long
+    sequences: one tile per CTA."""
     name = "schedule"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:

@@ -282,8 +282,10 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
     """The cap holds per (layout, bucket) and kind: preload candidates (the multi-token bucket), persistent ones
-    (both decode buckets) and persistent preload ones are kept beside the per-token grid ones, which come first."""
+    (both decode buckets) and persistent preload ones are kept beside the per-token grid ones, which come first.
+    Without rules: they apply after the agents (a forbidden candidate leaves its slot empty), which is not the cap."""
     capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
+    rules = []
     for arch in kimi.archs:
         full, small = budget_groups(plan_spec(kimi, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)

@@ -149,8 +149,9 @@ def smem_estimate(cfg: Mapping[str, Any]) -> int:
     copy = cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("persistent") else 0
     if cfg["staging"] == "smem":
         tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
-    elif cfg["k_map"] == "all":
-        tile = cfg["warps"] * 3 * (cfg["k"] + 4 * 32 // cfg["v_per_warp"]) * 4
+    elif cfg["k_map"] == "all":  # per warp 3 rows of KSPLIT x STAGE_ROW floats, STAGE_ROW = K / KSPLIT + 4 (TIR pad)
+        ksplit = 32 * cfg.get("lane_cols", 1) // cfg["v_per_warp"]
+        tile = cfg["warps"] * 3 * (cfg["k"] + 4 * ksplit) * 4
     else:
         tile = 0
     return tile + preload_bytes(cfg) + copy

@@ -402,39 +402,36 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
     lib.preload(torch.cuda.current_device())
     stream = torch.cuda.current_stream().cuda_stream
     cfg, idx, feats = task["config"], task["index"], task["features"]
+    def check(shape: dict, seed: int, note: str = "") -> tuple[float, dict | None]:
+        """(relative L2 error, None), or (nan, the failure record) of one launch at `shape` vs the reference."""
+        try:
+            case = _case(torch, abi, cfg, feats, seed=seed, **shape)
+            lib.launch_variant(idx, case["args"], stream)
+            torch.cuda.synchronize()
+        except KDA2LaunchError as e:
+            return math.nan, {"failure": "launch_error", "detail": str(e), "shape": shape}
+        except RuntimeError as e:  # a fault inside the kernel: the CUDA context is lost for every later launch
+            return math.nan, {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300],
+                              "shape": shape}
+        e = _reference_error(case)
+        if not e <= MAX_REL_L2:
+            return e, {"failure": "wrong_result", "error": e, "detail": f"relative L2 {e:.3e} > {MAX_REL_L2} vs the "
+                       f"float64 reference{note}", "shape": shape}
+        return e, None
+
     # small check: GVA (HV = 2H), two sequences; chunk: two full chunks and a partial one
     T_check = min(task["bucket"], 40) if cfg["family"] == "recurrent" else 150
-    shape = {"N": 2, "T": T_check, "H": 2, "HV": 4}
-    try:
-        check = _case(torch, abi, cfg, feats, N=2, T=T_check, H=2, HV=4, seed=7 + idx)
-        lib.launch_variant(idx, check["args"], stream)
-        torch.cuda.synchronize()
-    except KDA2LaunchError as e:
-        return {"failure": "launch_error", "detail": str(e), "shape": shape}
-    except RuntimeError as e:  # a fault inside the kernel: the CUDA context is lost for every later launch
-        return {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300], "shape": shape}
-    err = _reference_error(check)
-    if not err <= MAX_REL_L2:
-        return {"failure": "wrong_result", "error": err, "detail": f"relative L2 {err:.3e} > {MAX_REL_L2} vs the "
-                f"float64 reference", "shape": {"N": 2, "T": T_check, "H": 2, "HV": 4}}
+    err, failure = check({"N": 2, "T": T_check, "H": 2, "HV": 4}, 7 + idx)
+    if failure:
+        return failure
     if cfg.get("persistent"):
         # The small check is fewer tiles than resident CTAs: one tile each. A persistent kernel's loop over tiles
         # (and its next-tile copies) is only checked where the tiles are several times the GPU's slots.
-        shape = {"N": PERSISTENT_CHECK_N, "T": 1, "H": 2, "HV": 4}
-        try:
-            loop = _case(torch, abi, cfg, feats, seed=8 + idx, **shape)
-            lib.launch_variant(idx, loop["args"], stream)
-            torch.cuda.synchronize()
-        except KDA2LaunchError as e:
-            return {"failure": "launch_error", "detail": str(e), "shape": shape}
-        except RuntimeError as e:
-            return {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300], "shape": shape}
-        loop_err = _reference_error(loop)
-        if not loop_err <= MAX_REL_L2:
-            return {"failure": "wrong_result", "error": loop_err, "detail": f"relative L2 {loop_err:.3e} > "
-                    f"{MAX_REL_L2} vs the float64 reference (tiles > resident CTAs)", "shape": shape}
+        loop_err, failure = check({"N": PERSISTENT_CHECK_N, "T": 1, "H": 2, "HV": 4}, 8 + idx,
+                                  " (tiles > resident CTAs)")
+        if failure:
+            return failure
         err = max(err, loop_err)
-        del loop
     timer = Timer(torch)
     classes: dict[str, float] = {}
     for w in workloads(cfg["family"], task["bucket"]):

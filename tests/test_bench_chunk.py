@@ -140,3 +140,18 @@ def test_bench_shape_bookkeeping(monkeypatch):
     rows = bc.bench_shape(torch, _FakeTimer(), Impl("kda2", 0.0), Impl("fla", 0.5), s, ["softplus"], "v_first",
                           iters=2, warmup=0, l2=1)
     assert rows[0]["agreement"]["ok"] is False
+
+
+def test_shapes_at_other_head_dims_keep_tokens_and_bytes_per_token():
+    """--head-dim 64 / 256: every P shape keeps its tokens and H·K, so its q/k/v/g/o bytes are the P shape's."""
+    from kda2.bench.chunk import SHAPES, at_head_dim, set_bytes
+
+    for s in SHAPES:
+        assert at_head_dim(s, 128) is s
+        for k in (64, 256):
+            t = at_head_dim(s, k)
+            assert (t.id, t.B, t.T, t.seqlens, t.tokens) == (s.id, s.B, s.T, s.seqlens, s.tokens)
+            assert t.H * k == s.H * 128 and f"K = V = {k}" in t.why
+            # bytes of the set: q/k/v/g/o unchanged; β (one per token and head) and the states (H·K·V) are not
+            other = lambda x, kk: 2 * x.N * x.H * kk * kk * 4 + x.tokens * x.H * 2  # noqa: E731
+            assert set_bytes(t, k, k) - other(t, k) == set_bytes(s) - other(s, 128)

@@ -152,7 +152,7 @@ def test_resolve_shapes_and_gates():
 def test_fla_warm_k3_tasks():
     from kda2.bench import fla_warm
 
-    assert fla_warm.tasks("k3") == [("bench", f"K{i}", "lower_bound") for i in range(1, 11)]
+    assert fla_warm.tasks("k3") == [("bench", f"K{i}", "lower_bound", 128) for i in range(1, 11)]
     assert all(t[1].startswith("P") for t in fla_warm.tasks("bench"))
 
 
@@ -369,7 +369,7 @@ def test_bench_shape_with_the_peer(monkeypatch):
     and the roofline bounds."""
     torch, timer = fake_torch(), _FakeTimer()
     s = bc.Shape("VX", 1, 50, 2, seqlens=(17, 33))
-    monkeypatch.setattr(bc, "make_sets", lambda torch_, shape, R, v_first, seed: inputs(shape, R, seed))
+    monkeypatch.setattr(bc, "make_sets", lambda torch_, shape, R, v_first, seed, K, V: inputs(shape, R, seed))
 
     class Impl:
         def __init__(self, name, noise):

@@ -35,6 +35,8 @@ POOL = "test_recurrent_gpu.py::test_pool_in_place"
 EXPECTED = {
     "kimi_linear_recurrent": {},
     "kimi_linear_chunk": {},
+    "small_head_chunk": {},
+    "large_head_chunk": {},
     "large_head_recurrent": {},
     "small_head_recurrent": {  # softplus/lower_bound gates, v_first only, buckets [1, 8, 256]
         f"{REC}[T1-decode-precomputed-kf]": ("gate mode precomputed", "k_first"),

@@ -16,9 +16,18 @@ def test_tasks_cover_every_case_and_bench_set(fla_warm):
 
     cases = fla_warm.tasks("cases")
     bench = fla_warm.tasks("bench")
-    assert cases == [("case", c.id) for c in CASES] and len(set(cases)) == len(CASES) == 29  # 21 bf16 + 8 fp16 (issue 13)
-    assert sorted(bench) == sorted(("bench", s.id, g) for s in SHAPES for g in GATES) and len(bench) == 12
+    assert cases == [("case", c.id, 128) for c in CASES] and len(set(cases)) == len(CASES) == 29  # 21 bf16 + 8 fp16
+    assert sorted(bench) == sorted(("bench", s.id, g, 128) for s in SHAPES for g in GATES) and len(bench) == 12
     assert fla_warm.tasks(None) == cases + bench
+    # other head dims (the small / large chunk specs): the same sets again per K
+    both = fla_warm.tasks(None, (64, 256))
+    assert both == [(*t[:-1], 64) for t in cases + bench] + [(*t[:-1], 256) for t in cases + bench]
+
+
+def test_head_dims_are_checked(fla_warm, capsys):
+    with pytest.raises(SystemExit) as e:
+        fla_warm.main(["--head-dims", "64,96"])
+    assert e.value.code == 2 and "--head-dims: allowed 64, 128, 256, got 64,96" in capsys.readouterr().err
 
 
 def test_bad_arguments_are_refused(fla_warm, capsys):

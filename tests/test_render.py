@@ -575,7 +575,7 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     import ctypes
 
     from kda2.codegen.render import chunk_symbols
-    from kda2.plan.smem import COMBINE
+    from kda2.plan.smem import combine_shape
     from kda2.runtime import abi
 
     so, variants = chunk_library(tmp_path)
@@ -586,7 +586,7 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
         assert f'{{"{prep}", "{state}", "{fold}", "{combine}"}}, 4,\n     kda2_cubin_{v["id"]}' in text
         p = v["plan"]
         # fold runs the state kernel's code (same block, same shared memory); combine: static shared memory
-        assert (f"{{ {p['prep_threads']}, {p['state_threads']}, {p['state_threads']}, {COMBINE['threads']} }},\n"
+        assert (f"{{ {p['prep_threads']}, {p['state_threads']}, {p['state_threads']}, {combine_shape(128)['threads']} }},\n"
                 f"     {{ {p['prep_smem_bytes']}, {p['state_smem_bytes']}, {p['state_smem_bytes']}, 0 }}") in text
     assert "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES" in text and '"cuFuncSetAttribute"' in text
 
@@ -773,7 +773,6 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
     tiles are in the input dtype) and one combine; the library's entry table points each dtype's slot at its prep
     kernel (its state and fold kernels next) and the launch rows follow the kernel order."""
     from kda2.codegen.render import _chunk_launch, _entry_table, entry_slot, kernel_symbols
-    from kda2.plan.smem import COMBINE
 
     cfg = dict(CHUNK_CFG, dtypes=["bf16", "fp16"])
     vid = variant_id(cfg)
@@ -789,7 +788,7 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
     plan = plan_variant(cfg, 232448)
     threads, smem = _chunk_launch({"config": cfg, "plan": plan})
     p, s = (plan["prep_threads"], plan["prep_smem_bytes"]), (plan["state_threads"], plan["state_smem_bytes"])
-    assert list(zip(threads, smem)) == [p, s, s, (COMBINE["threads"], 0), p, s, s]
+    assert list(zip(threads, smem)) == [p, s, s, (2 * cfg["k"], 0), p, s, s]  # combine: two threads per key row
     text = render_variant(cfg, plan)
     for sym, call in ((syms[0], "prep<__nv_bfloat16>"), (syms[1], "state<__nv_bfloat16, kda2::chunk::Pass::EMIT>"),
                       (syms[4], "prep<__half>"), (syms[5], "state<__half, kda2::chunk::Pass::EMIT>"),

@@ -338,13 +338,15 @@ def test_chunk_defaults(tmp_path: Path) -> None:
     (lambda d: d["agents"].update(tile={"warps": [4]}),
      ("agents.tile: agents key 'tile' is for family recurrent specs", "allowed: chunk")),
     (lambda d: d["agents"].update(reduce=["scatter"]), ("agents.reduce: agents key 'reduce' is for family recurrent",)),
-    (lambda d: d["head_dims"].update(k=256), ("head_dims.k: not supported by the chunk kernels", "allowed: 128",
-                                              "(got 256)")),
-    # K = V = 64: refused by the spec, before any TIR stage or nvcc (the kernels static_assert K = V = 128)
-    (lambda d: d["head_dims"].update(k=64, v=64), ("head_dims.k: not supported by the chunk kernels", "allowed: 128",
-                                                   "CHUNK_HEAD_DIMS", "(got 64)")),
-    (lambda d: d["head_dims"].update(v=64), ("head_dims.v: not supported by the chunk kernels", "(got 64)")),
-    (lambda d: d["head_dims"].update(v=32), ("head_dims.v: not supported by the chunk kernels", "(got 32)")),
+    # K != V: refused by the spec, before any TIR stage or nvcc (the prep's q/k/v tiles share one layout)
+    (lambda d: d["head_dims"].update(k=256), ("head_dims.v: the chunk kernels need K = V", "allowed: 256",
+                                              "(got 128)")),
+    (lambda d: d["head_dims"].update(v=64), ("head_dims.v: the chunk kernels need K = V", "allowed: 128",
+                                             "(got 64)")),
+    # a head dim no chunk kernel builds (the recurrent family does)
+    (lambda d: d["head_dims"].update(k=32, v=32), ("head_dims.k: not built by the chunk kernels",
+                                                   "allowed: 64, 128, 256", "CHUNK_HEAD_DIMS", "(got 32)")),
+    (lambda d: d["head_dims"].update(v=32), ("head_dims.v: not built by the chunk kernels", "(got 32)")),
     (lambda d: d.update(family="parallel"), ("family: not an allowed value", "allowed: recurrent, chunk")),
 ])
 def test_chunk_field_errors(tmp_path: Path, edit: Callable[[dict[str, Any]], Any], parts: tuple[str, ...]) -> None:

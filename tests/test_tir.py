@@ -500,11 +500,26 @@ def bf16_degree(ops: list, stride: int) -> int:
     return worst
 
 
-def test_chunk_k64_refused_before_layout():
-    """K = 64 is not built (spec/knobs.py CHUNK_HEAD_DIMS: among what it needs, the prep kernel's T tile, fp32
-    [64][68], no longer fits over its k tile); a config that reaches the TIR stage anyway is refused by name."""
-    with pytest.raises(TirConfigError, match=r"'k' must be one of \(128,\), got 64"):
-        plan_variant(chunk_cfg(k=64, block_v=16), BUDGET)
+@pytest.mark.parametrize("k,block_v", [(64, 16), (64, 64), (256, 16), (256, 64)])
+def test_chunk_other_head_dims_plan(k: int, block_v: int):
+    """K = V = 64 and 256 (spec/knobs.py CHUNK_HEAD_DIMS): the prep's T tile runs over the k tile into Γ at
+    K = 64 (fp32 [64][lds_t] is longer than a bf16 k row), and its sizes follow the smem formulas."""
+    plan = plan_variant(chunk_cfg(k=k, v=k, block_v=block_v, stages=1), BUDGET)
+    s = {key: plan[key] for key in ("lds_kv", "lds_g", "lds_t", "lds_u", "lds_o", "lds_y", "lds_x")}
+    assert plan["prep_smem_bytes"] == 3 * 64 * s["lds_kv"] * 2 + 64 * s["lds_g"] * 4 + 64 * s["lds_t"] * 4 + 64 * 4
+    assert plan["state_smem_bytes"] == (3 * 64 * k * 2 + 64 * 64 * 2 + k * 4 + block_v * s["lds_u"] * 2
+                                        + block_v // 8 * (12 * 32 * 16 + 32 * s["lds_o"] * 2) + 16)
+    assert plan["tiles"]["kv"] == [64, k] and plan["tiles"]["x"] == [k, 32]
+    assert plan["conflicts_after"]["kv_ldmatrix"] == 1 and plan["conflicts_after"]["kv_l2norm"] == 1
+    pad, scores = _best_pad(_ops_gamma(k), k, 4)
+    assert plan["lds_g"] == k + pad, scores
+
+
+def test_chunk_head_dims_refused_by_name():
+    with pytest.raises(TirConfigError, match=r"'k' must be one of \(64, 128, 256\), got 32"):
+        plan_variant(chunk_cfg(k=32, v=32, block_v=16), BUDGET)
+    with pytest.raises(TirConfigError, match=r"'v' \(64\) must equal k \(128\)"):
+        plan_variant(chunk_cfg(v=64, block_v=16), BUDGET)
 
 
 @pytest.mark.parametrize("k,block_v", [(128, 16), (128, 32), (128, 64)])
@@ -536,8 +551,9 @@ def _ops_gamma(k):
         L = range(32)
         for m in range(64 * k // 4 // 256):                                   # raw gate fill, 16 B
             ops.append((4, 4, [((pw * 32 + l + m * 256) // (k // 4), (pw * 32 + l + m * 256) % (k // 4) * 4) for l in L]))
-        for e in range(32):                                                  # scan: thread = channel
-            ops.append((4, 1, [(pw // 4 * 32 + e, (pw * 32 + l) % k) for l in L]))
+        rows = 64 // (256 // k)                                              # scan: 256 / k threads per channel
+        for e in range(rows):
+            ops.append((4, 1, [((pw * 32 + l) // k * rows + e, (pw * 32 + l) % k) for l in L]))
         I, part = pw % 4, pw // 4
         for ks in range(k // 16):
             for hr in range(2):
@@ -658,10 +674,10 @@ def test_chunk_budget_error():
 
 
 def test_chunk_bad_configs_name_the_field():
-    for field, value in (("block_v", 48), ("stages", 3), ("chunk", 32), ("k", 256), ("v", 96)):
+    for field, value in (("block_v", 48), ("stages", 3), ("chunk", 32), ("k", 96), ("v", 96)):
         with pytest.raises(TirConfigError, match=repr(field)):
             plan_variant(chunk_cfg(**{field: value}), BUDGET)
-    with pytest.raises(TirConfigError, match="'v'"):  # (V = 64 is not built: block_v 128 would not divide it)
-        plan_variant(chunk_cfg(v=64, block_v=128), BUDGET)
+    with pytest.raises(TirConfigError, match="'block_v'"):  # wider than V
+        plan_variant(chunk_cfg(k=64, v=64, block_v=128), BUDGET)
     with pytest.raises(TirConfigError, match="families"):
         plan_variant(chunk_cfg(family="parallel"), BUDGET)

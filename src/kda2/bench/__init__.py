@@ -4,7 +4,7 @@
                                    [--shapes D1,S2] [--quick] [--no-fla]
     python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes p|k3|all|P1,K3,...]
                                [--gates softplus,lower_bound] [--layout v_first|k_first] [--iters N] [--warmup N]
-                               [--no-fla] [--no-cudnn] [--step-us US]
+                               [--no-fla] [--no-cudnn] [--step-us US] [--head-dim 64|128|256]
     python -m kda2.bench readme-table DIR/bench_recurrent.json   (or DIR/bench_chunk.json)
     python -m kda2.bench.report --roofline DIR/bench_chunk.json OUT.png [--step-us US] [--copy-tbps TBPS]
 """
@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not import or time cuDNN-FE's fused Hopper KDA (kda2.bench.cudnn_peer)")
     c.add_argument("--step-us", type=float,
                    help="time of one 64-token state step in µs, for the serial-chain line of the roofline chart")
+    c.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256],
+                   help="K = V of the run (default 128); at 64 / 256 every shape keeps its tokens and H·K (H scaled "
+                        "by 128/K) and runs on the chunk build of that head dim")
     t = sub.add_parser("readme-table", help="print a markdown table from a benchmark JSON (recurrent or chunk)")
     t.add_argument("json", type=Path)
     return p
@@ -67,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         from kda2.bench import chunk
 
         return chunk.run(args.out, args.library, split(args.shapes), split(args.gates), args.layout, args.iters,
-                         args.warmup, not args.no_fla, argv, use_cudnn=not args.no_cudnn, step_us=args.step_us)
+                         args.warmup, not args.no_fla, argv, use_cudnn=not args.no_cudnn, step_us=args.step_us,
+                         head_dim=args.head_dim)
     from kda2.bench.recurrent import run
 
     return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv)

@@ -43,7 +43,10 @@ from kda2.bench import host
 from kda2.bench.report import floor_bytes, row_bounds
 from kda2.bench.timing import Stats, Timer
 
-K_DIM = V_DIM = 128
+K_DIM = V_DIM = 128   # the P shapes' head dim (docs/DESIGN.md §1.1)
+#: --head-dim: K = V of the run. At another head dim each shape keeps its tokens and H·K (the bytes of q, k, v, g and
+#: o per token): H is scaled by 128 / K (P1 H64 -> H128 at K = 64, H32 at K = 256).
+HEAD_DIMS = (64, 128, 256)
 AGREE_TOL = 1e-2
 GATES = ("softplus", "lower_bound")
 LAYOUTS = ("v_first", "k_first")
@@ -160,6 +163,14 @@ def anchor(shape_id: str, gate: str) -> dict[str, float | None]:
     a = ANCHORS["ms"].get(shape_id, {})
     return {"fla_ms": a.get(f"fla_{gate}"), "flashkda_ms": a.get("flashkda_lower_bound") if gate == "lower_bound"
             else None, "hbm_floor_ms": a.get("hbm_floor"), "target_ms": ANCHORS["target_softplus_ms"].get(shape_id)}
+
+
+def at_head_dim(s: Shape, k: int) -> Shape:
+    """The shape scaled to head dim k = K = V: the same tokens and H·K (HEAD_DIMS)."""
+    if k == K_DIM:
+        return s
+    h = max(1, s.H * K_DIM // k)
+    return Shape(s.id, s.B, s.T, h, seqlens=s.seqlens, why=f"{s.why}; H {s.H} -> {h} at K = V = {k}")
 
 
 def set_bytes(s: Shape, K: int = K_DIM, V: int = V_DIM) -> int:
@@ -313,17 +324,18 @@ def bench_cudnn(torch, timer: Timer, cudnn, s: Shape, sets, shared, gate: str, v
 # ---- one shape ------------------------------------------------------------------------------------
 
 def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gates: list[str], layout: str,
-                iters: int, warmup: int, l2: int, cudnn=None, bounds: dict | None = None) -> list[dict]:
+                iters: int, warmup: int, l2: int, cudnn=None, bounds: dict | None = None, K: int = K_DIM) -> list[dict]:
     v_first = layout == "v_first"
-    R = n_sets(s, l2)
-    sets, shared = make_sets(torch, s, R, v_first, seed=4321 + s.tokens + s.H)
+    R = n_sets(s, l2, K, K)
+    sets, shared = make_sets(torch, s, R, v_first, seed=4321 + s.tokens + s.H, K=K, V=K)
     outs = [torch.empty_like(x["v"]) for x in sets]
     hts = [torch.empty_like(x["h0"]) for x in sets]
     rows = []
     for gate in gates:
         row: dict[str, Any] = dict(id=s.id, label=s.label, gate=gate, B=s.B, T=s.T, tokens=s.tokens, H=s.H, HV=s.H,
-                                   K=K_DIM, V=V_DIM, cu_seqlens=s.cu_seqlens, N=s.N, layout=layout, sets=R,
-                                   anchor=anchor(s.id, gate))
+                                   K=K, V=K, cu_seqlens=s.cu_seqlens, N=s.N, layout=layout, sets=R,
+                                   anchor=anchor(s.id, gate) if K == K_DIM
+                                   else dict.fromkeys(anchor(s.id, gate)))  # the anchors are K = 128 figures
         keep: dict[str, Any] = {}
         try:
             row["agreement"] = agreement(torch, ours, fla, sets, shared, gate, v_first, keep)
@@ -378,7 +390,8 @@ def markdown_table(result: dict) -> str:
     dev, ver, cfg = result.get("device", {}), result.get("versions", {}), result.get("config", {})
     lines = [
         f"Chunk KDA prefill on {dev.get('name', '?')} ({result.get('date', '?')}; torch {ver.get('torch', '?')}, "
-        f"FLA {ver.get('fla-core', 'n/a')} Triton path). K = V = 128, H = HV, bf16 q/k/v, raw bf16 gate and beta with "
+        f"FLA {ver.get('fla-core', 'n/a')} Triton path). K = V = {cfg.get('K', 128)}"
+        f"{' (H scaled by 128/K: same tokens and H·K as the P shapes)' if cfg.get('K', 128) != 128 else ''}, H = HV, bf16 q/k/v, raw bf16 gate and beta with "
         f"the gate, q/k l2norm and β-sigmoid in kernel, fp32 initial + final state ({cfg.get('layout', '?')}). "
         f"Median GPU time per call over {cfg.get('iters', '?')} calls (CUDA events). Anchor and target columns are "
         "docs/DESIGN.md §1.1 figures (FLA 0.6 on this H200 in an earlier run; product target for the softplus gate), not "
@@ -490,9 +503,9 @@ def _chunk_manifests() -> list[Path]:
     return [p for p in loader.find_manifests() if loader._family(p) == "chunk"]
 
 
-def pick_library(library: str | None):
+def pick_library(library: str | None, k: int = K_DIM):
     """--library, else $KDA2_CHUNK_LIBRARY, else $KDA2_LIBRARY if it is a chunk build, else the one chunk-family
-    spec under the build directory that runs the FLA-layer configuration (K=V=128, both gates, l2norm, β-sigmoid)."""
+    spec under the build directory that runs the FLA-layer configuration (K=V=k, both gates, l2norm, β-sigmoid)."""
     from kda2.runtime import load
 
     for cand in (library, os.environ.get("KDA2_CHUNK_LIBRARY")):
@@ -504,12 +517,12 @@ def pick_library(library: str | None):
             return lib
     specs = sorted({p.parent.parent for p in _chunk_manifests()})
     libs = [load(d) for d in specs]
-    fit = [lib for lib in libs if lib.k == K_DIM and lib.v == V_DIM and lib.features.qk_l2norm
+    fit = [lib for lib in libs if lib.k == k and lib.v == k and lib.features.qk_l2norm
            and lib.features.beta_sigmoid and {"softplus", "lower_bound"} <= set(lib.features.gate_modes)]
     if len(fit) != 1:
-        raise RuntimeError(f"{len(fit)} built chunk-family specs run the benchmark configuration (K=V=128, softplus "
+        raise RuntimeError(f"{len(fit)} built chunk-family specs run the benchmark configuration (K=V={k}, softplus "
                            f"and lower_bound gates, qk l2norm, beta sigmoid) among {[lib.spec for lib in libs]}; "
-                           "build kernel_specs/kimi_linear_chunk.yaml or pass --library <manifest.json>")
+                           "build a chunk spec with those head dims (kernel_specs/) or pass --library <manifest.json>")
     return fit[0]
 
 
@@ -530,7 +543,8 @@ def start_cudnn(result: dict, use_cudnn: bool, layout: str, make=None):
 
 def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = None, gates: list[str] | None = None,
         layout: str = "v_first", iters: int = 20, warmup: int = 3, use_fla: bool = True,
-        argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None) -> int:
+        argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None,
+        head_dim: int = K_DIM) -> int:
     """The benchmark; writes bench_chunk.json (+ .md, .png, _roofline.png) under out_dir. `shapes`: ids and set names
     (p, k3, all; default p); `gates`: for every shape (default: both for P, lower_bound for K); `step_us`: the time of
     one 64-token state step for the serial-chain bound (recorded, not measured). Exit status: 0 ok, 1 a kda2 error or
@@ -550,6 +564,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
         chosen, shape_err = [], [str(exc)]
     bad = (shape_err + [f"unknown gate {g!r} (allowed {list(GATES)})" for g in (gates or []) if g not in GATES]
            + ([f"unknown layout {layout!r} (allowed {list(LAYOUTS)})"] if layout not in LAYOUTS else [])
+           + ([f"head dim {head_dim} (allowed {list(HEAD_DIMS)})"] if head_dim not in HEAD_DIMS else [])
            + (["iters < 1"] if iters < 1 else []) + (["--step-us <= 0"] if step_us is not None and step_us <= 0
                                                       else []))
     if bad:
@@ -562,7 +577,9 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
         return host.fail(result, json_path, "torch.cuda is not available: the benchmark needs a GPU", 2)
     result["device"], result["versions"] = host.device(torch), host.versions(torch)
     try:
-        lib = pick_library(library)
+        lib = pick_library(library, head_dim)
+        if (lib.k, lib.v) != (head_dim, head_dim):
+            raise ValueError(f"{lib.spec} is built for K={lib.k}, V={lib.v}, the run is for --head-dim {head_dim}")
         ours = Ours(lib)
     except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
         return host.fail(result, json_path, f"kda2 chunk library: {type(exc).__name__}: {exc}", 1)
@@ -574,9 +591,13 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
                         "shapes": [s.id for s in chosen],
                         "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
                         "A_log": "fp32 randn*0.5", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
-                        "K": K_DIM, "V": V_DIM, "iters": iters, "warmup": warmup}
+                        "K": head_dim, "V": head_dim, "iters": iters, "warmup": warmup,
+                        "H_scaled": f"H x {K_DIM}/{head_dim} (same tokens and H*K as the P shapes)"
+                        if head_dim != K_DIM else None}
     fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "FLA_FLASH_KDA": f.flash_kda_env})
-    cudnn = start_cudnn(result, use_cudnn, layout)
+    cudnn = start_cudnn(result, use_cudnn and head_dim == K_DIM, layout)
+    if use_cudnn and head_dim != K_DIM:
+        result["notes"].append(f"cuDNN-FE not benchmarked: its fused kernel is for K = V = {K_DIM}")
     timer = Timer(torch)
     result["timing"] = {"method": "median of CUDA-event times over iters calls after warm-up; a GPU spin before each "
                                   "call so launch cost is excluded; rotating input sets > 2x L2 where they fit",
@@ -598,8 +619,10 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     with torch.no_grad():
         for s in chosen:
             sg = gates_for(s, gates)
+            s = at_head_dim(s, head_dim)
             try:
-                rows += bench_shape(torch, timer, ours, fla, s, sg, layout, iters, warmup, l2, cudnn, bounds)
+                rows += bench_shape(torch, timer, ours, fla, s, sg, layout, iters, warmup, l2, cudnn, bounds,
+                                    K=head_dim)
             except Exception as exc:  # noqa: BLE001 - e.g. out of memory allocating the shape: keep the others
                 rows.append(dict(id=s.id, label=s.label, gate="*", layout=layout, anchor=anchor(s.id, sg[0]),
                                  kda2={"error": f"{type(exc).__name__}: {exc}"},

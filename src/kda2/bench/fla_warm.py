@@ -6,8 +6,9 @@ the H200 host. Serially that is most of a 30-minute device session; across proce
 Run it on the GPU host before the tests and the benchmark, with TRITON_CACHE_DIR pointing at the cache they
 will use (scripts/gpu_check.sh does that; its step `fla-warm`). Timings taken while it runs are meaningless.
 
-    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3] [--cases ID,ID]
-                                  (k3: the benchmark's optional K1-K10 set; --cases: a subset of the tests' cases)
+    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3] [--cases ID,ID] [--head-dims 64,128,256]
+                                  (k3: the benchmark's optional K1-K10 set; --cases: a subset of the tests' cases;
+                                   --head-dims: K = V of the option sets, default 128)
 
 Exit status: 0 when every option set ran, 1 when any failed (each failure is printed; FLA rejecting an
 option set is also printed and is what the accuracy table records as "rejected").
@@ -23,22 +24,23 @@ import time
 import traceback
 from pathlib import Path
 
-def tasks(only: str | None) -> list[tuple[str, ...]]:
+def tasks(only: str | None, head_dims: tuple[int, ...] = (128,)) -> list[tuple]:
     from kda2.bench.cases import CASES
 
     from kda2.bench.chunk import GATES, K3_SHAPES, SHAPES, gates_for
 
-    out: list[tuple[str, ...]] = []
-    if only in (None, "cases"):
-        out += [("case", c.id) for c in CASES]
-    if only in (None, "bench"):
-        out += [("bench", s.id, g) for s in SHAPES for g in GATES]
-    if only == "k3":  # the benchmark's optional k3 set (cuDNN-FE's shapes), on request only
-        out += [("bench", s.id, g) for s in K3_SHAPES for g in gates_for(s, None)]
+    out: list[tuple] = []
+    for k in head_dims:
+        if only in (None, "cases"):
+            out += [("case", c.id, k) for c in CASES]
+        if only in (None, "bench"):
+            out += [("bench", s.id, g, k) for s in SHAPES for g in GATES]
+        if only == "k3":  # the benchmark's optional k3 set (cuDNN-FE's shapes), on request only
+            out += [("bench", s.id, g, k) for s in K3_SHAPES for g in gates_for(s, None)]
     return out
 
 
-def run_task(task: tuple[str, ...]) -> tuple[tuple[str, ...], str, float]:
+def run_task(task: tuple) -> tuple[tuple, str, float]:
     """One option set through FLA (in a fresh worker process). Returns (task, status, seconds)."""
     os.environ.setdefault("FLA_FLASH_KDA", "0")
     t0 = time.perf_counter()
@@ -51,15 +53,16 @@ def run_task(task: tuple[str, ...]) -> tuple[tuple[str, ...], str, float]:
                 from kda2.bench.cases import CASES, draw, options, to_torch
 
                 c = next(c for c in CASES if c.id == task[1])
-                x = to_torch(torch, draw(c, 0), c)
+                x = to_torch(torch, draw(c, 0, task[2], task[2]), c)
                 fla(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["initial_state"],
                     cu_seqlens=x["cu_seqlens"], cu_seqlens_cpu=x["cu_seqlens_cpu"], A_log=x["A_log"],
                     dt_bias=x["dt_bias"], output_final_state=c.final, **options(c))
             else:
-                from kda2.bench.chunk import ALL_SHAPES, FLA, make_sets
+                from kda2.bench.chunk import ALL_SHAPES, FLA, at_head_dim, make_sets
 
-                s = next(s for s in ALL_SHAPES if s.id == task[1])
-                sets, shared = make_sets(torch, s, 1, True, 0)
+                k = task[3]
+                s = at_head_dim(next(s for s in ALL_SHAPES if s.id == task[1]), k)
+                sets, shared = make_sets(torch, s, 1, True, 0, K=k, V=k)
                 FLA().call(sets, shared, task[2], True)(0)
             torch.cuda.synchronize()
         status = "ok"
@@ -77,8 +80,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="warm only the tests' or only the benchmark's P1-P6 sets, or only the benchmark's k3 set")
     ap.add_argument("--cases", metavar="ID,ID",
                     help="only these accuracy cases (the ids the GPU tests' --fla-cases takes); implies --only cases")
+    ap.add_argument("--head-dims", default="128", metavar="K,K",
+                    help="K = V of the option sets (comma list of 64, 128, 256; default 128)")
     args = ap.parse_args(argv)
-    todo = tasks("cases" if args.cases else args.only)
+    try:
+        head_dims = tuple(int(k) for k in args.head_dims.split(","))
+    except ValueError:
+        ap.error(f"--head-dims: expected a comma list of integers, got {args.head_dims!r}")
+    if not head_dims or set(head_dims) - {64, 128, 256}:
+        ap.error(f"--head-dims: allowed 64, 128, 256, got {args.head_dims}")
+    todo = tasks("cases" if args.cases else args.only, head_dims)
     if args.cases:
         want = args.cases.split(",")
         known = {t[1] for t in todo}
@@ -93,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         for fut in cf.as_completed([pool.submit(run_task, t) for t in todo]):
             task, status, secs = fut.result()
             failed += status != "ok"
-            print(f"  {' '.join(task):60s} {secs:7.1f} s  {status}", flush=True)
+            print(f"  {' '.join(map(str, task)):60s} {secs:7.1f} s  {status}", flush=True)
     print(f"fla_warm: done in {time.perf_counter() - t0:.0f} s, {failed} failed", flush=True)
     return 1 if failed else 0
 

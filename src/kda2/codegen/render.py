@@ -97,10 +97,10 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
     tmpl = _env().get_template(FAMILY_TEMPLATES[config["family"]][0])
     symbols = kernel_symbols(config, vid)
     if config["family"] == "chunk":
-        from kda2.plan.smem import COMBINE
+        from kda2.plan.smem import combine_shape
         triples = [(*symbols[chunk_entry_index(config, d):chunk_entry_index(config, d) + 3], INPUT_DTYPES[d][0])
                    for d in chunk_dtypes(config)]
-        extra = dict(entries=triples, combine_symbol=symbols[3], combine=COMBINE)
+        extra = dict(entries=triples, combine_symbol=symbols[3], combine=combine_shape(config["k"]))
     else:
         extra = {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
                              for sym, (d, s) in zip(symbols, recurrent_entries(config))]}
@@ -124,10 +124,10 @@ def _entry_table(config: Mapping[str, Any]) -> list[int]:
 def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
     """Block size and dynamic shared memory of each kernel of a chunk variant, in chunk_symbols' order: every
     prep alike, every fold like the state kernel (the same code), the combine with static shared memory only."""
-    from kda2.plan.smem import COMBINE
+    from kda2.plan.smem import combine_shape
     p = v["plan"]
     prep, state = (p["prep_threads"], p["prep_smem_bytes"]), (p["state_threads"], p["state_smem_bytes"])
-    rows = [prep, state, state, (COMBINE["threads"], 0)] + [prep, state, state] * (len(chunk_dtypes(v["config"])) - 1)
+    rows = [prep, state, state, (combine_shape(v["config"]["k"])["threads"], 0)] + [prep, state, state] * (len(chunk_dtypes(v["config"])) - 1)
     return [t for t, _ in rows], [b for _, b in rows]
 
 
@@ -157,8 +157,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                  launch=_chunk_launch(v) if family == "chunk" else None,
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
-    from kda2.plan.smem import COMBINE, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS
+    from kda2.plan.smem import SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS, combine_shape
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
     return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
-                       dispatch=list(dispatch), library_json=library_json, combine=COMBINE,
+                       dispatch=list(dispatch), library_json=library_json, combine=combine_shape(k),
                        split={"min_chunks": SPLIT_MIN_CHUNKS, "min_segments": SPLIT_MIN_SEGMENTS})

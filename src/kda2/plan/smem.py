@@ -20,14 +20,14 @@ from typing import Mapping
 from kda2.artifact.abi import CHUNK as ABI_CHUNK
 
 CHUNK = ABI_CHUNK      # tokens per chunk: the workspace layout's (kda2/artifact/abi.py), the only one built
-PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-chunk (= two per key channel at K=128)
+PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-chunk, at every K
 #: The most elements the TIR stage's bank pass appends to a row (kda2.tir.bankpass): the planner's budget
 #: estimate before the TIR stage has run sizes every padded tile with it (an upper bound, not a choice).
 MAX_ROW_PAD = 16
 XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 float4 per lane)
-# The exact split's combine kernel (docs/DESIGN.md §1): two threads per key row of K = 128, 32 value columns
-# per CTA (static shared memory: one fp32 [K][32] start-state slice).
-COMBINE = {"threads": 256, "cols": 32}
+# The exact split's combine kernel (docs/DESIGN.md §1): two threads per key row, COMBINE_COLS value columns
+# per CTA (static shared memory: one fp32 [K][COMBINE_COLS] start-state slice).
+COMBINE_COLS = 32
 # Fewest chunks a split segment keeps: a segment's fold costs about one emission step per chunk, so the
 # split pays only when the segments stay long against the combine and the extra launches.
 SPLIT_MIN_CHUNKS = 4
@@ -39,8 +39,13 @@ def expected_strides(k: int) -> dict[str, int]:
     """Upper bounds of the strides the TIR stage can pick (every padded tile at its natural row length plus
     MAX_ROW_PAD): the planner's budget estimate; the TIR stage sizes with what the pass really chose."""
     natural = {"lds_kv": k, "lds_u": CHUNK, "lds_g": k, "lds_t": CHUNK, "lds_o": 16, "lds_y": 4,
-               "lds_x": COMBINE["cols"]}
+               "lds_x": COMBINE_COLS}
     return {key: n + MAX_ROW_PAD for key, n in natural.items()}
+
+
+def combine_shape(k: int) -> dict[str, int]:
+    """Block size and value columns per CTA of the split's combine kernel at key dim k (kda2/chunk.cuh)."""
+    return {"threads": 2 * k, "cols": COMBINE_COLS}
 
 
 def state_warps(block_v: int) -> int:

@@ -46,12 +46,10 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "varlen": (False, True),
 }
 
-#: Head dims the chunk kernels build with (K = V): kda2/chunk.cuh maps its threads to K = 128 (two prep threads
-#: per key channel in the gate scan, a half-warp per l2norm row, two w/u column halves of 64, the combine's two
-#: threads per key row). K = 64 also needs the prep's T tile out from over the k tile (fp32 [64][68] > bf16
-#: [64][72]) and the TIR model's accesses at K = 64; K = 256 needs ~215 KB of state-kernel shared memory at two
-#: stages and twice the state registers per thread. Neither is built: the spec refuses them (spec/model.py).
-CHUNK_HEAD_DIMS = (128,)
+#: Head dims the chunk kernels build with (K = V; kda2/chunk.cuh maps its 256 prep threads onto K: K/8 lanes per
+#: l2norm row, 256/K threads per channel in the gate scan, two w/u column halves of K/2). At K = 256 the prep's
+#: shared memory (~186 KB) admits one CTA per SM and the state kernel fits one stage only.
+CHUNK_HEAD_DIMS = (64, 128, 256)
 
 #: Knobs a `chunk` (chunkwise-parallel tensor-core prefill) variant has. Two kernels per variant: a
 #: parallel prep pass over all chunks, then the serial state pass per (sequence, head, V-slice).

@@ -426,7 +426,7 @@ class ChunkSpec(Spec):
     """A family chunk spec: the chunkwise-parallel tensor-core prefill kernels.
 
     Same fields as `Spec`; `agents` holds the chunk planner's settings (ChunkAgents), and the head
-    dimensions are those the chunk kernels build with (spec/knobs.py CHUNK_HEAD_DIMS: K = V = 128).
+    dimensions are those the chunk kernels build with (spec/knobs.py CHUNK_HEAD_DIMS, K = V).
     """
 
     _FAMILY: ClassVar[str] = "chunk"
@@ -438,10 +438,13 @@ class ChunkSpec(Spec):
         for dim in ("k", "v"):
             value = getattr(self.head_dims, dim)
             if value not in CHUNK_HEAD_DIMS:
-                raise field_problem("not supported by the chunk kernels (their thread mapping is written for "
-                                    "K = V = 128; spec/knobs.py CHUNK_HEAD_DIMS says what 64 and 256 need; the "
-                                    "recurrent family builds them)", at=("head_dims", dim),
+                raise field_problem("not built by the chunk kernels (spec/knobs.py CHUNK_HEAD_DIMS; the "
+                                    "recurrent family also builds 32)", at=("head_dims", dim),
                                     allowed=", ".join(map(str, CHUNK_HEAD_DIMS)), got=value)
+        if self.head_dims.k != self.head_dims.v:
+            raise field_problem(f"the chunk kernels need K = V (k is {self.head_dims.k}; the prep's q/k/v tiles "
+                                "share one layout; the recurrent family builds K != V)", at=("head_dims", "v"),
+                                allowed=str(self.head_dims.k), got=self.head_dims.v)
         if self.features.bf16_decode_state:
             raise field_problem("the chunk kernels keep fp32 states", at=("features", "bf16_decode_state"),
                                 allowed="false", got=True)

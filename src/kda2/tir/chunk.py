@@ -35,7 +35,7 @@ import functools
 import tvm  # noqa: F401  (TVMScript needs the package imported)
 from tvm.script import tirx as T
 
-from kda2.plan.smem import CHUNK
+from kda2.plan.smem import CHUNK, PREP_THREADS, combine_shape
 
 #: Name of the PrimFunc (and so of the kernel, were it compiled).
 CHUNK_SYMBOL = "kda2_chunk_stage"
@@ -45,9 +45,7 @@ STRIDE_KEYS = {"kv": "lds_kv", "ut": "lds_u", "gamma": "lds_g", "tmat": "lds_t",
 SWIZZLE_KEYS = {"w": "swz_w", "qg": "swz_qg", "kg": "swz_kg", "aqk": "swz_aqk"}
 #: What the pass may do to each tile (bankpass.TRANSFORMS).
 TRANSFORMS = {**{t: "pad" for t in STRIDE_KEYS}, **{t: "xor" for t in SWIZZLE_KEYS}, "xch": "fixed"}
-PREP_WARPS = 8        # the prep kernel's 256 threads (plan/smem.py PREP_THREADS)
-COMBINE_WARPS = 8     # the combine kernel's 256 threads (plan/smem.py COMBINE)
-COMBINE_COLS = 32
+PREP_WARPS = PREP_THREADS // 32   # the prep kernel's 256 threads
 
 
 def geometry(k: int, v: int, block_v: int) -> dict:
@@ -68,8 +66,11 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
     KS, CS = K // 16, C // 16          # 16-column MMA k-steps over K, over the chunk
     MB = C // 16                       # 16-row blocks of a chunk
     KH = K // 2                        # key channels per warp of a state pair
-    PW, CW, XC = PREP_WARPS, COMBINE_WARPS, COMBINE_COLS
+    comb = combine_shape(K)
+    PW, CW, XC = PREP_WARPS, comb["threads"] // 32, comb["cols"]
     PT = 32 * PW                       # prep threads
+    SP = PT // K                       # gate scan: threads per key channel, each over SR rows
+    SR = C // SP
     model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
              "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "y": [32, 4], "o": [C // 2, 16],
                        "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
@@ -123,11 +124,11 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                             for e in T.vectorized(2):
                                 frag[e] = kv[(pw // 4 * (pw % 4) + nt) * 8 + tx % 32 // 4,
                                              ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
-        # l2norm: a half-warp per row, 16-byte pieces
+        # l2norm: KC lanes per row, 16-byte pieces
         for pw in T.serial(PW, annotations={"kda2.access": "kv_l2norm"}):
             for m in T.serial(C * K // 8 // PT):
                 for e in T.vectorized(8):
-                    frag[e] = kv[pw * 2 + tx % 32 // 16 + m * (PT // 16), tx % 16 * 8 + e]
+                    frag[e] = kv[(pw * 32 + tx % 32) // KC + m * (PT // KC), tx % 32 % KC * 8 + e]
         # element-wise pass and the w copy-out: item p = thread + 256 m, row p / (K/8), 16-byte piece
         for pw in T.serial(PW, annotations={"kda2.access": "kv_elementwise"}):
             for m in T.serial(C * K // 8 // PT):
@@ -135,10 +136,10 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                     kv[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + e] = frag[e]
         # w staging: accumulator fragments of rows 16(pw%4) + lane/4 (+8), columns 16*np0 + 8nt + 2(lane%4)
         for pw in T.serial(PW, annotations={"kda2.access": "kv_w_stage"}):
-            for nt in T.serial(8):
+            for nt in T.serial(K // 16):
                 for h in T.serial(2):
                     for e in T.vectorized(2):
-                        kv[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw // 4 * 64 + nt * 8 + tx % 32 % 4 * 2 + e] = frag[e]
+                        kv[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw // 4 * (K // 2) + nt * 8 + tx % 32 % 4 * 2 + e] = frag[e]
         # ---- u^T: state fill and fragment words; prep staging (2-byte transposed stores), copy-out -----
         for it in T.serial(FILL_U, annotations={"kda2.access": "ut_fill"}):
             if it * NT + tx < BV * CC:
@@ -151,10 +152,10 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                     for e in T.vectorized(2):
                         frag[e] = ut[tx // 64 * 16 + h * 8 + tx % 32 // 4, ks * 16 + c * 8 + tx % 4 * 2 + e]
         for pw in T.serial(PW, annotations={"kda2.access": "ut_stage"}):
-            for nt in T.serial(8):
+            for nt in T.serial(V // 16):
                 for c in T.serial(2):
                     for h in T.serial(2):
-                        ut[pw // 4 * 64 + nt * 8 + tx % 32 % 4 * 2 + c, pw % 4 * 16 + tx % 32 // 4 + h * 8] = frag[0]
+                        ut[pw // 4 * (V // 2) + nt * 8 + tx % 32 % 4 * 2 + c, pw % 4 * 16 + tx % 32 // 4 + h * 8] = frag[0]
         for pw in T.serial(PW, annotations={"kda2.access": "ut_copyout"}):
             for m in T.serial(V * C // 8 // PT):
                 for e in T.vectorized(8):
@@ -166,8 +167,8 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
                     gamma[(pw * 32 + tx % 32 + m * PT) // (K // 4), (pw * 32 + tx % 32 + m * PT) % (K // 4) * 4 + e] = \
                         ffrag[e]
         for pw in T.serial(PW, annotations={"kda2.access": "g_scan"}):
-            for e in T.serial(32):
-                gamma[pw // 4 * 32 + e, (pw * 32 + tx % 32) % K] = ffrag[0]
+            for e in T.serial(SR):
+                gamma[(pw * 32 + tx % 32) // K * SR + e, (pw * 32 + tx % 32) % K] = ffrag[0]
         for pw in T.serial(PW, annotations={"kda2.access": "g_frag_rows"}):
             for ks in T.serial(KS):
                 for hr in T.serial(2):

@@ -53,6 +53,9 @@ def check_config(config: Mapping[str, Any]) -> dict:
         raise TirConfigError(f"TIR stage models families {_FAMILIES}, got {family!r}")
     if family == "chunk":
         checked = check_chunk_config(c)
+        if checked["k"] != checked["v"]:
+            raise TirConfigError(f"config field 'v' ({checked['v']}) must equal k ({checked['k']}): the chunk "
+                                 "kernels' q/k/v tiles share one layout")
         if checked["block_v"] > checked["v"]:
             raise TirConfigError(f"config field 'block_v' ({checked['block_v']}) must not exceed v ({checked['v']})")
         return checked

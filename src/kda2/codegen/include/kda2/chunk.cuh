@@ -146,8 +146,20 @@ struct Kernels {
   // mbarrier. Measured on the H200 (P5, block_v 32): state pass 1.94 ms with cp.async, 1.73 ms with bulk copies;
   // multicasting them to a cluster of the head's CTAs was slower (4.4 ms: the per-chunk cluster barrier).
   static constexpr bool BULK = Cfg::BULK;
-  static_assert(K == 128 && V == 128, "chunk kernels are written for K = V = 128 (one lane per 4 key channels)");
+  // Head dims (spec/knobs.py CHUNK_HEAD_DIMS): K = V, a multiple of 32 (the prep's two K halves of 16-column
+  // k-steps) whose 16-byte row pieces a warp can hold (K / 8 ≤ 32) and a power of two (the gate scan's
+  // threads-per-channel split and the l2norm's shuffle tree).
+  static_assert(K == V && (K == 64 || K == 128 || K == 256), "chunk head dims: K = V ∈ {64, 128, 256}");
   static_assert(BT == 64 && PREP_THREADS == 256, "chunk of 64 tokens; two prep warps per 16-row sub-chunk");
+  // The prep's 256 threads over the key channels: KP 16-byte pieces per q/k/v row, PREP_ROWS rows per pass of
+  // the block; in the gate scan SCAN_PARTS threads per channel, each over SCAN_ROWS consecutive rows.
+  static constexpr int KP = K / 8, KP_LOG2 = K == 64 ? 3 : K == 128 ? 4 : 5, PREP_ROWS = PREP_THREADS / KP;
+  static constexpr int SCAN_PARTS = PREP_THREADS / K, SCAN_ROWS = BT / SCAN_PARTS;
+  // step 6: each warp of a sub-chunk's pair computes half of the K (w) or V (u) columns, NPW 16-column pieces
+  static constexpr int NPW = K / 32;
+  // Two prep CTAs per SM while K ≤ 128 (registers capped at 128, the prep wants warps in flight); at K = 256
+  // its shared memory (≈ 186 KB) admits one per SM on every arch, and the cap would only force spills.
+  static constexpr int PREP_MIN_BLOCKS = K <= 128 ? 2 : 1;
   static_assert(STATE_THREADS == STATE_WARPS * 32 && BLOCK_V % 16 == 0 && V % BLOCK_V == 0, "state tiling");
   static_assert(K % BLOCK_V == 0, "a FOLD slice lies inside M or inside B");
   static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0 && LDS_T % 4 == 0 &&
@@ -225,7 +237,7 @@ struct Kernels {
 // =============================================================================================
 // Prep: one CTA (8 warps) per (chunk, value head, sequence). Warp w works on sub-chunk I = w % 4, half w / 4.
 // =============================================================================================
-// 8 warps and two CTAs per SM (the entry's launch bounds): the prep is latency-bound (shared-memory and
+// 8 warps and, up to K = 128, two CTAs per SM (PREP_MIN_BLOCKS): the prep is latency-bound (shared-memory and
 // SFU round trips), so it wants warps in flight more than registers.
 template <class Cfg>
 template <class E>
@@ -259,10 +271,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     const E* q = static_cast<const E*>(a.q);
     const E* k = static_cast<const E*>(a.k);
     const E* v = static_cast<const E*>(a.v);
-    const int seg = tid & 15;
+    const int seg = tid & (KP - 1);
 #pragma unroll
-    for (int m = 0; m < BT * K / 8 / PREP_THREADS; ++m) {   // 16-B pieces of the 16-bit tiles
-      const int r = (tid >> 4) + (PREP_THREADS / 16) * m;
+    for (int m = 0; m < BT / PREP_ROWS; ++m) {   // 16-B pieces of the 16-bit tiles
+      const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
       const uint32_t dq = smem_u32(sQ + r * LDS_KV + seg * 8), dk = smem_u32(sK + r * LDS_KV + seg * 8);
       const uint32_t dv = smem_u32(sV + r * LDS_KV + seg * 8);
       if (r < rows) {
@@ -298,10 +310,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   // ---- 2. l2norm of q, k in place; gate activation and Γ = in-chunk cumulative sum (log2 units); β ----
   {
     if (a.flags & KDA2_QK_L2NORM) {
-      const int seg = tid & 15;
+      const int seg = tid & (KP - 1);
 #pragma unroll 1
-      for (int m = 0; m < BT * K / 8 / PREP_THREADS; ++m) {
-        const int r = (tid >> 4) + (PREP_THREADS / 16) * m;
+      for (int m = 0; m < BT / PREP_ROWS; ++m) {
+        const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
 #pragma unroll
         for (int which = 0; which < 2; ++which) {
           E* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
@@ -311,7 +323,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
 #pragma unroll
-          for (int o = 8; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // a half-warp holds a row
+          for (int o = KP / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // KP lanes hold a row
           const float rn = rsqrtf(ss + 1e-6f);
 #pragma unroll
           for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
@@ -319,22 +331,21 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         }
       }
     }
-    // Thread (d, half) activates and scans rows 32·half .. 32·half+31 of key channel d in registers; the
-    // lower half's total reaches the upper half through shared memory (the T tile is free until step 3).
-    // Measured on the H200 (P1, ncu): per-element mode tests, the bf16/fp32 select and a second
-    // read-modify-write pass over the upper half made this step 21 % of the prep kernel's stall samples;
-    // without them the prep kernel is 5–8 % faster (P1, P3, P5).
-    const int d = tid & (K - 1), half = tid / K;
-    static_assert(PREP_THREADS == 2 * K, "two threads per key channel");
+    // Thread (d, part) activates and scans rows SCAN_ROWS·part .. SCAN_ROWS·part + SCAN_ROWS − 1 of key
+    // channel d in registers; the totals of the earlier parts reach it through shared memory (the T tile is
+    // free until step 3). Measured on the H200 (P1, ncu): per-element mode tests, the bf16/fp32 select and a
+    // second read-modify-write pass over the upper half made this step 21 % of the prep kernel's stall
+    // samples; without them the prep kernel is 5–8 % faster (P1, P3, P5).
+    const int d = tid & (K - 1), part = tid / K;
     const int mode = a.gate_mode;
-    float x[32];
+    float x[SCAN_ROWS];
     if (g_bf16) {
 #pragma unroll
-      for (int e = 0; e < 32; ++e)
-        x[e] = X::to_f(reinterpret_cast<const E*>(sG + (32 * half + e) * LDS_G)[d]);
+      for (int e = 0; e < SCAN_ROWS; ++e)
+        x[e] = X::to_f(reinterpret_cast<const E*>(sG + (SCAN_ROWS * part + e) * LDS_G)[d]);
     } else {
 #pragma unroll
-      for (int e = 0; e < 32; ++e) x[e] = sG[(32 * half + e) * LDS_G + d];
+      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = sG[(SCAN_ROWS * part + e) * LDS_G + d];
     }
     float a_scale = 1.f, bias = 0.f;
     if (mode != KDA2_GATE_PRECOMPUTED) {
@@ -344,38 +355,42 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // the gate in log2 units
     if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) {
 #pragma unroll
-      for (int e = 0; e < 32; ++e) x[e] = -a_scale * softplus_log2(x[e] + bias);
+      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = -a_scale * softplus_log2(x[e] + bias);
     } else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) {
       const float lb2 = a.lower_bound * LOG2E;
 #pragma unroll
-      for (int e = 0; e < 32; ++e) x[e] = lb2 * sigmoid_fast(a_scale * (x[e] + bias));
+      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = lb2 * sigmoid_fast(a_scale * (x[e] + bias));
     } else {
 #pragma unroll
-      for (int e = 0; e < 32; ++e) x[e] *= LOG2E;
+      for (int e = 0; e < SCAN_ROWS; ++e) x[e] *= LOG2E;
     }
     float acc = 0.f;
 #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-      acc += 32 * half + e < rows ? x[e] : 0.f;
+    for (int e = 0; e < SCAN_ROWS; ++e) {
+      acc += SCAN_ROWS * part + e < rows ? x[e] : 0.f;
       x[e] = acc;
     }
-    float* sTot = sT;
-    if (half == 0) sTot[d] = acc;
+    float* sTot = sT;   // [SCAN_PARTS − 1][K]: each part's total but the last's
+    static_assert((SCAN_PARTS - 1) * K <= BT * LDS_T, "the parts' totals fit in the T tile");
+    if (part < SCAN_PARTS - 1) sTot[part * K + d] = acc;
     if (tid < BT) {
       if (tid < rows && (a.flags & KDA2_BETA_SIGMOID)) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
       sB[tid] = bi;
     }
-    __syncthreads();   // every raw gate value is read; the lower totals are visible
-    const float base = half ? sTot[d] : 0.f;
+    __syncthreads();   // every raw gate value is read; the earlier parts' totals are visible
+    float base = part > 0 ? sTot[d] : 0.f;
 #pragma unroll
-    for (int e = 0; e < 32; ++e) sG[(32 * half + e) * LDS_G + d] = x[e] + base;
+    for (int q = 1; q < SCAN_PARTS - 1; ++q)
+      if (q < part) base += sTot[q * K + d];
+#pragma unroll
+    for (int e = 0; e < SCAN_ROWS; ++e) sG[(SCAN_ROWS * part + e) * LDS_G + d] = x[e] + base;
   }
   __syncthreads();
 
   E* gAq = reinterpret_cast<E*>(slot + OFF_AQ);
   const int g8 = lane >> 2, t4 = lane & 3;
   // ---- 3. A and Aqk in 16×16 blocks on tensor cores; the warps (I, 0) and (I, 1) own rows 16I..16I+15 ----
-  // and split K: warp (I, part) sums key channels 64·part .. 64·part + 63 of every tile of those rows (the
+  // and split K: warp (I, part) sums key channels K/2·part .. K/2·part + K/2 − 1 of every tile of those rows (the
   // left factors are the costly part, and both warps needed all of them when they split the columns).
   // Left factors x_i ⊙ 2^(Γi−Γr), anchor r = 16I (i ≥ r: ≤ 1). Off-diagonal columns j < r: right factors
   // k_j ⊙ 2^(Γr−Γj) (≤ 1), the 2I column tiles left of the diagonal. Diagonal block: column tiles c = 0, 1
@@ -726,9 +741,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   __syncthreads();   // T complete before step 6 reads its fragments
 
   // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores; warp (I, half) computes rows 16I..16I+15, ----
-  //         columns 64·half .. 64·half + 63
+  //         columns K/2·half .. K/2·half + K/2 − 1 (NPW 16-column pieces)
   {
-    const int I = warp & 3, r0 = 16 * I, np0 = 4 * (warp >> 2);
+    const int I = warp & 3, r0 = 16 * I, np0 = NPW * (warp >> 2);
     // ldmatrix.trans lane address for a [k = token][n = channel] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),(k0+8,n0+8)
     const int lr = lane & 7, lm = lane >> 3;
     const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
@@ -737,9 +752,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     for (int which = 0; which < 2; ++which) {
       // step 4 left β k 2^Γ over q and β v over v
       const E* src = reinterpret_cast<const E*>(which == 0 ? sQ : sV);
-      float acc[8][4];
+      float acc[2 * NPW][4];
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
+      for (int nt = 0; nt < 2 * NPW; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
 #pragma unroll 1
@@ -753,7 +768,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
             aT[hr + 2 * hc] = TC::pack(tv.x, tv.y);
           }
 #pragma unroll
-        for (int np = 0; np < 4; ++np) {
+        for (int np = 0; np < NPW; ++np) {
           uint32_t b[4];
           ldsm_x4_t(b, smem_u32(src + (16 * ks + krow) * LDS_KV + 16 * (np0 + np) + ncol));
           TC::mma(acc[2 * np], aT, b[0], b[1]);
@@ -762,7 +777,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       }
       // stage as E: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
+      for (int nt = 0; nt < 2 * NPW; ++nt) {
         const int col = 16 * np0 + 8 * nt + 2 * t4, i0 = r0 + g8, i1 = i0 + 8;
         if (which == 0) {
           *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = TC::pack(acc[nt][0], acc[nt][1]);
@@ -1117,7 +1132,8 @@ __device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a
     float acc[COMBINE_COLS / 2];
 #pragma unroll
     for (int e = 0; e < COMBINE_COLS / 2; ++e) acc[e] = tr[K + v0 + c0 + e];
-#pragma unroll 2
+    // At K = 256 the block has 512 threads, so 128 registers each: unrolled twice the loop spilled (v_first).
+#pragma unroll(K > 128 ? 1 : 2)
     for (int j = 0; j < K; j += 4) {
       const float4 m = *reinterpret_cast<const float4*>(tr + j);
       const float mj[4] = {m.x, m.y, m.z, m.w};

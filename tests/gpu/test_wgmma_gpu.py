@@ -1,0 +1,75 @@
+"""kda2/wgmma.cuh on the GPU (sm_90a): the warpgroup MMA wrappers the fused chunk kernel builds on.
+
+tests/kernels/wgmma_check.cu runs one warpgroup: D[64][N] = (accumulate ? D : 0) + A[64][128] · B[N][128]ᵀ, A
+fragments from registers, B in shared memory in the 128-byte-swizzled panel layout (panel128_offset,
+smem_desc_k128). Compared with the fp64 product of the same 16-bit inputs on fresh random data; D is poisoned
+with NaN before a plain run, so an element the accumulator layout misses shows up. Needs a Hopper GPU and nvcc
+(the kernel is compiled here, with the -gencode form sm_90a needs); skips without a GPU (conftest.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "tests" / "kernels" / "wgmma_check.cu"
+INCLUDE = ROOT / "src" / "kda2" / "codegen" / "include"
+
+
+@pytest.fixture(scope="module")
+def wgmma(torch_cuda, tmp_path_factory):
+    """(driver module, function lookup) of the check kernels, compiled for sm_90a and loaded in torch's context."""
+    torch = torch_cuda
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip(f"wgmma needs sm_90a (a Hopper GPU); this GPU is sm_{''.join(map(str, torch.cuda.get_device_capability()))}")
+    from kda2.compile.toolchain import _which_nvcc
+
+    cubin = tmp_path_factory.mktemp("wgmma") / "wgmma_check.cubin"
+    proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", f"-I{INCLUDE}",
+                           "-o", str(cubin), str(SRC)], capture_output=True, text=True)
+    assert proc.returncode == 0, f"nvcc failed on {SRC.name}: {proc.stderr.strip()[:2000]}"
+    from cuda.bindings import driver as cu
+
+    def ok(res, what):
+        err, *vals = res if isinstance(res, tuple) else (res,)
+        assert err == cu.CUresult.CUDA_SUCCESS, f"{what}: {err}"
+        return vals[0] if vals else None
+
+    torch.zeros(1, device="cuda")  # torch's primary context is current from here on
+    image = cubin.read_bytes()
+    module = ok(cu.cuModuleLoadData(image), "cuModuleLoadData")
+    yield lambda name: ok(cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction {name}"), ok, cu
+    ok(cu.cuModuleUnload(module), "cuModuleUnload")
+
+
+@pytest.mark.parametrize("accumulate", [False, True], ids=["set", "accumulate"])
+@pytest.mark.parametrize("n", [64, 128])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_wgmma_matches_fp64(wgmma, torch_cuda, dtype: str, n: int, accumulate: bool):
+    torch = torch_cuda
+    get, ok, cu = wgmma
+    fn = get(f"kda2_wgmma_check_{dtype}_n{n}")
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    gen = torch.Generator(device="cuda").manual_seed(1000 * n + accumulate + (dtype == "f16") * 7)
+    a = torch.randn(64, 128, generator=gen, device="cuda").to(tdt)
+    b = torch.randn(n, 128, generator=gen, device="cuda").to(tdt)
+    c = torch.randn(64, n, generator=gen, device="cuda")
+    d = c.clone() if accumulate else torch.full((64, n), float("nan"), device="cuda")
+    args = ((a.data_ptr(), b.data_ptr(), d.data_ptr(), int(accumulate)),
+            (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int))
+    stream = torch.cuda.current_stream().cuda_stream
+    ok(cu.cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, stream, args, 0), "cuLaunchKernel")
+    ok(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    ref = a.double() @ b.double().T + (c.double() if accumulate else 0)
+    assert bool(torch.isfinite(d).all()), f"{dtype} n{n}: {int((~torch.isfinite(d)).sum())} elements not written"
+    rel = (torch.linalg.vector_norm(d.double() - ref) / torch.linalg.vector_norm(ref)).item()
+    # fp32 accumulation of 128 exact 16-bit products (plus C): rounding only, ~1e-7 relative
+    assert rel < 1e-5, f"{dtype} n{n} accumulate={accumulate}: relative L2 {rel:.3e} vs the fp64 product"
+    # a wrong swizzle or fragment map permutes whole rows or columns: compare one row exactly enough to tell
+    worst = (d.double() - ref).abs().max().item()
+    assert worst < 1e-3 * ref.abs().max().item(), f"{dtype} n{n}: max abs error {worst:.3e}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device call 6 (H200): kda2/wgmma.cuh on the GPU for the first time (tests/gpu/test_wgmma_gpu.py: one warpgroup,
-# m64n64k16 / m64n128k16, bf16 and fp16, A from registers, B from 128-byte-swizzled panels, vs the fp64 product).
+# m64n64k16 / m64n128k16, bf16 and fp16, A from registers, B from 128-byte-swizzled panels K-major and N-major,
+# vs the fp64 product).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD/src

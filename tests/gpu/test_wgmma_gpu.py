@@ -1,8 +1,8 @@
 """kda2/wgmma.cuh on the GPU (sm_90a): the warpgroup MMA wrappers the fused chunk kernel builds on.
 
-tests/kernels/wgmma_check.cu runs one warpgroup: D[64][N] = (accumulate ? D : 0) + A[64][128] · B[N][128]ᵀ, A
-fragments from registers, B in shared memory in the 128-byte-swizzled panel layout (panel128_offset,
-smem_desc_k128). Compared with the fp64 product of the same 16-bit inputs on fresh random data; D is poisoned
+tests/kernels/wgmma_check.cu runs one warpgroup: D[64][N] = (accumulate ? D : 0) + A[64][128] · B[N][128]ᵀ (B
+K-major, smem_desc_k128) or A[64][64] · B[64][N] (B N-major, smem_desc_mn128), A fragments from registers, B in
+shared memory in the 128-byte-swizzled panel layout (panel128_offset). Compared with the fp64 product of the same 16-bit inputs on fresh random data; D is poisoned
 with NaN before a plain run, so an element the accumulator layout misses shows up. Needs a Hopper GPU and nvcc
 (the kernel is compiled here, with the -gencode form sm_90a needs); skips without a GPU (conftest.py).
 """
@@ -48,16 +48,18 @@ def wgmma(torch_cuda, tmp_path_factory):
 
 
 @pytest.mark.parametrize("accumulate", [False, True], ids=["set", "accumulate"])
-@pytest.mark.parametrize("n", [64, 128])
-@pytest.mark.parametrize("dtype", ["bf16", "f16"])
-def test_wgmma_matches_fp64(wgmma, torch_cuda, dtype: str, n: int, accumulate: bool):
+@pytest.mark.parametrize("kernel", ["bf16_n64", "bf16_n128", "f16_n64", "f16_n128", "bf16_n64_t", "bf16_n128_t",
+                                    "f16_n128_t"])
+def test_wgmma_matches_fp64(wgmma, torch_cuda, kernel: str, accumulate: bool):
     torch = torch_cuda
     get, ok, cu = wgmma
-    fn = get(f"kda2_wgmma_check_{dtype}_n{n}")
+    fn = get(f"kda2_wgmma_check_{kernel}")
+    dtype, n, trans = kernel.split("_")[0], int(kernel.split("_")[1][1:]), kernel.endswith("_t")
+    k = 64 if trans else 128
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
-    gen = torch.Generator(device="cuda").manual_seed(1000 * n + accumulate + (dtype == "f16") * 7)
-    a = torch.randn(64, 128, generator=gen, device="cuda").to(tdt)
-    b = torch.randn(n, 128, generator=gen, device="cuda").to(tdt)
+    gen = torch.Generator(device="cuda").manual_seed(1000 * n + 10 * trans + accumulate + (dtype == "f16") * 7)
+    a = torch.randn(64, k, generator=gen, device="cuda").to(tdt)
+    b = torch.randn(*((k, n) if trans else (n, k)), generator=gen, device="cuda").to(tdt)
     c = torch.randn(64, n, generator=gen, device="cuda")
     d = c.clone() if accumulate else torch.full((64, n), float("nan"), device="cuda")
     args = ((a.data_ptr(), b.data_ptr(), d.data_ptr(), int(accumulate)),
@@ -65,11 +67,11 @@ def test_wgmma_matches_fp64(wgmma, torch_cuda, dtype: str, n: int, accumulate: b
     stream = torch.cuda.current_stream().cuda_stream
     ok(cu.cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, stream, args, 0), "cuLaunchKernel")
     ok(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
-    ref = a.double() @ b.double().T + (c.double() if accumulate else 0)
-    assert bool(torch.isfinite(d).all()), f"{dtype} n{n}: {int((~torch.isfinite(d)).sum())} elements not written"
+    ref = a.double() @ (b.double() if trans else b.double().T) + (c.double() if accumulate else 0)
+    assert bool(torch.isfinite(d).all()), f"{kernel}: {int((~torch.isfinite(d)).sum())} elements not written"
     rel = (torch.linalg.vector_norm(d.double() - ref) / torch.linalg.vector_norm(ref)).item()
-    # fp32 accumulation of 128 exact 16-bit products (plus C): rounding only, ~1e-7 relative
-    assert rel < 1e-5, f"{dtype} n{n} accumulate={accumulate}: relative L2 {rel:.3e} vs the fp64 product"
-    # a wrong swizzle or fragment map permutes whole rows or columns: compare one row exactly enough to tell
+    # fp32 accumulation of exact 16-bit products (plus C): rounding only, ~1e-7 relative
+    assert rel < 1e-5, f"{kernel} accumulate={accumulate}: relative L2 {rel:.3e} vs the fp64 product"
+    # a wrong swizzle or fragment map permutes whole rows or columns: every element, not just the norm
     worst = (d.double() - ref).abs().max().item()
-    assert worst < 1e-3 * ref.abs().max().item(), f"{dtype} n{n}: max abs error {worst:.3e}"
+    assert worst < 1e-3 * ref.abs().max().item(), f"{kernel}: max abs error {worst:.3e}"

@@ -36,6 +36,17 @@ __device__ __forceinline__ uint64_t smem_desc_k128(uint32_t tile, int k0, int ro
          (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
 }
 
+// The same panels read N-major (imm-trans-b = 1): B[k][n] stored with k as the panel row and n along the row,
+// i.e. panel128_offset(k, n, rows) — a tile written [token][channel] serves as K-major B when the product runs
+// over channels and as N-major B when it runs over tokens. The 16-k slice from k0 (a multiple of 16) starts at
+// row k0; leading byte offset = the distance between 64-wide n panels (rows·128 B), stride byte offset = 1024 B
+// between 8-row k groups (PTX ISA, "Matrix Descriptor Format", MN-major swizzled).
+__device__ __forceinline__ uint64_t smem_desc_mn128(uint32_t tile, int k0, int rows) {
+  const uint32_t addr = tile + static_cast<uint32_t>(k0 * 128);
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((rows * 128) >> 4) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+}
+
 // Ordering: registers an mma reads are final before it issues (fence); issued mmas form a group (commit); wait
 // until at most N groups are in flight (wait, before reading the accumulators). Shared memory written by ordinary
 // stores is visible to wgmma only after fence_proxy_async() and a barrier.
@@ -61,48 +72,51 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
-// D (+)= A · B, m64nNk16, A from registers, B by descriptor (K-major, not transposed); scale_d false: D = A · B.
-// T: the 16-bit operand type (bf16 or fp16); N: 64 or 128 (N / 2 accumulators per thread).
-template <class T, int N>
+// D (+)= A · B, m64nNk16, A from registers, B by descriptor; scale_d false: D = A · B. T: the 16-bit operand type
+// (bf16 or fp16); N: 64 or 128 (N / 2 accumulators per thread); TRANS_B: B is N-major (smem_desc_mn128), else
+// K-major (smem_desc_k128).
+template <class T, int N, bool TRANS_B = false>
 struct WgmmaRS;
-template <>
-struct WgmmaRS<__nv_bfloat16, 64> {
+template <bool TRANS_B>
+struct WgmmaRS<__nv_bfloat16, 64, TRANS_B> {
   static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
                "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
                "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-               "}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+               "}, {%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
                  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
                  "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
                  "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)),
+                 "n"(TRANS_B ? 1 : 0));
 #endif
   }
 };
-template <>
-struct WgmmaRS<__half, 64> {
+template <bool TRANS_B>
+struct WgmmaRS<__half, 64, TRANS_B> {
   static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
                "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
                "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-               "}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+               "}, {%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
                  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
                  "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
                  "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)),
+                 "n"(TRANS_B ? 1 : 0));
 #endif
   }
 };
-template <>
-struct WgmmaRS<__nv_bfloat16, 128> {
+template <bool TRANS_B>
+struct WgmmaRS<__nv_bfloat16, 128, TRANS_B> {
   static __device__ __forceinline__ void run(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
@@ -111,7 +125,7 @@ struct WgmmaRS<__nv_bfloat16, 128> {
                "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
                "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
                "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-               "}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+               "}, {%64,%65,%66,%67}, %68, p, 1, 1, %70;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
                  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
@@ -121,12 +135,13 @@ struct WgmmaRS<__nv_bfloat16, 128> {
                  "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
                  "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
                  "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)),
+                 "n"(TRANS_B ? 1 : 0));
 #endif
   }
 };
-template <>
-struct WgmmaRS<__half, 128> {
+template <bool TRANS_B>
+struct WgmmaRS<__half, 128, TRANS_B> {
   static __device__ __forceinline__ void run(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"
@@ -135,7 +150,7 @@ struct WgmmaRS<__half, 128> {
                "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
                "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
                "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-               "}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"
+               "}, {%64,%65,%66,%67}, %68, p, 1, 1, %70;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
                  "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
@@ -145,7 +160,8 @@ struct WgmmaRS<__half, 128> {
                  "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
                  "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
                  "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)),
+                 "n"(TRANS_B ? 1 : 0));
 #endif
   }
 };

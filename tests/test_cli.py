@@ -359,7 +359,8 @@ def test_inspect_not_a_build_dir(tmp_path) -> None:
 # ---- family chunk ------------------------------------------------------------------------------
 
 KIMI_CHUNK = REPO / "kernel_specs" / "kimi_linear_chunk.yaml"
-CHUNK_ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)/(\d+) +(.+)$")
+CHUNK_ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(\d+) +(mma_sync|wgmma) +(\d+)/(\d+)"
+                       r" +(.+)$")
 
 
 def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
@@ -376,20 +377,26 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
         assert [m[1] for m in rows] == [v.id for v in plan.variants]
         for m, v in zip(rows, plan.variants):
             c = v.config
-            assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6])) == (
-                c["state_layout"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // 8)
-            # upper bounds (every padded tile at the most the TIR pass may pad it), by (block_v, stages)
+            wg = c.get("state_mma") == "wgmma"
+            assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), m[7]) == (
+                c["state_layout"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // (16 if wg else 8),
+                "wgmma" if wg else "mma_sync")
+            # upper bounds (every padded tile at the most the TIR pass may pad it), by (block_v, stages, mma):
+            # wgmma stages are 1024-byte aligned with no exchange or o tiles
             state = {(64, 2): 201760, (64, 1): 133648, (32, 2): 158752, (32, 1): 95760, (16, 2): 137248,
-                     (16, 1): 76816}[(c["block_v"], c["stages"])]
-            assert (int(m[7]), int(m[8])) == (112896, state)
-            assert routes_and_rules(m[9]) == (expected_routes(plan, v.id), list(v.rules))
+                     (16, 1): 76816, (64, 2, "wg"): 2 * 68608 + 32, (64, 1, "wg"): 68608 + 16,
+                     (128, 2, "wg"): 2 * 78848 + 32, (128, 1, "wg"): 78848 + 16}[
+                (c["block_v"], c["stages"], *(("wg",) if wg else ()))]
+            assert (int(m[8]), int(m[9])) == (112896, state)
+            assert routes_and_rules(m[10]) == (expected_routes(plan, v.id), list(v.rules))
+            assert not wg or arch == "sm_90a"
     p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_80", "--reasons")
     assert p.returncode == 0, p.stderr
     for agent in ("layout", "chunk", "tile", "stages", "budget"):
         assert f"[{agent}] " in p.stdout
     assert "limit 166912 B (profile a100 (published): smem_per_block_bytes=166912)" in p.stdout
     data = json.loads(kda2("plan", KIMI_CHUNK, "--rules", RULES, "--json").stdout)
-    assert {v["config"]["block_v"] for entry in data for v in entry["variants"]} == {16, 32, 64}
+    assert {v["config"]["block_v"] for entry in data for v in entry["variants"]} == {16, 32, 64, 128}  # 128: wgmma
 
 
 @pytest.fixture

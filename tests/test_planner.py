@@ -23,7 +23,7 @@ SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
 KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
 AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "preload", "schedule", "occupancy", "budget")
-CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "budget")
+CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "state_mma", "budget")
 
 
 @pytest.fixture(scope="module")

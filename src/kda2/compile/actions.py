@@ -63,20 +63,23 @@ def nvcc_action(target, source, env):
     ctx, d = _ctx(env), _json(source[1])
     try:
         compile_device(ctx["toolchain"], Path(str(source[0])), Path(str(target[0])), arch=d["arch"],
-                       flags=d["flags"], include_dirs=ctx["include_dirs"], verbose=ctx["verbose"])
+                       flags=d["flags"], include_dirs=ctx["include_dirs"], verbose=ctx["verbose"],
+                       lto=d.get("lto", True))
     except ToolError as e:
         return _fail("nvcc -dc", target[0], e)
     return 0
 
 
 def nvlink_action(target, source, env):
-    """source[0]: the LTO object, source[1]: Value {"arch", "flags"}. Targets: cubin, ptxas log."""
+    """source[0]: the LTO object (PTX where lto is false), source[1]: Value {"arch", "flags"[, "lto"]}. Targets:
+    cubin, ptxas log."""
     from kda2.compile.nvcc import ToolError, device_link
 
     ctx, d = _ctx(env), _json(source[1])
     try:
         device_link(ctx["toolchain"], Path(str(source[0])), Path(str(target[0])), Path(str(target[1])),
-                    arch=d["arch"], flags=d["flags"], nvvm_dir=ctx["nvvm_dir"], verbose=ctx["verbose"])
+                    arch=d["arch"], flags=d["flags"], nvvm_dir=ctx["nvvm_dir"], verbose=ctx["verbose"],
+                    lto=d.get("lto", True))
     except ToolError as e:
         return _fail("nvlink", target[0], e)
     return 0

@@ -26,6 +26,7 @@ from kda2.artifact.abi import ABI_VERSION
 from kda2.artifact.canonical import canonical_json
 from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA
 from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR
+from kda2.compile.nvcc import uses_arch_features
 from kda2.compile import actions, signature
 from kda2.compile.toolchain import Toolchain, find_toolchain
 from kda2.plan.cache import load_plans
@@ -73,7 +74,9 @@ def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
     why = n.command("why", actions.why_action, f"{base}.why.json",
                     [env.Value(canonical_json({"kernel": pv.name, "reasons": [list(r) for r in pv.reasons],
                                                "rules": list(pv.rules), "flags": list(pv.flags)}))])
-    tool = env.Value(canonical_json({"arch": pv.config["arch"], "flags": list(pv.flags)}))
+    # variants using their arch's own features skip the LTO link (compile/nvcc.py uses_arch_features)
+    tool = env.Value(canonical_json({"arch": pv.config["arch"], "flags": list(pv.flags),
+                                     **({"lto": False} if uses_arch_features(pv.config) else {})}))
     obj = n.command("nvcc -dc", actions.nvcc_action, f"{base}.o", [cu[0], tool, n.tc_value],
                     source_scanner=_C_SCANNER, CPPPATH=[str(INCLUDE_DIR)])
     cubin = n.command("nvlink", actions.nvlink_action, [f"{base}.cubin", f"{base}.ptxas.log"],

@@ -15,9 +15,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
-from kda2.compile.toolchain import Toolchain, gencode
+from kda2.compile.toolchain import Toolchain, gencode, gencode_ptx
 
 #: nvcc folds the paths it is given and the working directory into the object (module id, line markers),
 #: so a kernel is compiled from copies at a content-named path (see compile_device).
@@ -48,9 +48,18 @@ def _tree_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
+def uses_arch_features(config: Mapping[str, Any]) -> bool:
+    """Whether a variant's code uses its arch's own features (sm_90a: warpgroup MMAs), which the LTO path cannot
+    carry: nvlink 13.0's -dlto link of `code=lto_90a` IR emits PTX for `.target sm_90`, and ptxas refuses wgmma
+    there (seen: "Instruction 'wgmma.fence' not supported on .target 'sm_90'"). Such variants compile to PTX for
+    their arch (`code=compute_90a`) and link by running ptxas on it (compile_device / device_link, lto=False)."""
+    return config.get("state_mma") == "wgmma"
+
+
 def compile_device(tc: Toolchain, src: Path, obj: Path, *, arch: str, flags: Sequence[str],
-                   include_dirs: Sequence[Path], verbose: bool = False) -> None:
-    """nvcc -dc of one kernel translation unit to LTO-IR (`code=lto_XX`).
+                   include_dirs: Sequence[Path], verbose: bool = False, lto: bool = True) -> None:
+    """nvcc -dc of one kernel translation unit to LTO-IR (`code=lto_XX`); lto=False: nvcc -ptx to PTX for the
+    arch (`code=compute_XX`, uses_arch_features), in the same file.
 
     The source and copies of the include trees go to a directory named by the sha256 of all of them,
     and nvcc runs there with relative paths: the object is then the same bytes in every checkout (nvcc
@@ -78,7 +87,8 @@ def compile_device(tc: Toolchain, src: Path, obj: Path, *, arch: str, flags: Seq
     keep.mkdir(exist_ok=True)
     out = d / f"{obj.name}.{tag}"
     try:
-        _run([tc.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-dc", "-gencode", gencode(arch, True),
+        mode = ["-dc", "-gencode", gencode(arch, True)] if lto else ["-ptx", "-gencode", gencode_ptx(arch)]
+        _run([tc.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", *mode,
               *(f"-Iinc{i}" for i in range(len(trees))), *flags, "-keep", "-keep-dir", keep.name, "-o", out.name,
               "kernel.cu"], cwd=d, verbose=verbose)
         obj.parent.mkdir(parents=True, exist_ok=True)
@@ -99,11 +109,15 @@ def ptxas_flags(flags: Sequence[str]) -> list[str]:
 
 
 def device_link(tc: Toolchain, obj: Path, cubin: Path, log: Path, *, arch: str, flags: Sequence[str],
-                nvvm_dir: Path, verbose: bool = False) -> None:
-    """nvlink -dlto: LTO-IR to one cubin; the ptxas -v report goes to `log` (even on failure)."""
+                nvvm_dir: Path, verbose: bool = False, lto: bool = True) -> None:
+    """nvlink -dlto: LTO-IR to one cubin; lto=False: ptxas on the PTX compile_device wrote. The ptxas -v report
+    goes to `log` (even on failure)."""
     tmp = _tmp(cubin)
-    argv = [tc.nvlink, "-m64", f"--arch={arch}", "-dlto", f"-nvvmpath={nvvm_dir}", f"-L{tc.lib_dir()}",
-            "-Xptxas", "-v", *ptxas_flags(flags), "-lcudadevrt", str(obj), "-o", str(tmp)]
+    if lto:
+        argv = [tc.nvlink, "-m64", f"--arch={arch}", "-dlto", f"-nvvmpath={nvvm_dir}", f"-L{tc.lib_dir()}",
+                "-Xptxas", "-v", *ptxas_flags(flags), "-lcudadevrt", str(obj), "-o", str(tmp)]
+    else:
+        argv = [tc.ptxas, f"-arch={arch}", "-v", *ptxas_flags(flags)[1::2], str(obj), "-o", str(tmp)]
     if verbose:
         print(" ".join(shlex.quote(str(a)) for a in argv), flush=True)
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
@@ -113,7 +127,7 @@ def device_link(tc: Toolchain, obj: Path, cubin: Path, log: Path, *, arch: str, 
     _write_text(log, text)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise ToolError(f"nvlink -dlto of {obj} exited {proc.returncode}:\n{text}")
+        raise ToolError(f"{'nvlink -dlto' if lto else 'ptxas'} of {obj} exited {proc.returncode}:\n{text}")
     os.replace(tmp, cubin)
 
 

@@ -38,6 +38,14 @@ class Toolchain:
         stage's TVM version is in its code digest, kda2's own code in each action's)."""
         return {"schema": "2", "nvcc": self.nvcc_version, "cxx": self.cxx_version}
 
+    @property
+    def ptxas(self) -> str:
+        """The toolkit's ptxas (the variants that skip the LTO link assemble their PTX with it)."""
+        for cand in (self.root / "bin" / "ptxas", shutil.which("ptxas")):
+            if cand and os.access(cand, os.X_OK):
+                return str(cand)
+        raise ToolchainError(f"ptxas not found in {self.root}/bin nor on PATH; the sm_90a wgmma variants need it")
+
     def include_dir(self) -> Path:
         for cand in (self.root / "include", *sorted(self.root.glob("targets/*/include"))):
             if (cand / "cuda.h").is_file():
@@ -119,6 +127,12 @@ def find_toolchain() -> Toolchain:
     cxx_version = _run([cxx, "--version"]).splitlines()[0].strip()
     return Toolchain(nvcc=nvcc, nvlink=nvlink, root=root, nvcc_version=version, libnvvm=libnvvm.resolve(),
                      cxx=cxx, cxx_version=cxx_version)
+
+
+def gencode_ptx(arch: str) -> str:
+    """`-gencode` for PTX of an arch name like sm_90a (its own features kept: `.target sm_90a`)."""
+    num = arch.removeprefix("sm_")
+    return f"arch=compute_{num},code=compute_{num}"
 
 
 def gencode(arch: str, lto: bool) -> str:

@@ -96,7 +96,9 @@ class Resources:
 
 
 def threads_of(config: Mapping[str, Any]) -> int:
-    return state_threads(config["block_v"]) if config["family"] == "chunk" else 32 * config["warps"]
+    if config["family"] == "chunk":
+        return state_threads(config["block_v"], config.get("state_mma", "mma_sync"))
+    return 32 * config["warps"]
 
 
 def resources_from_ptxas(config: Mapping[str, Any], res: Mapping[str, Mapping[str, Any]],
@@ -164,9 +166,10 @@ _CHUNK_REGISTERS_GUESS = 128
 def estimate_resources(config: Mapping[str, Any]) -> Resources:
     """Before a build: shared memory from the formulas the kernels use, registers as the agents estimate."""
     if config["family"] == "chunk":
+        mma = config.get("state_mma", "mma_sync")
         smem = state_smem_bytes(expected_strides(config["k"]), k=config["k"], block_v=config["block_v"],
-                                stages=config["stages"])
-        return Resources(_CHUNK_REGISTERS_GUESS, smem, 0, state_threads(config["block_v"]), "estimate")
+                                stages=config["stages"], mma=mma)
+        return Resources(_CHUNK_REGISTERS_GUESS, smem, 0, state_threads(config["block_v"], mma), "estimate")
     return Resources(registers_estimate(config), smem_estimate(config), 0, 32 * config["warps"], "estimate")
 
 

@@ -48,21 +48,36 @@ def combine_shape(k: int) -> dict[str, int]:
     return {"threads": 2 * k, "cols": COMBINE_COLS}
 
 
-def state_warps(block_v: int) -> int:
-    """Two warps per 16 value columns: each holds half of K of that slice of the state."""
-    return 2 * (block_v // 16)
+#: How the state kernel runs its products (the `state_mma` knob): "mma_sync", warps in pairs splitting K, each pair
+#: 16 value columns (sm_80 and sm_90a); "wgmma", one warpgroup per 64 value columns holding Sᵀ over all of K in
+#: warpgroup-MMA accumulators (sm_90a only; kda2/chunk.cuh state_wg).
+STATE_MMAS = ("mma_sync", "wgmma")
+#: Value columns of one wgmma state warpgroup (the M of m64nNk16).
+WG_COLS = 64
+#: Shared-memory alignment of a wgmma variant's stage: the 128-byte-swizzled tiles it reads by descriptor sit at
+#: 1024-byte boundaries (kda2/wgmma.cuh).
+WG_ALIGN = 1024
 
 
-def state_threads(block_v: int) -> int:
-    return 32 * state_warps(block_v)
+def state_warps(block_v: int, mma: str = "mma_sync") -> int:
+    """mma_sync: two warps per 16 value columns (each holds half of K); wgmma: a warpgroup per 64."""
+    return 4 * (block_v // WG_COLS) if mma == "wgmma" else 2 * (block_v // 16)
+
+
+def state_threads(block_v: int, mma: str = "mma_sync") -> int:
+    return 32 * state_warps(block_v, mma)
 
 
 def prep_smem_bytes(s: Mapping[str, int]) -> int:
     return 3 * CHUNK * s["lds_kv"] * 2 + CHUNK * s["lds_g"] * 4 + CHUNK * s["lds_t"] * 4 + CHUNK * 4
 
 
-def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int) -> int:
+def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int, mma: str = "mma_sync") -> int:
     # w, qg, kg and Aqk unpadded (XOR-swizzled in the workspace, copied linearly), uᵀ padded
     per_stage = 3 * CHUNK * k * 2 + CHUNK * CHUNK * 2 + k * 4 + block_v * s["lds_u"] * 2
+    if mma == "wgmma":
+        # stages at 1024-byte boundaries; no exchange tiles (the warpgroup MMA sums over all of K) and no o tiles
+        # (o is staged in the consumed stage's w tile); one mbarrier slot (16 B) per stage
+        return stages * (-(-per_stage // WG_ALIGN) * WG_ALIGN) + 16 * stages
     # + one mbarrier slot (16 B) per stage: sm_90 multicast loads complete on it
     return stages * per_stage + state_warps(block_v) * (XCH_BYTES + CHUNK // 2 * s["lds_o"] * 2) + 16 * stages

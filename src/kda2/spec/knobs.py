@@ -6,7 +6,7 @@ the generated code does not belong here.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from kda2.artifact.abi import CHUNK
 from kda2.plan.hardware import ARCHS
@@ -64,6 +64,8 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "chunk": (CHUNK,),                   # tokens per chunk (the ABI's workspace layout)
     "block_v": (16, 32, 64, 128),        # value columns per CTA of the state kernel (warps = block_v / 16)
     "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
+    # how the state kernel multiplies (plan/smem.py STATE_MMAS): absent = "mma_sync", so other ids are unchanged
+    "state_mma": ("mma_sync", "wgmma"),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with a prep + state entry each (fold, combine shared)
     # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
@@ -86,5 +88,14 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 AGENT_KNOBS = {
     "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
                   "min_ctas", "preload", "persistent"),
-    "chunk": ("state_layout", "chunk", "block_v", "stages"),
+    "chunk": ("state_layout", "chunk", "block_v", "stages", "state_mma"),
 }
+#: Knobs a config leaves out where they hold this value (so the ids of the variants before the knob stand):
+#: failure records name them with it, and a rule matching on it matches the configs that leave it out.
+ABSENT_KNOB_DEFAULTS = {"chunk": {"state_mma": "mma_sync"}}
+
+
+def agent_knobs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The agents' knobs of a variant config (what a failure record or a tuning line names it by)."""
+    absent = ABSENT_KNOB_DEFAULTS.get(config["family"], {})
+    return {k: config.get(k, absent.get(k)) for k in AGENT_KNOBS[config["family"]] if k in config or k in absent}

@@ -345,14 +345,16 @@ class Agents(_Strict):
 
 
 class ChunkTile(_Strict):
-    """Chunk kernel shapes the planner may try. Defaults: block_v [32, 64], stages [2].
+    """Chunk kernel shapes the planner may try. Defaults: block_v [32, 64], stages [2], state_mma [mma_sync].
 
-    block_v: value columns per CTA of the state kernel (warps = block_v / 16); stages: cp.async
-    pipeline depth of the state kernel.
+    block_v: value columns per CTA of the state kernel (mma_sync: warps = block_v / 8; wgmma: a warpgroup per 64);
+    stages: load pipeline depth of the state kernel; state_mma: how the state kernel multiplies — mma_sync (every
+    arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates).
     """
 
     block_v: Choices[Literal[16, 32, 64, 128]] = [32, 64]
     stages: Choices[Literal[1, 2]] = [2]
+    state_mma: Choices[Literal["mma_sync", "wgmma"]] = ["mma_sync"]
 
 
 class ChunkAgents(_Strict):
@@ -368,7 +370,8 @@ class Budget(_Strict):
     """Resource limits for candidates. All required except allow_spills (default false).
 
     max_candidates counts per seq_len bucket and state layout, and separately for the preload candidates of a
-    multi-token decode bucket (agents.inputs: measured beside the per-token ones, not instead of them).
+    multi-token decode bucket (agents.inputs: measured beside the per-token ones, not instead of them) and for the
+    chunk family's wgmma state candidates (agents.chunk.state_mma).
     """
 
     max_candidates: Annotated[int, Field(ge=1)]

@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 from kda2.artifact.atomic import write_text
 from kda2.spec.model import field_problem, format_validation_error, read_yaml_mapping, show
 from kda2.artifact.canonical import canonical_json
-from kda2.spec.knobs import FAMILY_FIELDS
+from kda2.spec.knobs import ABSENT_KNOB_DEFAULTS, FAMILY_FIELDS
 
 __all__ = ["MATCHER_VERSION", "LOCK_NAME", "FILE_PATTERN", "Applied", "Match", "Rule", "RuleError",
            "apply_rules", "check_lock", "load_rule", "load_rules", "rules_digest", "unmatched",
@@ -133,10 +133,12 @@ class Rule(_Strict):
         """
         if self.set and any(f not in FAMILY_FIELDS.get(config.get("family"), {}) for f in self.set):
             return False
+        absent = ABSENT_KNOB_DEFAULTS.get(config.get("family"), {})
         for field, value in self.match.predicates().items():
-            if field not in config:
+            if field not in config and field not in absent:
                 return False
-            if _norm(config[field]) not in [_norm(v) for v in _alternatives(field, value, FAMILY_FIELDS)]:
+            have = config[field] if field in config else absent[field]
+            if _norm(have) not in [_norm(v) for v in _alternatives(field, value, FAMILY_FIELDS)]:
                 return False
         return True
 

@@ -42,7 +42,15 @@ def check_chunk_config(c: Mapping[str, Any]) -> dict:
     """The fields the chunk TIR model reads, validated; raises TirConfigError naming the field."""
     from kda2.spec.knobs import CHUNK_FIELDS  # the values a chunk config may hold: one table
 
-    return {f: _choice(c, f, CHUNK_FIELDS[f]) for f in ("k", "v", "block_v", "stages", "chunk")}
+    out = {f: _choice(c, f, CHUNK_FIELDS[f]) for f in ("k", "v", "block_v", "stages", "chunk")}
+    out["state_mma"] = _choice({"state_mma": c.get("state_mma", "mma_sync")}, "state_mma", CHUNK_FIELDS["state_mma"])
+    if out["state_mma"] == "wgmma":
+        from kda2.plan.smem import WG_COLS
+        if out["block_v"] % WG_COLS or not str(c.get("arch", "")).startswith("sm_9"):
+            raise TirConfigError(f"config field 'state_mma': wgmma needs block_v a multiple of {WG_COLS} (one warpgroup "
+                                 f"per {WG_COLS} value columns) and an sm_90 arch, got block_v {out['block_v']}, arch "
+                                 f"{c.get('arch')!r}")
+    return out
 
 
 def check_config(config: Mapping[str, Any]) -> dict:
@@ -234,6 +242,9 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     buffers = record["buffers"]
     strides = {key: buffers[name]["row_stride"] for name, key in chunk.STRIDE_KEYS.items()}
     swizzles = {key: buffers[name]["swizzle"] == "xor" for name, key in chunk.SWIZZLE_KEYS.items()}
+    if c["state_mma"] == "wgmma" and not all(swizzles.values()):
+        raise TirConfigError(f"{_label(config)}: the wgmma state kernel reads w, qg, kg and Aqk by descriptor, which "
+                             f"needs their panel (xor) layout; the pass chose {swizzles}")
     # Tiles the prep kernel lays over others once those are dead (chunk.cuh asserts the same): T over the k
     # tile, running on into the Γ tile after it where its rows are longer; the staging and the scratch over
     # the rest of Γ (from the first 16-byte boundary T leaves free).
@@ -249,7 +260,8 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
             raise TirBudgetError(f"{_label(config)}: {what} needs {need} bytes, the tile under it has {room} "
                                  f"(row strides {', '.join(f'{k}={v}' for k, v in sorted(strides.items()))})")
     prep = chunk_smem.prep_smem_bytes(strides)
-    state = chunk_smem.state_smem_bytes(strides, k=c["k"], block_v=c["block_v"], stages=c["stages"])
+    state = chunk_smem.state_smem_bytes(strides, k=c["k"], block_v=c["block_v"], stages=c["stages"],
+                                        mma=c["state_mma"])
     for kernel, need in (("prep", prep), ("state", state)):
         if need > smem_budget:
             raise TirBudgetError(f"{_label(config)}: the {kernel} kernel needs {need} bytes of shared memory "
@@ -264,7 +276,7 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
         **strides,
         **swizzles,
         "prep_threads": chunk_smem.PREP_THREADS,
-        "state_threads": chunk_smem.state_threads(c["block_v"]),
+        "state_threads": chunk_smem.state_threads(c["block_v"], c["state_mma"]),
         "prep_smem_bytes": prep,
         "state_smem_bytes": state,
         "conflicts_before": {a: d for b in buffers.values() for a, d in b["conflicts_before"].items()},

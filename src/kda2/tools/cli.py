@@ -70,7 +70,13 @@ def _chunk_smem(c: dict) -> str:
     from kda2.plan.smem import expected_strides, prep_smem_bytes, state_smem_bytes
 
     s = expected_strides(c["k"])
-    return f"{prep_smem_bytes(s)}/{state_smem_bytes(s, k=c['k'], block_v=c['block_v'], stages=c['stages'])}"
+    return f"{prep_smem_bytes(s)}/{state_smem_bytes(s, k=c['k'], block_v=c['block_v'], stages=c['stages'], mma=c.get('state_mma', 'mma_sync'))}"
+
+
+def _chunk_warps(c: dict) -> int:
+    from kda2.plan.smem import state_warps
+
+    return state_warps(c["block_v"], c.get("state_mma", "mma_sync"))
 
 
 #: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
@@ -84,8 +90,8 @@ _PLAN_COLUMNS = {
                   ("reduce", "<9", lambda c: c["reduce"]),
                   ("sched", "<5", lambda c: "pers" if c.get("persistent") else "grid")],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
-              ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", lambda c: c["block_v"] // 8),
-              ("smem prep/state B", "<17", _chunk_smem)],
+              ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
+              ("mma", "<8", lambda c: c.get("state_mma", "mma_sync")), ("smem prep/state B", "<17", _chunk_smem)],
 }
 
 

@@ -239,12 +239,12 @@ def record_build_failures(lines: list[str], *, top: str | os.PathLike = ".", bui
         kind = "spill" if k["ext"] == "resources.json" else "compile_error"
         context = [ln for ln in lines[max(0, i - 12):i] if ln.strip() and not ln.startswith("scons: ")]
         detail = " | ".join(ln.strip() for ln in context if "error" in ln.lower())[-600:] or m["why"]
-        from kda2.spec.knobs import AGENT_KNOBS
+        from kda2.spec.knobs import agent_knobs
 
         cfg = v["config"]
         body = {"kind": kind, "spec": spec, "profile": plan.get("profile", {}).get("name"), "arch": arch,
                 "family": cfg["family"], "gpu": "none (build)", "route": None, "bucket": None,
-                "variant": v["id"], "knobs": {kn: cfg[kn] for kn in AGENT_KNOBS[cfg["family"]] if kn in cfg},
+                "variant": v["id"], "knobs": agent_knobs(cfg),
                 "config": cfg, "numbers": {}, "detail": detail, "command": command, "library_sha256": None}
         body["id"] = hashlib.sha256(json.dumps({x: y for x, y in body.items() if x != "command"}, sort_keys=True,
                                                default=str).encode()).hexdigest()[:12]

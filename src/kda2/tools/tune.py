@@ -84,9 +84,9 @@ class Group:
 
 
 def knobs(config: dict[str, Any]) -> dict[str, Any]:
-    from kda2.spec.knobs import AGENT_KNOBS
+    from kda2.spec.knobs import agent_knobs
 
-    return {k: config[k] for k in AGENT_KNOBS[config["family"]] if k in config}
+    return agent_knobs(config)
 
 
 def _profile_for(spec_name: str, arch: str, specs_dir: str, profiles_dir: str | None, profile: str | None):

@@ -5,7 +5,8 @@ in-chunk cumulative gate Γ, the WY/UT terms w, u and the masked Aqk, written to
 state kernel then walks the chunks of one (sequence, head, V-slice) in order, the only serial chain
 of the algorithm (docs/DESIGN.md §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (bulk copies
 on sm_90, cp.async on sm_80, `stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
-how wide a V-slice one state CTA owns (block_v) and how deep its load pipeline is (stages).
+how wide a V-slice one state CTA owns (block_v), how deep its load pipeline is (stages), and (sm_90a) whether its
+products run on mma.sync or on warpgroup MMAs (state_mma).
 """
 from __future__ import annotations
 
@@ -83,6 +84,41 @@ class StagesAgent:
         return [c.extend(self.name, why[s], stages=s) for c in cands for s in sorted(allowed, reverse=True)]
 
 
+class StateMmaAgent:
+    """mma_sync candidates as the other agents made them, then (where the spec asks for wgmma and the arch has it)
+    their warpgroup-MMA twins: Sᵀ over all of K in one warpgroup's accumulators per 64 value columns, so no
+    partial sums cross warps and a V-slice of 128 reads each chunk's shared tiles once (kda2/chunk.cuh state_wg).
+    The twins come after: the tuner measures them against the established kernels (issue 12's fused pass starts
+    from this one)."""
+    name = "state_mma"
+
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+        from kda2.plan.smem import WG_COLS
+
+        allowed = spec.agents.chunk.state_mma
+        out = [c.extend(self.name, "mma_sync: warps in pairs splitting K, 16 value columns per pair")
+               for c in cands] if "mma_sync" in allowed else []
+        if "wgmma" not in allowed:
+            return out
+        seen = set()
+        for c in cands:
+            cfg = c.config
+            if not cfg["arch"].startswith("sm_9") or cfg["k"] > 128 or cfg["block_v"] % WG_COLS:
+                continue
+            # the twin at this width, and one at the whole V: a CTA per (sequence, head) reads each chunk's shared
+            # tiles once (its warpgroups share them), where mma_sync's 16-warp CTA would not fit
+            for bv in sorted({cfg["block_v"], cfg["v"]}):
+                key = (cfg["state_layout"], bv, cfg["stages"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(c.extend(self.name, f"wgmma ({cfg['arch']}): {bv // WG_COLS} warpgroup(s) of {WG_COLS} "
+                                               f"value columns, Sᵀ over all K = {cfg['k']} in m64n{cfg['k']} "
+                                               "accumulators; ranked after the mma_sync candidates",
+                                    state_mma="wgmma", block_v=bv))
+        return out
+
+
 class BudgetAgent:
     """Drops candidates whose shared memory exceeds the arch (or spec) limit, keeps the best `max_candidates`."""
     name = "budget"
@@ -97,14 +133,15 @@ class BudgetAgent:
             cfg = c.config
             strides = expected_strides(cfg["k"])
             prep = prep_smem_bytes(strides)
-            state = state_smem_bytes(strides, k=cfg["k"], block_v=cfg["block_v"], stages=cfg["stages"])
+            mma = cfg.get("state_mma", "mma_sync")
+            state = state_smem_bytes(strides, k=cfg["k"], block_v=cfg["block_v"], stages=cfg["stages"], mma=mma)
             if max(prep, state) > limit:
                 continue
             occ = occupancy(estimate_resources(cfg), hw)
-            group = kept.setdefault(cfg["state_layout"], [])
+            group = kept.setdefault((cfg["state_layout"], cfg.get("state_mma", "mma_sync")), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{prep} B smem prep ({PREP_THREADS} threads), ~{state} B smem "
-                                      f"state ({state_threads(cfg['block_v'])} threads, {occ.ctas_per_sm} CTA/SM, "
+                                      f"state ({state_threads(cfg['block_v'], mma)} threads, {occ.ctas_per_sm} CTA/SM, "
                                       f"limited by {occ.limiter}); limit {limit} B ({which}); "
                                       f"rank {len(group) + 1} of max {b.max_candidates}"))
         return [c for group in kept.values() for c in group]
@@ -115,4 +152,4 @@ CHUNK_AGENTS = (
                         "slice as K rows of block_v*4 contiguous bytes",
                 v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); the "
                         "state kernel's V-slice is block_v rows of K*4 contiguous bytes"),
-    ChunkSizeAgent(), TileAgent(), StagesAgent(), BudgetAgent())
+    ChunkSizeAgent(), TileAgent(), StagesAgent(), StateMmaAgent(), BudgetAgent())

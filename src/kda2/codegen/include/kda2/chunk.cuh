@@ -59,17 +59,21 @@
 #include "kda2/abi.h"
 #include "kda2/elem16.cuh"
 #include "kda2/mma.cuh"
+#include "kda2/wgmma.cuh"
 
 namespace kda2::chunk {
 
 constexpr float LOG2E = 1.4426950408889634f;
 
-// The layout of w, qg, kg and Aqk in a workspace slot and, after one linear copy of the whole tile (one bulk
-// copy on sm_90), in shared memory: with XOR on (the TIR stage's decision, Cfg::SWZ_*), the 16-byte pieces of
-// a row are XOR-swizzled by row (piece ^= row % 8), so the 8 rows of an ldmatrix phase hit 8 piece slots.
+// The layout of w, qg, kg and Aqk (KDA2_CHUNK rows each) in a workspace slot and, after one linear copy of the
+// whole tile (one bulk copy on sm_90), in shared memory: with XOR on (the TIR stage's decision, Cfg::SWZ_*), the
+// tile is stored as 64-column panels whose 16-byte pieces are XOR-swizzled by row (piece ^= row % 8;
+// kda2/wgmma.cuh panel128_offset), so the 8 rows of an ldmatrix phase hit 8 piece slots, and the same bytes are
+// the 128-byte-swizzled operand layout a warpgroup MMA reads by descriptor (state_wg). Banks are those of the
+// row-major XOR layout (a row pitch of 128 or 256 bytes maps to the same banks).
 template <bool XOR>
 __host__ __device__ constexpr int swz(int row, int col, int row_len) {
-  return XOR ? row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7)) : row * row_len + col;
+  return XOR ? panel128_offset(row, col, KDA2_CHUNK) : row * row_len + col;
 }
 
 __device__ __forceinline__ float sigmoid_stable(float z) {
@@ -140,7 +144,11 @@ struct Kernels {
   static constexpr bool HAS_LOWER_BOUND = Cfg::HAS_LOWER_BOUND;
   static constexpr bool V_FIRST = Cfg::V_FIRST;
 
-  static constexpr int STATE_WARPS = 2 * (BLOCK_V / 16);   // a pair of warps (one per half of K) per 16 value columns
+  // The state kernel's products (Cfg::STATE_WGMMA, the plan's state_mma): mma.sync with a pair of warps (one per
+  // half of K) per 16 value columns, or (sm_90a) one warpgroup per 64 value columns with Sᵀ over all of K in
+  // warpgroup-MMA accumulators (state_wg).
+  static constexpr bool WG = Cfg::STATE_WGMMA;
+  static constexpr int STATE_WARPS = WG ? 4 * (BLOCK_V / 64) : 2 * (BLOCK_V / 16);
   static constexpr int KH = K / 2;
   // sm_90: the chunk's shared tiles (w, qg, kg, Aqk|2^Γlast) arrive by four bulk copies (the copy engine) on an
   // mbarrier. Measured on the H200 (P5, block_v 32): state pass 1.94 ms with cp.async, 1.73 ms with bulk copies;
@@ -160,7 +168,9 @@ struct Kernels {
   // Two prep CTAs per SM while K ≤ 128 (registers capped at 128, the prep wants warps in flight); at K = 256
   // its shared memory (≈ 186 KB) admits one per SM on every arch, and the cap would only force spills.
   static constexpr int PREP_MIN_BLOCKS = K <= 128 ? 2 : 1;
-  static_assert(STATE_THREADS == STATE_WARPS * 32 && BLOCK_V % 16 == 0 && V % BLOCK_V == 0, "state tiling");
+  static_assert(STATE_THREADS == STATE_WARPS * 32 && BLOCK_V % (WG ? 64 : 16) == 0 && V % BLOCK_V == 0, "state tiling");
+  static_assert(!WG || (BULK && SWZ_W && SWZ_QG && SWZ_KG && SWZ_AQK),
+                "wgmma state: sm_90 bulk copies and the panel (XOR) layout of every tile it reads by descriptor");
   static_assert(K % BLOCK_V == 0, "a FOLD slice lies inside M or inside B");
   static_assert(LDS_KV % 8 == 0 && LDS_U % 8 == 0 && LDS_O % 8 == 0 && LDS_G % 4 == 0 && LDS_T % 4 == 0 &&
                 LDS_X % 4 == 0, "16-byte aligned rows for cp.async / vector access");
@@ -193,13 +203,16 @@ struct Kernels {
   // 2^Γlast, uᵀ slice [BLOCK_V][LDS_U]), then per warp an exchange tile and an o staging tile [32][LDS_O],
   // then one mbarrier slot per stage.
   static constexpr int S_W = 0, S_QG = S_W + BT * K * 2, S_KG = S_QG + BT * K * 2, S_AQ = S_KG + BT * K * 2;
-  static constexpr int S_GL = S_AQ + BT * BT * 2, S_U = S_GL + K * 4, S_STAGE = S_U + BLOCK_V * LDS_U * 2;
+  static constexpr int S_GL = S_AQ + BT * BT * 2, S_U = S_GL + K * 4;
+  // wgmma: stages at 1024-byte boundaries (the descriptors' 128-byte swizzle atoms; kda2/plan/smem.py WG_ALIGN)
+  static constexpr int S_STAGE = WG ? (S_U + BLOCK_V * LDS_U * 2 + 1023) / 1024 * 1024 : S_U + BLOCK_V * LDS_U * 2;
   static_assert(OFF_QG == OFF_W + BT * K * 2 && OFF_KG == OFF_QG + BT * K * 2 && OFF_GL == OFF_AQ + BT * BT * 2,
                 "w|qg|kg and Aqk|2^Γlast are contiguous in the slot: two linear copies per chunk");
   // Exchange tile per warp: its partial Sᵀwᵀ (8 float4 per lane) and o of the partner's tokens (4 float4).
   static constexpr int XCH_F4 = 12;
-  static constexpr int S_X = STAGES * S_STAGE, S_O = S_X + STATE_WARPS * XCH_F4 * 32 * 16;
-  static constexpr int S_MB = S_O + STATE_WARPS * (BT / 2) * LDS_O * 2;   // one mbarrier (8 B, 16 B apart) per stage
+  // (wgmma: neither, its MMA sums over all of K and o is staged in the consumed stage's w tile)
+  static constexpr int S_X = STAGES * S_STAGE, S_O = S_X + (WG ? 0 : STATE_WARPS * XCH_F4 * 32 * 16);
+  static constexpr int S_MB = S_O + (WG ? 0 : STATE_WARPS * (BT / 2) * LDS_O * 2);   // one mbarrier (8 B, 16 B apart) per stage
   static constexpr int S_END = S_MB + 16 * STAGES;
   static_assert(S_END == STATE_SMEM_BYTES, "state shared memory layout differs from the plan");
   // Shared tiles per chunk: four linear pieces (w, qg, kg, Aqk|2^Γlast); bytes landing in each CTA.
@@ -227,6 +240,12 @@ struct Kernels {
   // E: the element type of o and of the workspace the prep wrote (so the FOLD pass has one entry per dtype too).
   template <class E, Pass PASS>
   static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
+  // The EMIT pass on warpgroup MMAs (WG variants, sm_90a; no FOLD: these variants are not split): one CTA per
+  // (BLOCK_V value columns, value head, sequence), a warpgroup per 64 of them.
+  template <class E>
+  static __device__ __forceinline__ void state_wg(const KDA2RecurrentArgs& a);
+  template <class E, Pass PASS>
+  static __device__ __forceinline__ void state_mma_sync(const KDA2RecurrentArgs& a);
   // Split combine: per (32 value columns, value head, sequence), the start state of every segment,
   // S_{s+1} = M_s S_s + B_s from S_0 = h0 (fp32 on CUDA cores: a few segments of 128×128 by 128×32);
   // COMBINE_THREADS threads, grid (V / 32, HV, N), static shared memory.
@@ -816,6 +835,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 template <class Cfg>
 template <class E, Pass PASS>
 __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) {
+  if constexpr (WG) {
+    if constexpr (PASS == Pass::EMIT) state_wg<E>(a);
+    else __trap();   // the library never splits a WG variant (its Variant row has no fold)
+  } else {
+    state_mma_sync<E, PASS>(a);
+  }
+}
+
+template <class Cfg>
+template <class E, Pass PASS>
+__device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2RecurrentArgs& a) {
   constexpr bool FOLD = PASS == Pass::FOLD;
   using TC = Tc16<E>;   // the workspace's element type and the mma operand type: E (docs/DESIGN.md §1)
   extern __shared__ __align__(16) uint8_t smem[];
@@ -1098,6 +1128,192 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
         ht[(d + 1) * V + vw + g8 + 8] = S[nt][3];
       }
     }
+  }
+}
+
+// =============================================================================================
+// State pass on warpgroup MMAs (WG variants, sm_90a): one CTA per (BLOCK_V value columns, value head, sequence),
+// warpgroup wg over value columns vc + 64·wg .. + 63, Sᵀ [64 v][K] (fp32) in m64nK accumulators. Per chunk:
+//   P = Sᵀ wᵀ, O = Sᵀ qgᵀ            B K-major: the w, qg tiles [token][channel] (K-step over channels)
+//   Sᵀ ← Sᵀ Diag(2^Γlast)            (while P and O are in flight: they read Sᵀ's 16-bit copy)
+//   v_newᵀ = uᵀ − P                  registers → A fragments over tokens
+//   O += v_newᵀ Aqkᵀ                  B K-major: Aqk [out token][in token]
+//   Sᵀ += v_newᵀ kg                   B N-major: the kg tile [token][channel] (K-step over tokens)
+// with the 16-bit operands and fp32 accumulation of the mma.sync pass; the sum over K is inside each MMA, so no
+// partial sums cross warps. The tiles arrive as in the mma.sync pass (bulk copies on an mbarrier, STAGES deep); o
+// is staged in the consumed stage's w tile (its panel layout), then stored in 16-byte pieces.
+// =============================================================================================
+template <class Cfg>
+template <class E>
+__device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& a) {
+  if constexpr (WG) {
+  static_assert(K == 64 || K == 128, "Sᵀ is one m64nK accumulator (N ≤ 128 in kda2/wgmma.cuh)");
+  static_assert(BLOCK_V * 2 * BT <= BT * K * 2, "the o staging fits in the w tile");
+  static_assert(S_STAGE % 1024 == 0 && S_W % 1024 == 0 && S_QG % 1024 == 0 && S_KG % 1024 == 0 && S_AQ % 1024 == 0,
+                "descriptor tiles at 1024-byte boundaries");
+  using TC = Tc16<E>;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const int hv = blockIdx.y, n = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int vc = blockIdx.x * BLOCK_V;          // first value column of the CTA
+  const int vr = 64 * (warp >> 2) + 16 * (warp & 3) + g;   // this thread's value rows vr, vr + 8 (within the CTA)
+  const SeqBounds sb = seq_bounds(a, n);
+  const int64_t nch = (sb.len + BT - 1) / BT;
+  const int HV = a.HV;
+  const int64_t srow = (static_cast<int64_t>(n) * HV + hv) * K * V;
+  if (tid == 0 && (smem_u32(smem) & 1023)) __trap();   // the descriptors' swizzle atoms need 1024-byte alignment
+
+  // Sᵀ: S[4j + e] = Sᵀ[vc + vr + 8·(e / 2)][8j + 2t + e % 2]
+  float S[K / 2];
+  {
+    const float* h0 = a.h0 ? a.h0 + srow : nullptr;
+    const int v0 = vc + vr, v1 = v0 + 8;
+#pragma unroll
+    for (int j = 0; j < K / 8; ++j) {
+      const int k = 8 * j + 2 * t;
+      if (!h0) {
+        S[4 * j] = S[4 * j + 1] = S[4 * j + 2] = S[4 * j + 3] = 0.f;
+      } else if (V_FIRST) {
+        const float2 lo = *reinterpret_cast<const float2*>(h0 + v0 * K + k);
+        const float2 hi = *reinterpret_cast<const float2*>(h0 + v1 * K + k);
+        S[4 * j] = lo.x; S[4 * j + 1] = lo.y; S[4 * j + 2] = hi.x; S[4 * j + 3] = hi.y;
+      } else {
+        S[4 * j] = h0[k * V + v0];
+        S[4 * j + 1] = h0[(k + 1) * V + v0];
+        S[4 * j + 2] = h0[k * V + v1];
+        S[4 * j + 3] = h0[(k + 1) * V + v1];
+      }
+    }
+  }
+
+  static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0, "uᵀ load tiling");
+  auto load_chunk = [&](int64_t cc, int stage) {
+    const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
+    const uint32_t st = smem_u32(smem + stage * S_STAGE);
+    const uint32_t bar = smem_u32(smem + S_MB + 16 * stage);
+    if (tid == 0) {
+      mbar_expect_tx(bar, TILE_BYTES);
+#pragma unroll
+      for (int p = 0; p < 3; ++p) bulk_copy(st + S_W + p * BT * K * 2, slot + OFF_W + p * BT * K * 2, BT * K * 2, bar);
+      bulk_copy(st + S_AQ, slot + OFF_AQ, BT * BT * 2 + K * 4, bar);
+    }
+    const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;   // this CTA's rows of uᵀ [V][BT]
+    const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
+    const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
+#pragma unroll
+    for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
+      cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
+  };
+  if (tid == 0) {
+#pragma unroll
+    for (int s0 = 0; s0 < STAGES; ++s0) mbar_init(smem_u32(smem + S_MB + 16 * s0), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+#pragma unroll
+  for (int s0 = 0; s0 < STAGES - 1; ++s0) {
+    if (s0 < nch) load_chunk(s0, s0);
+    cp_async_commit();
+  }
+  E* o = static_cast<E*>(a.o);
+  for (int64_t j = 0; j < nch; ++j) {
+    const int stage = static_cast<int>(j % STAGES);
+    if (j + STAGES - 1 < nch) load_chunk(j + STAGES - 1, static_cast<int>((j + STAGES - 1) % STAGES));
+    cp_async_commit();
+    cp_async_wait<STAGES - 1>();
+    mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((j / STAGES) & 1));
+    __syncthreads();   // every thread's uᵀ pieces have landed
+    uint8_t* stp = smem + stage * S_STAGE;
+    const uint32_t st = smem_u32(stp);
+
+    // Sᵀ as 16-bit A fragments, k-steps over channels
+    uint32_t Sb[K / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < K / 16; ++ks) {
+      Sb[ks][0] = TC::pack(S[8 * ks], S[8 * ks + 1]);
+      Sb[ks][1] = TC::pack(S[8 * ks + 2], S[8 * ks + 3]);
+      Sb[ks][2] = TC::pack(S[8 * ks + 4], S[8 * ks + 5]);
+      Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
+    }
+    float P[BT / 2], O[BT / 2];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < K / 16; ++ks) WgmmaRS<E, BT>::run(P, Sb[ks], smem_desc_k128(st + S_W, 16 * ks, BT), ks > 0);
+#pragma unroll
+    for (int ks = 0; ks < K / 16; ++ks) WgmmaRS<E, BT>::run(O, Sb[ks], smem_desc_k128(st + S_QG, 16 * ks, BT), ks > 0);
+    wgmma_commit();
+    {  // the decay of Sᵀ's columns, while the MMAs above run on its 16-bit copy
+      const float* sGl = reinterpret_cast<const float*>(stp + S_GL);
+#pragma unroll
+      for (int jj = 0; jj < K / 8; ++jj) {
+        const float2 gl = *reinterpret_cast<const float2*>(sGl + 8 * jj + 2 * t);
+        S[4 * jj] *= gl.x; S[4 * jj + 1] *= gl.y; S[4 * jj + 2] *= gl.x; S[4 * jj + 3] *= gl.y;
+      }
+    }
+    wgmma_wait<0>();
+    wgmma_hold(P);
+    wgmma_hold(O);
+    // v_newᵀ = uᵀ − P as 16-bit A fragments, k-steps over tokens: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
+    const E* sU = reinterpret_cast<const E*>(stp + S_U);
+    uint32_t Vb[BT / 16][4];
+#pragma unroll
+    for (int jj = 0; jj < BT / 8; ++jj) {
+      const int tok = 8 * jj + 2 * t;
+      const float2 u_lo = TC::unpack(*reinterpret_cast<const uint32_t*>(sU + vr * LDS_U + tok));
+      const float2 u_hi = TC::unpack(*reinterpret_cast<const uint32_t*>(sU + (vr + 8) * LDS_U + tok));
+      Vb[jj >> 1][(jj & 1) * 2] = TC::pack(u_lo.x - P[4 * jj], u_lo.y - P[4 * jj + 1]);
+      Vb[jj >> 1][(jj & 1) * 2 + 1] = TC::pack(u_hi.x - P[4 * jj + 2], u_hi.y - P[4 * jj + 3]);
+    }
+    wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
+#pragma unroll
+    for (int ks = 0; ks < BT / 16; ++ks) WgmmaRS<E, BT>::run(O, Vb[ks], smem_desc_k128(st + S_AQ, 16 * ks, BT), true);
+#pragma unroll
+    for (int ks = 0; ks < BT / 16; ++ks)
+      WgmmaRS<E, K, true>::run(S, Vb[ks], smem_desc_mn128(st + S_KG, 16 * ks, BT), true);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold(O);
+    wgmma_hold(S);
+
+    // o: [token][value column of the CTA] staged in this stage's w tile (every warpgroup is past its reads of it)
+    __syncthreads();
+    E* sO = reinterpret_cast<E*>(stp + S_W);
+#pragma unroll
+    for (int jj = 0; jj < BT / 8; ++jj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sO[panel128_offset(8 * jj + 2 * t + (e & 1), vr + 8 * (e >> 1), BT)] = Elem16<E>::from_f(O[4 * jj + e]);
+    __syncthreads();
+    const int64_t t0 = sb.bos + j * BT;
+    const int rows = static_cast<int>(sb.len - j * BT < BT ? sb.len - j * BT : BT);
+    for (int p = tid; p < BT * BLOCK_V / 8; p += STATE_THREADS) {
+      const int tok = p / (BLOCK_V / 8), pc = p - tok * (BLOCK_V / 8);
+      if (tok < rows)
+        *reinterpret_cast<uint4*>(o + ((t0 + tok) * HV + hv) * V + vc + 8 * pc) =
+            *reinterpret_cast<const uint4*>(sO + panel128_offset(tok, 8 * pc, BT));
+    }
+    fence_proxy_async();   // these generic accesses of the w tile come before the bulk copy that refills it
+    __syncthreads();
+  }
+
+  if (a.ht) {
+    float* ht = a.ht + srow;
+    const int v0 = vc + vr, v1 = v0 + 8;
+#pragma unroll
+    for (int j = 0; j < K / 8; ++j) {
+      const int k = 8 * j + 2 * t;
+      if (V_FIRST) {
+        *reinterpret_cast<float2*>(ht + v0 * K + k) = make_float2(S[4 * j], S[4 * j + 1]);
+        *reinterpret_cast<float2*>(ht + v1 * K + k) = make_float2(S[4 * j + 2], S[4 * j + 3]);
+      } else {
+        ht[k * V + v0] = S[4 * j];
+        ht[(k + 1) * V + v0] = S[4 * j + 1];
+        ht[k * V + v1] = S[4 * j + 2];
+        ht[(k + 1) * V + v1] = S[4 * j + 3];
+      }
+    }
+  }
   }
 }
 

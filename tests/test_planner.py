@@ -450,3 +450,26 @@ def test_chunk_budget_agent_respects_the_arch_limit(rules, tmp_path) -> None:
     assert all(len(ids) == 1 for ids in groups(capped).values())
     with pytest.raises(PlanError, match="no variant survives"):
         plan_all([chunk_spec(tmp_path, max_smem_bytes="100000")], rules)
+
+
+def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
+    """The real chunk spec asks for wgmma: on sm_90a every mma_sync candidate of block_v 64 gets warpgroup twins at
+    64 and at the whole V (128), after the mma_sync candidates (the rank-1 route stays mma_sync until tuned); the
+    A100 plan has none (no wgmma), nor does a K = 256 spec (Sᵀ would not fit one m64nK accumulator)."""
+    spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    p90, p80 = plan_spec(spec, "sm_90a", rules), plan_spec(spec, "sm_80", rules)
+    assert not any(v.config.get("state_mma") for v in p80.variants)
+    wg = [v for v in p90.variants if v.config.get("state_mma") == "wgmma"]
+    assert {(v.config["block_v"], v.config["stages"]) for v in wg} == {(64, 2), (64, 1), (128, 2), (128, 1)} and \
+        len(wg) == 8
+    order = [v.config.get("state_mma", "mma_sync") for v in p90.variants if v.config["state_layout"] == "k_first"]
+    assert order == sorted(order, key=["mma_sync", "wgmma"].index)  # every mma_sync candidate first
+    for v in wg:
+        assert "wgmma (sm_90a)" in dict(v.reasons)["state_mma"] and v.config["arch"] == "sm_90a"
+    text = (SPECS / "large_head_chunk.yaml").read_text()
+    text, n = re.subn(r"^(  chunk: \{.*)\}$", r"\1, state_mma: [mma_sync, wgmma]}", text, flags=re.M)
+    assert n == 1
+    (tmp_path / "large_head_chunk.yaml").write_text(text)
+    large = load_spec(tmp_path / "large_head_chunk.yaml")
+    assert large.agents.chunk.state_mma == ["mma_sync", "wgmma"]
+    assert not any(v.config.get("state_mma") for v in plan_spec(large, "sm_90a", rules).variants)

@@ -501,8 +501,9 @@ def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_p
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
-    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d)\},$', text, re.M)
-    assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent"))))) for v in variants], text
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d)\},$', text, re.M)
+    # (intermediate, persistent, splits: recurrent rows never split)
+    assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent")))), "0") for v in variants], text
     launch = text[text.index('extern "C" int kda2_launch('):]
     assert "if (v.persistent)" in launch and "slots[e] > 0 && slots[e] < tiles ? slots[e] : tiles" in launch
     assert "static_cast<int64_t>(kValueDim / v.block_v) * a.HV * a.N" in launch
@@ -795,3 +796,29 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
                       (syms[2], "state<__nv_bfloat16, kda2::chunk::Pass::FOLD>"),
                       (syms[6], "state<__half, kda2::chunk::Pass::FOLD>")):
         assert re.search(rf"{sym}\(const KDA2RecurrentArgs a\) {{\n  \S+::Chunk::{re.escape(call)}\(a\);", text), sym
+
+
+def test_chunk_wgmma_variant_renders_and_has_no_split() -> None:
+    """A wgmma state variant: its config struct says so (the header dispatches its state entry to state_wg and
+    traps in the fold it never gets), its library row says it cannot split, and a split call routed to it runs on
+    the layout's first variant that can (kda2_fwd's splittable)."""
+    from kda2.codegen.render import _chunk_launch
+
+    wg = dict(CHUNK_CFG, block_v=64, state_mma="wgmma")
+    plan = plan_variant(wg, 232448)
+    text = render_variant(wg, plan)
+    assert "static constexpr bool STATE_WGMMA = true;" in text
+    assert "STATE_WGMMA = false;" in render_variant(CHUNK_CFG, plan_variant(CHUNK_CFG, 232448))
+    threads, _ = _chunk_launch({"config": wg, "plan": plan})
+    assert threads[1] == 128  # one warpgroup per 64 value columns
+    variants, dispatch = [], []
+    for cfg in (dict(CHUNK_CFG), wg):
+        p = plan_variant(cfg, 232448)
+        variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": "x.cubin", "plan": p})
+    dispatch = [{"state_layout": "v_first", "bucket": 2048, "class": "c", "min_chains": 0, "index": 1}]
+    lib = render_library("c", "sm_90a", variants, dispatch, '"{}"', ALL_FEATURES)
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d)\},$', lib, re.M)
+    assert rows == [(variants[0]["id"], "0", "0", "1"), (variants[1]["id"], "0", "0", "0")], lib
+    fwd = lib[lib.index('extern "C" int kda2_fwd('):]
+    assert "index = splittable(index, args);" in fwd
+    assert "if (a->split > 1 && !kVariants[index].splits) return KDA2_ERR_FEATURE;" in lib

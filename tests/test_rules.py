@@ -189,9 +189,9 @@ def test_digest_covers_only_matched_rules(tmp_path: Path) -> None:
 
 
 def test_matcher_version_is_in_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert MATCHER_VERSION == 1
+    assert MATCHER_VERSION == 2
     before = rules_digest([])
-    monkeypatch.setattr("kda2.spec.rules.MATCHER_VERSION", 2)
+    monkeypatch.setattr("kda2.spec.rules.MATCHER_VERSION", 3)
     assert rules_digest([]) != before
 
 
@@ -414,3 +414,17 @@ def test_profile_scope_and_digests_of_rules_without_it(tmp_path: Path) -> None:
     assert not scoped.matches(cfg())  # a config planned for no profile is not in its scope
     msg = load_error(write_rule(tmp_path, "0003-c.yaml", "match: {profile: H200!}\naction: forbid\n"))
     assert "match.profile: not an allowed value; allowed: a profile name" in msg
+
+
+def test_a_knob_left_out_matches_its_default(tmp_path: Path) -> None:
+    """A chunk config leaves state_mma out where it is mma_sync (the ids before the knob stand): a rule naming
+    mma_sync matches it, one naming wgmma does not; a recurrent config has no such knob and matches neither."""
+    chunk = {"family": "chunk", "arch": "sm_90a", "k": 128, "v": 128, "state_layout": "k_first", "chunk": 64,
+             "block_v": 64, "stages": 2, "gate_modes": ("softplus",), "dtypes": ("bf16",)}
+    mma = load_rule(write_rule(tmp_path, "0001-a.yaml", "match: {family: chunk, config: {state_mma: mma_sync}}\n"
+                                                         "action: forbid\n"))
+    wg = load_rule(write_rule(tmp_path, "0002-b.yaml", "match: {family: chunk, config: {state_mma: wgmma}}\n"
+                                                        "action: forbid\n"))
+    assert mma.matches(chunk) and not wg.matches(chunk)
+    assert wg.matches({**chunk, "state_mma": "wgmma"}) and not mma.matches({**chunk, "state_mma": "wgmma"})
+    assert not mma.matches(CONFIG) and not wg.matches(CONFIG)

@@ -681,3 +681,39 @@ def test_chunk_bad_configs_name_the_field():
         plan_variant(chunk_cfg(k=64, v=64, block_v=128), BUDGET)
     with pytest.raises(TirConfigError, match="families"):
         plan_variant(chunk_cfg(family="parallel"), BUDGET)
+
+
+def test_chunk_panel_placement_has_the_modelled_banks():
+    """chunk.cuh stores the xor-swizzled tiles of rows ≤ 128 elements as 64-column panels (the wgmma operand
+    layout); the bank pass models the row-major swizzle. Every element lands on the same 4-byte bank either way,
+    so the pass's wavefront counts are the kernel's."""
+    from kda2.tir.bankpass import XOR_PIECE_BYTES, XOR_ROWS
+
+    piece = XOR_PIECE_BYTES // 2  # bf16 elements per piece
+    for cols in (64, 128):
+        for r in range(64):
+            for c in range(cols):
+                row_xor = r * cols + ((c // piece) ^ (r % XOR_ROWS)) * piece + c % piece
+                panel = (c // 64) * 64 * 64 + r * 64 + (((c // piece) % 8) ^ (r % 8)) * piece + c % piece
+                assert (row_xor * 2 // 4) % 32 == (panel * 2 // 4) % 32, (cols, r, c)
+
+
+def test_chunk_wgmma_state_plan():
+    """state_mma wgmma: a warpgroup per 64 value columns, 1024-byte-aligned stages, no exchange or o tiles; only on
+    sm_90 with block_v a multiple of 64, and only with the panel (xor) layout of the tiles it reads by descriptor."""
+    for bv, stages in ((64, 2), (128, 1)):
+        plan = plan_variant(chunk_cfg(block_v=bv, stages=stages, state_mma="wgmma"), BUDGET)
+        assert plan["state_threads"] == 128 * (bv // 64)
+        per_stage = 3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4 + bv * plan["lds_u"] * 2
+        assert plan["state_smem_bytes"] == stages * (-(-per_stage // 1024) * 1024) + 16 * stages
+        assert plan["swz_w"] and plan["swz_qg"] and plan["swz_kg"] and plan["swz_aqk"]
+        mma = plan_variant(chunk_cfg(block_v=bv, stages=stages), BUDGET)
+        assert {k: plan[k] for k in ("lds_u", "lds_kv", "swz_w")} == {k: mma[k] for k in ("lds_u", "lds_kv", "swz_w")}
+    with pytest.raises(TirConfigError, match="wgmma needs block_v a multiple of 64"):
+        plan_variant(chunk_cfg(block_v=32, state_mma="wgmma"), BUDGET)
+    with pytest.raises(TirConfigError, match="an sm_90 arch"):
+        plan_variant(chunk_cfg(arch="sm_80", block_v=64, state_mma="wgmma"), BUDGET)
+    with pytest.raises(TirConfigError, match="needs their panel"):
+        plan_variant(chunk_cfg(block_v=64, state_mma="wgmma"), BUDGET, enable_pass=False)
+    with pytest.raises(TirConfigError, match="'state_mma'"):
+        plan_variant(chunk_cfg(state_mma="hgmma"), BUDGET)

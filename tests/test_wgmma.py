@@ -49,3 +49,47 @@ def test_wgmma_check_kernel_compiles_to_hgmma(tmp_path):
     # 4 K-major entries x 8 k-steps and 3 N-major ones x 4 of m64nNk16, one fence / arrive per entry
     assert sum(v for op, v in ops.items() if op.startswith("HGMMA.64")) == 4 * 8 + 3 * 4, ops
     assert ops.get("WARPGROUP.ARRIVE") == 7 and not any(op.split(".")[0] in ("LDL", "STL") for op in ops), ops
+
+
+def test_only_arch_feature_variants_skip_the_lto_link():
+    from kda2.compile.nvcc import uses_arch_features
+
+    assert uses_arch_features({"family": "chunk", "state_mma": "wgmma"})
+    assert not uses_arch_features({"family": "chunk", "state_mma": "mma_sync"})
+    assert not uses_arch_features({"family": "chunk"}) and not uses_arch_features({"family": "recurrent"})
+
+
+@pytest.mark.compile
+def test_wgmma_chunk_variant_builds_through_ptxas_not_the_lto_link(tmp_path):
+    """A planned wgmma variant of the real chunk spec: compiled to PTX for sm_90a and assembled by ptxas, its state
+    kernel holds HGMMA, no local memory, and ptxas's report parses; through nvlink -dlto the same source fails on
+    the wgmma instructions (the reason for the other path: if a toolkit stops failing here, drop it)."""
+    from kda2.codegen.render import INCLUDE_DIR, render_variant
+    from kda2.compile.nvcc import ToolError, compile_device, device_link
+    from kda2.compile.ptxas import parse_ptxas
+    from kda2.compile.sass import sass_opcodes
+    from kda2.compile.toolchain import find_toolchain
+    from kda2.plan.planner import plan_spec
+    from kda2.spec.model import load_spec
+    from kda2.spec.rules import load_rules
+    from kda2.tir import plan_variant
+
+    plan = plan_spec(load_spec(ROOT / "kernel_specs/kimi_linear_chunk.yaml"), "sm_90a", load_rules(ROOT / "rules"))
+    cfg = next(v.config for v in plan.variants if v.config.get("state_mma") == "wgmma" and v.config["block_v"] == 64)
+    src = tmp_path / "k.cu"
+    src.write_text(render_variant(cfg, plan_variant(cfg, 232448)))
+    tc = find_toolchain()
+    ptx, cubin, log = tmp_path / "k.o", tmp_path / "k.cubin", tmp_path / "k.ptxas.log"
+    compile_device(tc, src, ptx, arch="sm_90a", flags=[], include_dirs=[INCLUDE_DIR], lto=False)
+    assert ".target sm_90a" in ptx.read_text()
+    device_link(tc, ptx, cubin, log, arch="sm_90a", flags=[], nvvm_dir=tc.nvvm_dir(tmp_path), lto=False)
+    res = parse_ptxas(log.read_text())
+    state = next(r for name, r in res.items() if name.startswith("kda2_chunk_state_"))
+    assert state["registers"] > 0 and all(r["spill_stores"] == 0 and r["stack"] == 0 for r in res.values()), res
+    ops = sass_opcodes(cubin)
+    assert any(op.startswith("HGMMA") for op in ops) and not any(op.split(".")[0] in ("LDL", "STL") for op in ops)
+    lto = tmp_path / "k.lto.o"
+    compile_device(tc, src, lto, arch="sm_90a", flags=[], include_dirs=[INCLUDE_DIR])
+    with pytest.raises(ToolError, match="not supported on .target 'sm_90'"):
+        device_link(tc, lto, tmp_path / "k2.cubin", tmp_path / "k2.log", arch="sm_90a", flags=[],
+                    nvvm_dir=tc.nvvm_dir(tmp_path))

@@ -28,7 +28,7 @@ __all__ = ["MATCHER_VERSION", "LOCK_NAME", "FILE_PATTERN", "Applied", "Match", "
            "write_lock"]
 
 #: Part of every digest: changing how rules match must invalidate what was built under the old meaning.
-MATCHER_VERSION = 1
+MATCHER_VERSION = 2  # 2: a knob a config leaves out matches its default (spec/knobs.py ABSENT_KNOB_DEFAULTS)
 LOCK_NAME = "rules.lock.json"
 FILE_PATTERN = r"^\d{4}-[a-z0-9-]+\.yaml$"
 #: They place a variant in its library and dispatch table; a rule must not move it there.

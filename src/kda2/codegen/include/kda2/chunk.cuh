@@ -67,13 +67,16 @@ constexpr float LOG2E = 1.4426950408889634f;
 
 // The layout of w, qg, kg and Aqk (KDA2_CHUNK rows each) in a workspace slot and, after one linear copy of the
 // whole tile (one bulk copy on sm_90), in shared memory: with XOR on (the TIR stage's decision, Cfg::SWZ_*), the
-// tile is stored as 64-column panels whose 16-byte pieces are XOR-swizzled by row (piece ^= row % 8;
-// kda2/wgmma.cuh panel128_offset), so the 8 rows of an ldmatrix phase hit 8 piece slots, and the same bytes are
-// the 128-byte-swizzled operand layout a warpgroup MMA reads by descriptor (state_wg). Banks are those of the
-// row-major XOR layout (a row pitch of 128 or 256 bytes maps to the same banks).
+// 16-byte pieces of a row are XOR-swizzled by row (piece ^= row % 8), so the 8 rows of an ldmatrix phase hit 8
+// piece slots. Rows of up to 128 elements are stored as 64-column panels (kda2/wgmma.cuh panel128_offset): the
+// same bytes are then the 128-byte-swizzled operand a warpgroup MMA reads by descriptor (state_wg, K ≤ 128);
+// longer rows (K = 256) stay row-major. Either placement has the banks of the row-major swizzle the TIR stage
+// models (row pitches of 128 and 256 bytes map to the same banks; tests/test_tir.py checks it).
 template <bool XOR>
 __host__ __device__ constexpr int swz(int row, int col, int row_len) {
-  return XOR ? panel128_offset(row, col, KDA2_CHUNK) : row * row_len + col;
+  return !XOR ? row * row_len + col
+       : row_len <= 128 ? panel128_offset(row, col, KDA2_CHUNK)
+       : row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
 }
 
 __device__ __forceinline__ float sigmoid_stable(float z) {

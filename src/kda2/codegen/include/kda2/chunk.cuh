@@ -226,6 +226,25 @@ struct Kernels {
   static __device__ __forceinline__ uint8_t* slot_ptr(const KDA2RecurrentArgs& a, int64_t bos, int n, int64_t c, int hv) {
     return static_cast<uint8_t*>(a.workspace) + ((bos / BT + n + c) * a.HV + hv) * SLOT_BYTES;
   }
+  // sm_90: one chunk's shared tiles (w, qg, kg, Aqk|2^Γlast: four linear pieces) into the stage at `st` by bulk
+  // copies completing on `bar`; one thread sends them.
+  static __device__ __forceinline__ void bulk_tiles(uint32_t st, uint32_t bar, const uint8_t* slot) {
+    mbar_expect_tx(bar, TILE_BYTES);
+#pragma unroll
+    for (int p = 0; p < 3; ++p) bulk_copy(st + S_W + p * BT * K * 2, slot + OFF_W + p * BT * K * 2, BT * K * 2, bar);
+    bulk_copy(st + S_AQ, slot + OFF_AQ, BT * BT * 2 + K * 4, bar);
+  }
+  // The CTA's rows vc .. vc + BLOCK_V − 1 of uᵀ [V][BT] (its own, not shared) by cp.async from every thread. Loop
+  // trip counts are compile-time and strides multiples of 16 pieces: one instruction per piece, immediate offsets.
+  static __device__ __forceinline__ void load_ut(uint32_t st, const uint8_t* slot, int vc, int tid) {
+    static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0, "uᵀ load tiling");
+    const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;
+    const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
+    const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
+#pragma unroll
+    for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
+      cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
+  }
 
   // The bodies of the two kernels; the entries pass their parameter on. prep takes the arguments by
   // value: NVVM optimizes a callee before inlining it, and through a reference the arguments might alias
@@ -918,14 +937,8 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
   auto load_chunk = [&](int64_t cc, int stage) {
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
-    if constexpr (BULK) {  // one thread sends the four pieces as bulk copies
-      const uint32_t bar = smem_u32(smem + S_MB + 16 * stage);
-      if (tid == 0) {
-        mbar_expect_tx(bar, TILE_BYTES);
-#pragma unroll
-        for (int p = 0; p < 3; ++p) bulk_copy(st + S_W + p * BT * K * 2, slot + OFF_W + p * BT * K * 2, BT * K * 2, bar);
-        bulk_copy(st + S_AQ, slot + OFF_AQ, BT * BT * 2 + K * 4, bar);
-      }
+    if constexpr (BULK) {
+      if (tid == 0) bulk_tiles(st, smem_u32(smem + S_MB + 16 * stage), slot);
     } else {  // sm_80: the same bytes by cp.async, 16-byte pieces at the same offsets
       constexpr int P1 = 3 * BT * K / 8, P2 = (BT * BT * 2 + K * 4) / 16;
       static_assert(P1 % STATE_THREADS == 0, "w|qg|kg pieces per thread");
@@ -934,14 +947,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
         cp_async16(st + S_W + (tid + m * STATE_THREADS) * 16, slot + OFF_W + (tid + m * STATE_THREADS) * 16);
       for (int p = tid; p < P2; p += STATE_THREADS) cp_async16(st + S_AQ + p * 16, slot + OFF_AQ + p * 16);
     }
-    if (!m_cols) {  // this CTA's rows of uᵀ [V][BT] (its own, not shared); the M columns have u = 0
-      const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;
-      const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
-      const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
-#pragma unroll
-      for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
-        cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
-    }
+    if (!m_cols) load_ut(st, slot, vc, tid);  // the M columns have u = 0
   };
 
   // Partial sums to the partner: fragment-ordered float4 per lane (conflict-free both ways).
@@ -1190,23 +1196,11 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     }
   }
 
-  static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0, "uᵀ load tiling");
   auto load_chunk = [&](int64_t cc, int stage) {
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
-    const uint32_t bar = smem_u32(smem + S_MB + 16 * stage);
-    if (tid == 0) {
-      mbar_expect_tx(bar, TILE_BYTES);
-#pragma unroll
-      for (int p = 0; p < 3; ++p) bulk_copy(st + S_W + p * BT * K * 2, slot + OFF_W + p * BT * K * 2, BT * K * 2, bar);
-      bulk_copy(st + S_AQ, slot + OFF_AQ, BT * BT * 2 + K * 4, bar);
-    }
-    const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;   // this CTA's rows of uᵀ [V][BT]
-    const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
-    const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
-#pragma unroll
-    for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
-      cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
+    if (tid == 0) bulk_tiles(st, smem_u32(smem + S_MB + 16 * stage), slot);
+    load_ut(st, slot, vc, tid);
   };
   if (tid == 0) {
 #pragma unroll

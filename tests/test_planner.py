@@ -465,7 +465,7 @@ def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
     order = [v.config.get("state_mma", "mma_sync") for v in p90.variants if v.config["state_layout"] == "k_first"]
     assert order == sorted(order, key=["mma_sync", "wgmma"].index)  # every mma_sync candidate first
     for v in wg:
-        assert "wgmma (sm_90a)" in dict(v.reasons)["state_mma"] and v.config["arch"] == "sm_90a"
+        assert "wgmma (profile h200" in dict(v.reasons)["state_mma"] and "arch=sm_90a" in dict(v.reasons)["state_mma"]
     text = (SPECS / "large_head_chunk.yaml").read_text()
     text, n = re.subn(r"^(  chunk: \{.*)\}$", r"\1, state_mma: [mma_sync, wgmma]}", text, flags=re.M)
     assert n == 1

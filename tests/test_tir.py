@@ -711,7 +711,7 @@ def test_chunk_wgmma_state_plan():
         assert {k: plan[k] for k in ("lds_u", "lds_kv", "swz_w")} == {k: mma[k] for k in ("lds_u", "lds_kv", "swz_w")}
     with pytest.raises(TirConfigError, match="wgmma needs block_v a multiple of 64"):
         plan_variant(chunk_cfg(block_v=32, state_mma="wgmma"), BUDGET)
-    with pytest.raises(TirConfigError, match="an sm_90 arch"):
+    with pytest.raises(TirConfigError, match="arch sm_90a"):
         plan_variant(chunk_cfg(arch="sm_80", block_v=64, state_mma="wgmma"), BUDGET)
     with pytest.raises(TirConfigError, match="needs their panel"):
         plan_variant(chunk_cfg(block_v=64, state_mma="wgmma"), BUDGET, enable_pass=False)

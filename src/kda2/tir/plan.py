@@ -46,9 +46,9 @@ def check_chunk_config(c: Mapping[str, Any]) -> dict:
     out["state_mma"] = _choice({"state_mma": c.get("state_mma", "mma_sync")}, "state_mma", CHUNK_FIELDS["state_mma"])
     if out["state_mma"] == "wgmma":
         from kda2.plan.smem import WG_COLS
-        if out["block_v"] % WG_COLS or not str(c.get("arch", "")).startswith("sm_9"):
+        if out["block_v"] % WG_COLS or c.get("arch") != "sm_90a":
             raise TirConfigError(f"config field 'state_mma': wgmma needs block_v a multiple of {WG_COLS} (one warpgroup "
-                                 f"per {WG_COLS} value columns) and an sm_90 arch, got block_v {out['block_v']}, arch "
+                                 f"per {WG_COLS} value columns) and arch sm_90a, got block_v {out['block_v']}, arch "
                                  f"{c.get('arch')!r}")
     return out
 

@@ -100,10 +100,12 @@ class StateMmaAgent:
                for c in cands] if "mma_sync" in allowed else []
         if "wgmma" not in allowed:
             return out
+        if hw.arch != "sm_90a":  # warpgroup MMAs are sm_90a's own instructions (not sm_80's, nor sm_100's)
+            return out
         seen = set()
         for c in cands:
             cfg = c.config
-            if not cfg["arch"].startswith("sm_9") or cfg["k"] > 128 or cfg["block_v"] % WG_COLS:
+            if cfg["k"] > 128 or cfg["block_v"] % WG_COLS:  # Sᵀ in one m64nK accumulator; a warpgroup per 64 columns
                 continue
             # the twin at this width, and one at the whole V: a CTA per (sequence, head) reads each chunk's shared
             # tiles once (its warpgroups share them), where mma_sync's 16-warp CTA would not fit
@@ -112,7 +114,7 @@ class StateMmaAgent:
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append(c.extend(self.name, f"wgmma ({cfg['arch']}): {bv // WG_COLS} warpgroup(s) of {WG_COLS} "
+                out.append(c.extend(self.name, f"wgmma ({hw.cite('arch')}): {bv // WG_COLS} warpgroup(s) of {WG_COLS} "
                                                f"value columns, Sᵀ over all K = {cfg['k']} in m64n{cfg['k']} "
                                                "accumulators; ranked after the mma_sync candidates",
                                     state_mma="wgmma", block_v=bv))

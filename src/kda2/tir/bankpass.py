@@ -378,6 +378,8 @@ def conflict_degree(prep: Prepared, offsets: np.ndarray, elem_bytes: int) -> Deg
     off = off.reshape(warps, n_phase, lanes_per_phase, n_iter, nvec).transpose(0, 3, 1, 2, 4)
     mask = mask.reshape(warps, n_phase, lanes_per_phase, n_iter, nvec).transpose(0, 3, 1, 2, 4)
     groups = warps * n_iter * n_phase
+    if groups == 0:  # loops that do not run (a model's access of another variant kind): no instruction, no cost
+        return Degree(0, nvec, access_bytes, aligned, 0, 0)
     words = (off * elem_bytes // BANK_BYTES).reshape(groups, -1)
     mask = mask.reshape(groups, -1)
     instructions = int(mask.reshape(warps, n_iter, -1).any(axis=2).sum())   # groups are (warp, iteration, phase)

@@ -25,7 +25,9 @@ element type; the kernel's name):
 * ``xch`` fp32 [12·32][4] per warp (state partial sums for the partner): float4 per lane in fragment
   order, conflict-free by construction. Fixed.
 * ``w``, ``qg`` bf16 [64][K], ``kg`` bf16 [64][K], ``aqk`` bf16 [64][64] (state tiles; one bulk copy each
-  from the workspace, which the prep writes in the chosen layout): ldmatrix (kg: .trans). Xor or plain.
+  from the workspace, which the prep writes in the chosen layout): ldmatrix (kg: .trans); the wgmma state pass
+  reads them by descriptor (which needs the xor layout) and stages o in w: 2-byte fragment stores, 16-byte
+  row reads (geometry WGW; no iterations in the mma_sync variants' models). Xor or plain.
 * ``x``   fp32 [K][32] (combine's start-state slice): fill, float4 broadcast reads, row stores. Pad.
 
 Only this module and the pass import TVM; import it lazily.
@@ -48,18 +50,21 @@ TRANSFORMS = {**{t: "pad" for t in STRIDE_KEYS}, **{t: "xor" for t in SWIZZLE_KE
 PREP_WARPS = PREP_THREADS // 32   # the prep kernel's 256 threads
 
 
-def geometry(k: int, v: int, block_v: int) -> dict:
-    """The integers the model is built from (also what the tests recompute independently)."""
+def geometry(k: int, v: int, block_v: int, mma: str = "mma_sync") -> dict:
+    """The integers the model is built from (also what the tests recompute independently). WGW: warps of the wgmma
+    state pass (state_mma wgmma: 4 per 64 value columns), 0 otherwise (its accesses then never run)."""
     warps = 2 * (block_v // 16)
     nt = 32 * warps
-    return {"K": k, "V": v, "BV": block_v, "W": warps, "NT": nt, "C": CHUNK,
+    return {"K": k, "V": v, "BV": block_v, "W": warps, "NT": nt, "C": CHUNK, "WGW": block_v // 16 if mma == "wgmma" else 0,
             "FILL_KV": -(-CHUNK * k // 8 // nt), "FILL_U": -(-block_v * CHUNK // 8 // nt)}
 
 
 @functools.lru_cache(maxsize=64)
-def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc":
+def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync") -> "tvm.tirx.PrimFunc":
     """PrimFunc modelling the shared tiles of a chunk variant (cached: PrimFuncs are immutable)."""
-    g = geometry(k, v, block_v)
+    g = geometry(k, v, block_v, mma)
+    WGW = g["WGW"]
+    WGR = CHUNK * block_v // 8 // (32 * max(WGW, 1))   # 16-byte o pieces per thread of the wgmma pass
     K, V, BV, NT, C = g["K"], g["V"], g["BV"], g["NT"], g["C"]
     FILL_KV, FILL_U = g["FILL_KV"], g["FILL_U"]
     KC, CC = K // 8, C // 8            # 16-byte chunks per row of kv, of ut
@@ -281,6 +286,18 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128) -> "tvm.tirx.PrimFunc
         for it in T.serial(2, annotations={"kda2.access": "o_read"}):
             for e in T.vectorized(8):
                 frag[e] = o[(tx % 32 + it * 32) // 2, (tx % 32 + it * 32) % 2 * 8 + e]
+        # wgmma state pass (kda2/chunk.cuh state_wg; no iterations for mma_sync variants): o staged in the consumed w
+        # tile as [token][value column]: warp ww holds value columns 16 ww + lane/4 (+8) at tokens 8j + 2 (lane%4)
+        # (+1) and stores them as 2-byte elements; then 16-byte row pieces, thread p of the CTA at row p / (BV/8)
+        for ww in T.serial(WGW, annotations={"kda2.access": "w_ostage_store"}):
+            for j in T.serial(8):
+                for e in T.serial(4):
+                    w[j * 8 + tx % 4 * 2 + e % 2, ww * 16 + tx % 32 // 4 + e // 2 * 8] = frag[0]
+        for ww in T.serial(WGW, annotations={"kda2.access": "w_ostage_read"}):
+            for m in T.serial(WGR):
+                for e in T.vectorized(8):
+                    frag[e] = w[(ww * 32 + tx % 32 + m * 32 * WGW) // (BV // 8),
+                                (ww * 32 + tx % 32 + m * 32 * WGW) % (BV // 8) * 8 + e]
         for nt in T.serial(12, annotations={"kda2.access": "xch"}):
             for e in T.vectorized(4):
                 xch[nt * 32 + tx % 32, e] = ffrag[e]

@@ -213,14 +213,14 @@ def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: 
 
 
 @functools.lru_cache(maxsize=64)
-def _chunk_layouts(k: int, block_v: int, v: int, enable_pass: bool):
+def _chunk_layouts(k: int, block_v: int, v: int, mma: str, enable_pass: bool):
     """One TVM run per distinct tile set (the stages and the gate modes do not change a layout): the model,
     the function after the pass, and the pass's record."""
     import tvm
 
     from kda2.tir import bankpass, chunk
 
-    func = chunk.chunk_staging_func(k, block_v, v)
+    func = chunk.chunk_staging_func(k, block_v, v, mma)
     # The model holds the tiles of three kernels, so its total is no kernel's footprint: the budget is
     # checked per kernel, with the chosen layouts, by the caller.
     after = bankpass.make_bank_pad_pass(1 << 40, enable=enable_pass)(tvm.IRModule({"main": func}))["main"]
@@ -238,7 +238,7 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     from kda2.plan import smem as chunk_smem
     from kda2.tir import chunk
 
-    func, after, record = _chunk_layouts(c["k"], c["block_v"], c["v"], enable_pass)
+    func, after, record = _chunk_layouts(c["k"], c["block_v"], c["v"], c["state_mma"], enable_pass)
     buffers = record["buffers"]
     strides = {key: buffers[name]["row_stride"] for name, key in chunk.STRIDE_KEYS.items()}
     swizzles = {key: buffers[name]["swizzle"] == "xor" for name, key in chunk.SWIZZLE_KEYS.items()}

@@ -181,7 +181,7 @@ def _rel_l2(torch, x, ref) -> float:
 # ---- one shape ------------------------------------------------------------------------------------
 
 def bench_shape(torch, timer: Timer, impl, s: Shape, K: int, V: int, layout: str, l2: int, copy_tbps: float,
-                quick: bool) -> dict:
+                quick: bool, copies: dict[int, dict] | None = None) -> dict:
     v_first = layout == "v_first"
     R = n_sets(s, K, V, l2)
     sets, shared = make_sets(torch, s, K, V, R, v_first, seed=1234 + s.N * 7 + s.T)
@@ -209,7 +209,11 @@ def bench_shape(torch, timer: Timer, impl, s: Shape, K: int, V: int, layout: str
     if s.kind == "decode" and total // 2 > 2 * l2:
         # the ceiling at this size: a copy reading and writing the call's bytes (half each way); smaller copies
         # would be served from L2
-        same = timer.copy_bandwidth(nbytes=total // 2, reps=20 if quick else 50)
+        # (measured once per size in a run: `copies`, shared by the layouts and implementations of a shape)
+        copies = {} if copies is None else copies
+        if total // 2 not in copies:
+            copies[total // 2] = timer.copy_bandwidth(nbytes=total // 2, reps=20 if quick else 50)
+        same = copies[total // 2]
         row.update(copy_same=same, pct_copy_same=100 * tbps / same["TBps"])
     if s.kind == "decode":
         row["graph_us"] = timer.graph(fn, R, replays=5 if quick else 20).median_ms * 1e3
@@ -341,6 +345,7 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
     print(f"device {result['device']['name']}: copy {copy_tbps:.2f} TB/s; library {lib.spec}/{lib.arch}", flush=True)
     l2 = result["device"]["l2_bytes"] or 60 * 2**20
     result["rows"] = rows = []
+    copies: dict[int, dict] = {}   # equal-size copies, by bytes each way (bench_shape)
     for s in SHAPES:
         if shapes and s.id not in shapes:
             continue
@@ -355,7 +360,7 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
                 if impl is None or (s.state == "bf16" and impl is fla):  # FLA keeps fp32 states
                     continue
                 try:
-                    row = bench_shape(torch, timer, impl, s, K, V, layout, l2, copy_tbps, quick)
+                    row = bench_shape(torch, timer, impl, s, K, V, layout, l2, copy_tbps, quick, copies)
                 except Exception as exc:  # noqa: BLE001 - one failing row must not lose the others
                     row = dict(id=s.id, kind=s.kind, N=s.N, T=s.T, H=s.H, layout=layout, impl=impl.name,
                                error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=4))

@@ -99,13 +99,14 @@ def compile_device(tc: Toolchain, src: Path, obj: Path, *, arch: str, flags: Seq
         out.unlink(missing_ok=True)
 
 
+def ptxas_options(flags: Sequence[str]) -> list[str]:
+    """The ptxas options in a variant's `-Xptxas=...` flags."""
+    return [f.split("=", 1)[1] for f in flags if f.startswith("-Xptxas=")]
+
+
 def ptxas_flags(flags: Sequence[str]) -> list[str]:
     """The `-Xptxas=...` flags of a variant, as nvlink passes them to ptxas under -dlto."""
-    out = []
-    for f in flags:
-        if f.startswith("-Xptxas="):
-            out += ["-Xptxas", f.split("=", 1)[1]]
-    return out
+    return [x for opt in ptxas_options(flags) for x in ("-Xptxas", opt)]
 
 
 def device_link(tc: Toolchain, obj: Path, cubin: Path, log: Path, *, arch: str, flags: Sequence[str],
@@ -117,7 +118,7 @@ def device_link(tc: Toolchain, obj: Path, cubin: Path, log: Path, *, arch: str, 
         argv = [tc.nvlink, "-m64", f"--arch={arch}", "-dlto", f"-nvvmpath={nvvm_dir}", f"-L{tc.lib_dir()}",
                 "-Xptxas", "-v", *ptxas_flags(flags), "-lcudadevrt", str(obj), "-o", str(tmp)]
     else:
-        argv = [tc.ptxas, f"-arch={arch}", "-v", *ptxas_flags(flags)[1::2], str(obj), "-o", str(tmp)]
+        argv = [tc.ptxas, f"-arch={arch}", "-v", *ptxas_options(flags), str(obj), "-o", str(tmp)]
     if verbose:
         print(" ".join(shlex.quote(str(a)) for a in argv), flush=True)
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True)

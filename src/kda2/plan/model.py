@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_threads
+from kda2.spec.knobs import knob
 
 #: Decode buckets: a bucket up to this length is judged at the bandwidth-bound batch (DESIGN §1.1 D3).
 DECODE_MAX_T = 16
@@ -97,7 +98,7 @@ class Resources:
 
 def threads_of(config: Mapping[str, Any]) -> int:
     if config["family"] == "chunk":
-        return state_threads(config["block_v"], config.get("state_mma", "mma_sync"))
+        return state_threads(config["block_v"], knob(config, "state_mma"))
     return 32 * config["warps"]
 
 
@@ -166,7 +167,7 @@ _CHUNK_REGISTERS_GUESS = 128
 def estimate_resources(config: Mapping[str, Any]) -> Resources:
     """Before a build: shared memory from the formulas the kernels use, registers as the agents estimate."""
     if config["family"] == "chunk":
-        mma = config.get("state_mma", "mma_sync")
+        mma = knob(config, "state_mma")
         smem = state_smem_bytes(expected_strides(config["k"]), k=config["k"], block_v=config["block_v"],
                                 stages=config["stages"], mma=mma)
         return Resources(_CHUNK_REGISTERS_GUESS, smem, 0, state_threads(config["block_v"], mma), "estimate")

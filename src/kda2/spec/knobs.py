@@ -95,6 +95,11 @@ AGENT_KNOBS = {
 ABSENT_KNOB_DEFAULTS = {"chunk": {"state_mma": "mma_sync"}}
 
 
+def knob(config: Mapping[str, Any], name: str) -> Any:
+    """A knob of a variant config, its ABSENT_KNOB_DEFAULTS value where the config leaves it out."""
+    return config[name] if name in config else ABSENT_KNOB_DEFAULTS[config["family"]][name]
+
+
 def agent_knobs(config: Mapping[str, Any]) -> dict[str, Any]:
     """The agents' knobs of a variant config (what a failure record or a tuning line names it by)."""
     absent = ABSENT_KNOB_DEFAULTS.get(config["family"], {})

@@ -40,10 +40,11 @@ def _choice(c: Mapping[str, Any], key: str, allowed: tuple) -> Any:
 
 def check_chunk_config(c: Mapping[str, Any]) -> dict:
     """The fields the chunk TIR model reads, validated; raises TirConfigError naming the field."""
-    from kda2.spec.knobs import CHUNK_FIELDS  # the values a chunk config may hold: one table
+    from kda2.spec.knobs import CHUNK_FIELDS, knob  # the values a chunk config may hold: one table
 
     out = {f: _choice(c, f, CHUNK_FIELDS[f]) for f in ("k", "v", "block_v", "stages", "chunk")}
-    out["state_mma"] = _choice({"state_mma": c.get("state_mma", "mma_sync")}, "state_mma", CHUNK_FIELDS["state_mma"])
+    out["state_mma"] = _choice({"state_mma": knob({"family": "chunk", **c}, "state_mma")}, "state_mma",
+                               CHUNK_FIELDS["state_mma"])
     if out["state_mma"] == "wgmma":
         from kda2.plan.smem import WG_COLS
         if out["block_v"] % WG_COLS or c.get("arch") != "sm_90a":

@@ -68,15 +68,24 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _chunk_smem(c: dict) -> str:
     """prep/state shared-memory bytes of a chunk config, at the strides the TIR pass picks for it."""
     from kda2.plan.smem import expected_strides, prep_smem_bytes, state_smem_bytes
+    from kda2.spec.knobs import knob
 
     s = expected_strides(c["k"])
-    return f"{prep_smem_bytes(s)}/{state_smem_bytes(s, k=c['k'], block_v=c['block_v'], stages=c['stages'], mma=c.get('state_mma', 'mma_sync'))}"
+    state = state_smem_bytes(s, k=c["k"], block_v=c["block_v"], stages=c["stages"], mma=knob(c, "state_mma"))
+    return f"{prep_smem_bytes(s)}/{state}"
 
 
 def _chunk_warps(c: dict) -> int:
     from kda2.plan.smem import state_warps
+    from kda2.spec.knobs import knob
 
-    return state_warps(c["block_v"], c.get("state_mma", "mma_sync"))
+    return state_warps(c["block_v"], knob(c, "state_mma"))
+
+
+def _chunk_mma(c: dict) -> str:
+    from kda2.spec.knobs import knob
+
+    return knob(c, "state_mma")
 
 
 #: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
@@ -91,7 +100,7 @@ _PLAN_COLUMNS = {
                   ("sched", "<5", lambda c: "pers" if c.get("persistent") else "grid")],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
               ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
-              ("mma", "<8", lambda c: c.get("state_mma", "mma_sync")), ("smem prep/state B", "<17", _chunk_smem)],
+              ("mma", "<8", _chunk_mma), ("smem prep/state B", "<17", _chunk_smem)],
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
 from kda2.plan.model import estimate_resources, occupancy, workloads
+from kda2.spec.knobs import knob
 from kda2.plan.smem import (CHUNK, PREP_THREADS, expected_strides, prep_smem_bytes, state_smem_bytes,
                               state_threads)
 
@@ -135,12 +136,12 @@ class BudgetAgent:
             cfg = c.config
             strides = expected_strides(cfg["k"])
             prep = prep_smem_bytes(strides)
-            mma = cfg.get("state_mma", "mma_sync")
+            mma = knob(cfg, "state_mma")
             state = state_smem_bytes(strides, k=cfg["k"], block_v=cfg["block_v"], stages=cfg["stages"], mma=mma)
             if max(prep, state) > limit:
                 continue
             occ = occupancy(estimate_resources(cfg), hw)
-            group = kept.setdefault((cfg["state_layout"], cfg.get("state_mma", "mma_sync")), [])
+            group = kept.setdefault((cfg["state_layout"], mma), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{prep} B smem prep ({PREP_THREADS} threads), ~{state} B smem "
                                       f"state ({state_threads(cfg['block_v'], mma)} threads, {occ.ctas_per_sm} CTA/SM, "

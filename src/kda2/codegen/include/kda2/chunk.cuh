@@ -1155,7 +1155,6 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
 template <class Cfg>
 template <class E>
 __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& a) {
-  if constexpr (WG) {
   static_assert(K == 64 || K == 128, "Sᵀ is one m64nK accumulator (N ≤ 128 in kda2/wgmma.cuh)");
   static_assert(BLOCK_V * 2 * BT <= BT * K * 2, "the o staging fits in the w tile");
   static_assert(S_STAGE % 1024 == 0 && S_W % 1024 == 0 && S_QG % 1024 == 0 && S_KG % 1024 == 0 && S_AQ % 1024 == 0,
@@ -1310,7 +1309,6 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
         ht[(k + 1) * V + v1] = S[4 * j + 3];
       }
     }
-  }
   }
 }
 

@@ -261,9 +261,11 @@ def test_prefetch_knob_changes_exactly_the_prefetch_line(built) -> None:
 @pytest.mark.compile  # real nvcc / g++
 def test_preload_kernels_compile_with_the_planned_buffer(built) -> None:
     """Preload kernels (both token loops, sm_90a and sm_80) compile without spills; ptxas's shared memory is the same
-    kernel's without preload plus exactly model.preload_bytes, so the budget and occupancy the planner computes from
-    smem_estimate see the buffer the kernel declares; flipping the knob changes the PRELOAD line and the name only."""
-    from kda2.plan.model import preload_bytes
+    kernel's without preload plus exactly model.preload_bytes (the copy buffer and the prepared-token table), less
+    the k_map=all per-warp token stage the table replaces (model.stage_bytes), so the budget and occupancy the
+    planner computes from smem_estimate see what the kernel declares; flipping the knob changes the PRELOAD line and
+    the name only."""
+    from kda2.plan.model import preload_bytes, stage_bytes
 
     plain = {"preload_all_k": "all_k-{}", "preload_v_first": "v_first-{}", "preload_smem": "pass"}
     for name, base in PRELOAD_CASES.items():
@@ -276,8 +278,13 @@ def test_preload_kernels_compile_with_the_planned_buffer(built) -> None:
             smem = {r["smem"] for r in res.values()}
             base_smem = {r["smem"] for r in other["resources"].values()}
             assert len(smem) == len(base_smem) == 1, (case["ptxas"], other["ptxas"])
-            assert smem.pop() - base_smem.pop() == preload_bytes(cfg) > 0, case["ptxas"]
-    assert preload_bytes(PRELOAD_CASES["preload_v_first"]) == 8 * (2 * 128 * 2 + 128 * 4) + 8 * 32 * 2 + 32
+            stage = stage_bytes(other["config"], other["plan"].get("stage_row"))
+            assert (stage > 0) == (cfg["k_map"] == "all")
+            assert smem.pop() - base_smem.pop() == preload_bytes(cfg) - stage, case["ptxas"]
+            assert preload_bytes(cfg) > 0 and stage_bytes(cfg) == 0
+    # v_first, 32 columns per CTA: copy buffer (q, k 16-bit, g fp32, v, beta) + table (decay rows, 4 scalars)
+    assert preload_bytes(PRELOAD_CASES["preload_v_first"]) == (8 * (2 * 128 * 2 + 128 * 4) + 8 * 32 * 2 + 32
+                                                              + 8 * (128 + 4) * 4)
     on = PRELOAD_CASES["preload_v_first"]
     off = {k: v for k, v in on.items() if k != "preload"}
     assert variant_id(on) != variant_id(off) and variant_name(on).endswith(f"_pl8_{variant_id(on)}")

@@ -117,12 +117,19 @@ def resources_from_ptxas(config: Mapping[str, Any], res: Mapping[str, Mapping[st
 PERSISTENT_REGISTERS = 24
 
 
+#: Registers a k_map=all preload kernel holds for its in-loop refill of the token buffer (recurrent.cuh land_block,
+#: a call longer than the bucket): ptxas, sm_90a, K=V=128, 16x4 lanes, 4-CTA launch bound: 116-122 registers with
+#: the refill taken out, 128 and a 4-byte spill with it.
+PRELOAD_REFILL_REGISTERS = 10
+
+
 def registers_estimate(cfg: Mapping[str, Any]) -> int:
     """Registers per thread a recurrent kernel needs, estimated before ptxas says (the agents' budget)."""
     kpl = cfg["k"] // 32
     loop = PERSISTENT_REGISTERS if cfg.get("persistent") else 0
     if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
-        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30 + loop  # = RPL * lane_cols + ...
+        refill = PRELOAD_REFILL_REGISTERS if cfg.get("preload") else 0
+        return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30 + loop + refill  # = RPL * lane_cols + ...
     # state, reduction buffer, two tokens of inputs (current + prefetched), addressing; a preload kernel has no
     # prefetch and reads one token's inputs from shared memory at a time (left as it was for the others, whose
     # occupancy variants were planned and measured with it)
@@ -138,25 +145,43 @@ def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:
     return min(per_thread // 8 * 8, hw.registers_per_thread_max)
 
 
-def preload_bytes(cfg: Mapping[str, Any]) -> int:
-    """The preload buffer of a recurrent kernel (recurrent.cuh PL_BYTES): per token q and k rows (16-bit), a g row
-    (fp32), the CTA's value columns of v (16-bit), beta (fp32); regions 16-byte aligned."""
+def _ksplit(cfg: Mapping[str, Any]) -> int:
+    """k_map all: lane groups splitting K (kda2.tir.recurrent.all_k_geometry)."""
+    return 32 * cfg.get("lane_cols", 1) // cfg["v_per_warp"]
+
+
+def preload_bytes(cfg: Mapping[str, Any], stage_row: int | None = None) -> int:
+    """What `preload` adds to a recurrent kernel's shared memory (recurrent.cuh PL_BYTES + TB_FLOATS): the copy
+    buffer — per token q and k rows (16-bit), a g row (fp32), the CTA's value columns of v (16-bit), beta (fp32),
+    regions 16-byte aligned — and the prepared-token table — per token a decay row (k_map all: KSPLIT rows of
+    STAGE_ROW floats, `stage_row` from the TIR plan, else K / KSPLIT + 4 as the pass picks; other maps: K floats)
+    and 4 scalars. A k_map all preload kernel has no per-warp token stage (stage_bytes)."""
     t, k = cfg.get("preload", 0), cfg["k"]
-    return t * (2 * k * 2 + k * 4) + -(-t * cfg["warps"] * cfg["v_per_warp"] * 2 // 16) * 16 + -(-t * 4 // 16) * 16
+    if cfg["k_map"] == "all":
+        row = _ksplit(cfg) * (stage_row if stage_row is not None else k // _ksplit(cfg) + 4)
+    else:
+        row = k
+    buffer = t * (2 * k * 2 + k * 4) + -(-t * cfg["warps"] * cfg["v_per_warp"] * 2 // 16) * 16 + -(-t * 4 // 16) * 16
+    return buffer + t * (row + 4) * 4
+
+
+def stage_bytes(cfg: Mapping[str, Any], stage_row: int | None = None) -> int:
+    """The k_map all per-token kernels' per-warp token stage (recurrent.cuh stage_smem): WARPS x 3 rows of KSPLIT x
+    STAGE_ROW floats (`stage_row` from the TIR plan, else K / KSPLIT + 4 as the pass picks); none otherwise, and none
+    with preload (its prepared table serves the token steps)."""
+    if cfg["k_map"] != "all" or cfg.get("preload"):
+        return 0
+    ks = _ksplit(cfg)
+    return cfg["warps"] * 3 * ks * (stage_row if stage_row is not None else cfg["k"] // ks + 4) * 4
 
 
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
     """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows
-    (k_map all), the preload buffer, and for a persistent kernel its copy of the next tile's state (the CTA's
-    [K, warps*v_per_warp] fp32 tile, every thread's share side by side: no pad, kda2.tir.recurrent.prefetch_stage_func)."""
+    (k_map all, per-token kernels), the preload buffer and table, and for a persistent kernel its copy of the next
+    tile's state (the CTA's [K, warps*v_per_warp] fp32 tile, every thread's share side by side: no pad,
+    kda2.tir.recurrent.prefetch_stage_func)."""
     copy = cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("persistent") else 0
-    if cfg["staging"] == "smem":
-        tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4
-    elif cfg["k_map"] == "all":  # per warp 3 rows of KSPLIT x STAGE_ROW floats, STAGE_ROW = K / KSPLIT + 4 (TIR pad)
-        ksplit = 32 * cfg.get("lane_cols", 1) // cfg["v_per_warp"]
-        tile = cfg["warps"] * 3 * (cfg["k"] + 4 * ksplit) * 4
-    else:
-        tile = 0
+    tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem" else stage_bytes(cfg)
     return tile + preload_bytes(cfg) + copy
 
 

@@ -183,9 +183,10 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
 def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: int, enable_pass: bool) -> None:
     """Persistent variants: the layout of the next-tile state copy buffer (kda2.tir.recurrent.prefetch_stage_func),
     the keys the template reads (prefetch_vec, prefetch_row), and the kernel's whole shared memory against the
-    budget (the buffer beside the k_map=all token stage)."""
+    budget (the buffer beside the k_map=all token stage or the preload buffer and table)."""
     import tvm
 
+    from kda2.plan.model import preload_bytes, stage_bytes
     from kda2.tir import bankpass, recurrent as staging
 
     geo = staging.prefetch_geometry(config)
@@ -193,10 +194,10 @@ def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: 
     after = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": func}))["main"]
     record = bankpass.to_python(after.attrs[bankpass.ATTR])
     (buf,) = record["buffers"].values()
-    stage = 0
-    if c["k_map"] == "all":  # recurrent.cuh stage_smem: WARPS x 3 rows of KSPLIT x STAGE_ROW floats
-        ksplit = staging.all_k_geometry(c["k"], c["v_per_warp"], c["lane_cols"])["KSPLIT"]
-        stage = c["warps"] * 3 * ksplit * plan["stage_row"] * 4
+    # beside it: the k_map=all token stage or, with preload, the copy buffer and the prepared table (rows laid
+    # out like the stage), at the pass's stage_row
+    stage_row = plan.get("stage_row")
+    stage = stage_bytes(c, stage_row) + preload_bytes(c, stage_row)
     need = buf["bytes"] + stage + plan["smem_bytes"]
     if not record["fits"] or need > smem_budget:
         raise TirBudgetError(f"{_label(config)}: the persistent state copy buffer needs {buf['bytes']} bytes "

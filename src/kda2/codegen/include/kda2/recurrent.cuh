@@ -429,51 +429,174 @@ struct Kernel {
   // Issues the copies of tokens tok .. tok + nt - 1 (nt <= PRELOAD) of this CTA's (sequence, head h / hv, value
   // columns v_cta ..): nothing waits here. beta (16-bit is below cp.async's 4-byte granule) is loaded into a
   // register of thread t for token t and stored by preload_land, after the caller has issued its state loads.
+  // (H, HV: a.H and a.HV, passed so that a refill can hand over copies the compiler cannot hoist: see land_block)
   static __device__ __forceinline__ float preload_issue(const KDA2RecurrentArgs& a, long tok, int nt, int h, int hv,
-                                                        int v_cta) {
+                                                        int v_cta, int H, int HV) {
     float b = 0.f;
     if ((int)threadIdx.x < nt) {
-      const long bi = (tok + threadIdx.x) * a.HV + hv;
+      const long bi = (tok + threadIdx.x) * HV + hv;
       b = (a.flags & KDA2_BETA_BF16) ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi])
                                      : reinterpret_cast<const float*>(a.beta)[bi];
     }
     unsigned char* s = preload_smem();
-    const long qk = (tok * a.H + h) * (long)K * 2, stride_qk = (long)a.H * K * 2;
+    const long qk = (tok * H + h) * (long)K * 2, stride_qk = (long)H * K * 2;
     copy_rows<K * 2, 16>(s, reinterpret_cast<const unsigned char*>(a.q) + qk, stride_qk, nt);
     copy_rows<K * 2, 16>(s + PL_K, reinterpret_cast<const unsigned char*>(a.k) + qk, stride_qk, nt);
-    const long grow = (tok * a.HV + hv) * (long)K;
+    const long grow = (tok * HV + hv) * (long)K;
     if (a.flags & KDA2_G_BF16)
-      copy_rows<K * 2, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 2, (long)a.HV * K * 2, nt);
+      copy_rows<K * 2, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 2, (long)HV * K * 2, nt);
     else
-      copy_rows<K * 4, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 4, (long)a.HV * K * 4, nt);
-    copy_rows<BV * 2, V_PIECE>(s + PL_V, reinterpret_cast<const unsigned char*>(a.v) + ((tok * a.HV + hv) * (long)V + v_cta) * 2,
-                               (long)a.HV * V * 2, nt);
+      copy_rows<K * 4, 16>(s + PL_G, reinterpret_cast<const unsigned char*>(a.g) + grow * 4, (long)HV * K * 4, nt);
+    copy_rows<BV * 2, V_PIECE>(s + PL_V, reinterpret_cast<const unsigned char*>(a.v) + ((tok * HV + hv) * (long)V + v_cta) * 2,
+                               (long)HV * V * 2, nt);
     cp_async_commit();  // one group: a persistent kernel waits for it apart from its next tile's state copies
     return b;
   }
 
-  // Completes preload_issue: beta stored, this thread's copies landed, then every thread's (the barrier).
-  static __device__ __forceinline__ void preload_land(float b, int nt) {
+  // ---- prepared tokens (PRELOAD > 0) --------------------------------------------------------------------
+  // Every warp of a CTA serves the same (sequence, head), so what a token step needs that does not depend on the
+  // state — the decay exp(g) after the gate activation, the l2 norms' 1/|q| and 1/|k|, q̂·k̂ and the activated beta —
+  // is computed once per CTA, a warp per token, right after the copies land and while the state loads are still in
+  // flight, into a table in shared memory. The token chain then reads it with q and k as copied: no norm shuffles,
+  // no gate math and no per-warp stage writes in the serial part (the per-token kernels do all of it in every warp,
+  // every step). The norms are applied to the sums over K (q̂ᵀS = rq·qᵀS) and to v' (k̂ v'ᵀ = k (rk v')ᵀ).
+  // Table: per token slot u a decay row of TROW floats, key row r at row_at(r) — for k_map = all the per-warp
+  // stage's layout (row stride STAGE_ROW, the TIR stage's choice, tir/recurrent.py all_k_stage_func: its store
+  // pattern is the one a preparing warp uses, lane l writing rows l + 32 i), else row-major — then the scalars
+  // [PRELOAD][4] (rq, rk, q̂·k̂, beta). A call longer than PRELOAD tokens refills the buffer and the table every
+  // PRELOAD tokens (refill_tokens): a serving call stays within its bucket, a longer one is correct at any length.
+  static constexpr int TROW = ALL_K ? KSPLIT * STAGE_ROW : K;
+  static constexpr int TB_SCAL = PRELOAD * TROW;
+  static constexpr int TB_FLOATS = TB_SCAL + PRELOAD * 4;
+  static __device__ __forceinline__ int row_at(int r) { return ALL_K ? (r / RPL) * STAGE_ROW + r % RPL : r; }
+  static __device__ __forceinline__ float (&table_smem())[PRELOAD ? TB_FLOATS : 4] {
+    __shared__ __align__(16) float tb[PRELOAD ? TB_FLOATS : 4];
+    return tb;
+  }
+  // The gate's per-head constants for key rows lane + 32 i (the rows a preparing lane owns).
+  struct GateRows {
+    float mul, dtb[KPL];
+  };
+  template <bool P16>
+  static __device__ __forceinline__ GateRows gate_rows(const KDA2RecurrentArgs& a, int hv, int lane) {
+    GateRows gr;
+    gr.mul = 1.f;
+#pragma unroll
+    for (int i = 0; i < KPL; ++i) gr.dtb[i] = 0.f;
+    if (a.gate_mode != KDA2_GATE_PRECOMPUTED) {
+      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param<P16>(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
+      gr.mul = a.gate_mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
+      if (a.flags & KDA2_HAS_DT_BIAS) {
+        const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) gr.dtb[i] = load_param<P16>(a.dt_bias, (long)hv * K + lane + 32 * i, dt_bf16);
+      }
+    }
+    return gr;
+  }
+
+  // Slots 0 .. nt - 1 of the landed buffer into the table; the caller's barrier publishes it.
+  static __device__ __forceinline__ void prepare_tokens(const KDA2RecurrentArgs& a, const GateRows& gr, int nt) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned char* s = preload_smem();
+    float* tb = table_smem();
+    const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
+    const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
+    const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0;
+    const int mode = a.gate_mode;
+    for (int u = warp; u < nt; u += WARPS) {
+      float q[KPL], k[KPL], g[KPL];
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {  // rows lane + 32 i: consecutive lanes, consecutive elements
+        q[i] = X::to_f(reinterpret_cast<const E*>(s)[u * K + lane + 32 * i]);
+        k[i] = X::to_f(reinterpret_cast<const E*>(s + PL_K)[u * K + lane + 32 * i]);
+        g[i] = g_bf16 ? X::to_f(reinterpret_cast<const E*>(s + PL_G)[u * K + lane + 32 * i])
+                      : reinterpret_cast<const float*>(s + PL_G)[u * K + lane + 32 * i];
+      }
+      float sq = 0.f, sk = 0.f, sqk = 0.f;
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+        sq = fmaf(q[i], q[i], sq);
+        sk = fmaf(k[i], k[i], sk);
+        sqk = fmaf(q[i], k[i], sqk);
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) {
+        if (l2) {
+          sq += __shfl_xor_sync(0xffffffffu, sq, off);
+          sk += __shfl_xor_sync(0xffffffffu, sk, off);
+        }
+        sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
+      }
+      const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
+      const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+        float gi = g[i];
+        if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gr.mul * softplus(gi + gr.dtb[i]);
+        else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gr.mul * (gi + gr.dtb[i]));
+        tb[u * TROW + row_at(lane + 32 * i)] = __expf(gi);  // gi <= 0 on every gate path
+      }
+      if (lane == 0) {
+        const float b = reinterpret_cast<const float*>(s + PL_B)[u];
+        const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
+        *reinterpret_cast<float4*>(tb + TB_SCAL + 4 * u) = make_float4(rq, rk, sqk * rq * rk, bsig ? bmul * sigmoid(b) : b);
+      }
+    }
+  }
+
+  // The block of tokens t .. t + nt - 1 (nt <= PRELOAD) of this tile landed and prepared: for t = 0 the copies
+  // preload_issue sent at CTA entry (b: thread t's beta), for a later block (a call longer than the bucket) copies
+  // sent here once every warp is past the previous slots' reads (the barrier). Then beta stored, this thread's
+  // copies landed and every thread's (the barrier), the table written and published (the barrier). One call site in
+  // the token loop for both: with a second inlined copy for the refill the 4-CTA k_map = all kernels spilled.
+  template <bool P16>
+  static __device__ __forceinline__ void land_block(const KDA2RecurrentArgs& a, long t, long len, long bos, int hv,
+                                                    int vb, float b) {
+    const int nt = (int)(len - t < PRELOAD ? len - t : PRELOAD);
+    if (t > 0) {
+      __syncthreads();
+      // Opaque copies (and the grid-tile column block read again): the address arithmetic stays in this rare
+      // branch instead of being hoisted out of the token loop into registers held across it (a spill in the
+      // 4-CTA k_map = all kernels).
+      int H = a.H, HV = a.HV;
+      if constexpr (!PERSISTENT) asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(vb));
+      asm volatile("" : "+r"(H), "+r"(HV));
+      b = preload_issue(a, bos + t, nt, hv / (HV / H), hv, vb * BV, H, HV);
+    }
+    const GateRows gr = gate_rows<P16>(a, hv, threadIdx.x & 31);
     if ((int)threadIdx.x < nt) reinterpret_cast<float*>(preload_smem() + PL_B)[threadIdx.x] = b;
-    if constexpr (PERSISTENT) cp_async_wait<1>();  // committed after ours: the next tile's state (prefetch_state)
-    else cp_async_wait_all();
+    // A persistent kernel's entry block: the group committed after this one is the next tile's state
+    // (prefetch_state), which may fly on; past the bucket it is waited for too (rare).
+    if (PERSISTENT && t == 0) cp_async_wait<1>(); else cp_async_wait_all();
+    __syncthreads();
+    prepare_tokens(a, gr, nt);
     __syncthreads();
   }
 
-  // Tokens past the buffer (a call longer than the bucket: the kernels run any length) are loaded from global memory
-  // in the token loop, as the per-token kernels load every token. Not a refill of the buffer: with the refill's
-  // copies and barrier inside the loop the k_map=all 16x4 kernel spilled under its 4-CTA launch bound (36 B, bf16
-  // states, sm_90a), where these loads fit (120-126 registers of 128).
-
-  // The per-lane inputs of the token in slot u, as load_token reads them from global memory.
-  static __device__ __forceinline__ void load_token_smem(int u, bool g_bf16, int lane, int warp, TokenIn& in) {
+  // body (PRELOAD > 0): token slot u's q and k rows key_row(lane, i) as copied, its decay rows, this warp's value
+  // columns and the token's scalars (rq, rk, q̂·k̂, beta).
+  static __device__ __forceinline__ float4 load_prepared(int u, int lane, int warp, TokenIn& in, float (&decay)[KPL]) {
     const unsigned char* s = preload_smem();
+    const float* row = table_smem() + u * TROW;
     load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, in.q);
     load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, in.k);
-    load_rows_gate(s + PL_G, (long)u * K, g_bf16, lane, in.g);
+    if constexpr (STRIDED) {
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) decay[i] = row[lane + 32 * i];
+    } else {
+      load_f32<KPL, false>(row + lane * KPL, decay);
+    }
     load_v(reinterpret_cast<const E*>(s + PL_V) + u * BV + warp * VPW, lane, in.v);
-    in.beta = reinterpret_cast<const float*>(s + PL_B)[u];
+    return *reinterpret_cast<const float4*>(table_smem() + TB_SCAL + 4 * u);
   }
+
+  // Four consecutive elements of a k_map = all row, widened to fp32: fp32 stage rows, or 16-bit rows as copied.
+  static __device__ __forceinline__ void row4(const float* p, float (&x)[4]) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+  }
+  static __device__ __forceinline__ void row4(const E* p, float (&x)[4]) { load_e16<E, 4>(p, x); }
 
   // ---- k_map = all: lanes own value columns, each over a contiguous share of the K rows ----------------
   // KSPLIT = 32 / VPW lanes share a column, each holding RPL = K / KSPLIT rows. For K-first states every
@@ -511,12 +634,10 @@ struct Kernel {
     const long state_off = ((long)srow * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
     // Preload: the first PRELOAD tokens' inputs in flight before the state loads are issued (landed below).
     const int v_cta = col - warp * VPW - (lane % CGROUPS) * CW;
-    int pre_n = 0;
     float pre_b = 0.f;
     if constexpr (PRELOAD > 0) {
       if constexpr (PERSISTENT) __syncthreads();  // every warp is past the previous tile's reads of the buffer
-      pre_n = (int)(len < PRELOAD ? len : PRELOAD);
-      pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
+      pre_b = preload_issue(a, bos, (int)(len < PRELOAD ? len : PRELOAD), h, hv, v_cta, a.H, a.HV);
     }
     float S[RPL][CW];
     if constexpr (PERSISTENT) {  // copied while the previous tile ran; the buffer is free again once read
@@ -542,94 +663,20 @@ struct Kernel {
 #pragma unroll
         for (int c = 0; c < CW; ++c) S[r][c] = 0.f;
     }
-    float (&stage)[WARPS][3][KSPLIT * STAGE_ROW] = stage_smem();  // q*rq, k*rk, decay of the token
-    const int mode = a.gate_mode;
-    float gate_mul = 1.f, dtb[KPL];
-#pragma unroll
-    for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
-    if (mode != KDA2_GATE_PRECOMPUTED) {
-      const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param<P16>(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
-      gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
-      if (a.flags & KDA2_HAS_DT_BIAS) {
-        const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
-#pragma unroll
-        for (int i = 0; i < KPL; ++i) dtb[i] = load_param<P16>(a.dt_bias, (long)hv * K + lane + 32 * i, dt_bf16);
-      }
-    }
-    const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
-    const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
-    const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
-    const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0, b_bf16 = (a.flags & KDA2_BETA_BF16) != 0;
-    const float* my_q = &stage[warp][0][part * STAGE_ROW];
-    const float* my_k = &stage[warp][1][part * STAGE_ROW];
-    const float* my_d = &stage[warp][2][part * STAGE_ROW];
-    if constexpr (PRELOAD > 0) preload_land(pre_b, pre_n);
-    for (long t = 0; t < len; ++t) {
-      const long tok = bos + t;
-      float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
-      float v_in[CW], b_in;
-      const auto from_memory = [&] {
-        load_rows_e(reinterpret_cast<const E*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
-        load_rows_e(reinterpret_cast<const E*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
-        load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, g_bf16, lane, g);
-        load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
-        const long bi = tok * a.HV + hv;
-        b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi]) : reinterpret_cast<const float*>(a.beta)[bi];
-      };
-      if constexpr (PRELOAD > 0) {
-        if (t < PRELOAD) {  // the token's slot in the preload buffer
-          const int u = (int)t;
-          const unsigned char* s = preload_smem();
-          load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, q);
-          load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, k);
-          load_rows_gate(s + PL_G, (long)u * K, g_bf16, lane, g);
-          load_e16<E, CW>(reinterpret_cast<const E*>(s + PL_V) + u * BV + (col - v_cta), v_in);
-          b_in = reinterpret_cast<const float*>(s + PL_B)[u];
-        } else {
-          from_memory();  // past the buffer (beyond the bucket)
-        }
-      } else {
-        from_memory();
-      }
-      float sq = 0.f, sk = 0.f, sqk = 0.f;
-#pragma unroll
-      for (int i = 0; i < KPL; ++i) {
-        sq = fmaf(q[i], q[i], sq);
-        sk = fmaf(k[i], k[i], sk);
-        sqk = fmaf(q[i], k[i], sqk);
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        if (l2) {
-          sq += __shfl_xor_sync(0xffffffffu, sq, off);
-          sk += __shfl_xor_sync(0xffffffffu, sk, off);
-        }
-        sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
-      }
-      const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
-      const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
-      const float qk = sqk * rq * rk;
-      __syncwarp();  // the previous token's readers are done with this warp's stage
-#pragma unroll
-      for (int i = 0; i < KPL; ++i) {
-        float gi = g[i];
-        if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gate_mul * softplus(gi + dtb[i]);
-        else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gate_mul * (gi + dtb[i]));
-        const int r = lane + 32 * i, at = (r / RPL) * STAGE_ROW + r % RPL;
-        stage[warp][0][at] = q[i] * rq;
-        stage[warp][1][at] = k[i] * rk;
-        stage[warp][2][at] = __expf(gi);  // gi <= 0 on every gate path
-      }
-      __syncwarp();
+    // One token on the state: decay, k^T S and q^T S over this lane's rows (q, k and the decay as rows of RPL
+    // elements, one address per lane group: a broadcast; q and k fp32 normalised (rq = rk = 1) or 16-bit as copied,
+    // their norms applied to the sums), the shares of K combined, then v', o and the update.
+    const auto step = [&](long tok, const auto* my_q, const auto* my_k, const float* my_d, const float (&v_in)[CW],
+                          float beta, float qk, float rq, float rk) {
       float acc_k[CW], acc_q[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) acc_k[c] = acc_q[c] = 0.f;
 #pragma unroll
-      for (int r = 0; r < RPL; r += 4) {  // 16-byte reads, one address per lane group (broadcast)
-        const float4 qq = *reinterpret_cast<const float4*>(my_q + r);
-        const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
-        const float4 dd = *reinterpret_cast<const float4*>(my_d + r);
-        const float qv[4] = {qq.x, qq.y, qq.z, qq.w}, kv[4] = {kk.x, kk.y, kk.z, kk.w}, dv[4] = {dd.x, dd.y, dd.z, dd.w};
+      for (int r = 0; r < RPL; r += 4) {  // 16-byte (fp32) or 8-byte (16-bit) reads
+        float qv[4], kv[4], dv[4];
+        row4(my_q + r, qv);
+        row4(my_k + r, kv);
+        row4(my_d + r, dv);
 #pragma unroll
         for (int e = 0; e < 4; ++e)
 #pragma unroll
@@ -646,18 +693,18 @@ struct Kernel {
           acc_k[c] += __shfl_xor_sync(0xffffffffu, acc_k[c], off);
           acc_q[c] += __shfl_xor_sync(0xffffffffu, acc_q[c], off);
         }
-      const float beta = bsig ? bmul * sigmoid(b_in) : b_in;
       float vn[CW], out[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) {
-        vn[c] = beta * (v_in[c] - acc_k[c]);
-        out[c] = a.scale * (acc_q[c] + qk * vn[c]);
+        vn[c] = beta * (v_in[c] - acc_k[c] * rk);
+        out[c] = a.scale * (acc_q[c] * rq + qk * vn[c]);
+        vn[c] *= rk;  // k̂ v'ᵀ = k (rk v')ᵀ
       }
       if (part == 0) store_e16<E, CW>(o + (tok * a.HV + hv) * (long)V + col, out);
 #pragma unroll
       for (int r = 0; r < RPL; r += 4) {
-        const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
-        const float kv[4] = {kk.x, kk.y, kk.z, kk.w};
+        float kv[4];
+        row4(my_k + r, kv);
 #pragma unroll
         for (int e = 0; e < 4; ++e)
 #pragma unroll
@@ -667,6 +714,73 @@ struct Kernel {
         SE* p = reinterpret_cast<SE*>(a.intermediate) + (tok * a.HV + hv) * (long)K * V + (long)part * RPL * V + col;
 #pragma unroll
         for (int r = 0; r < RPL; ++r) st_state<SE, CW>(p + (long)r * V, S[r]);
+      }
+    };
+    if constexpr (PRELOAD > 0) {  // the prepared table: the chain reads shared memory only
+      const float* tb = table_smem();
+      const unsigned char* buf = preload_smem();
+      int u = 0;
+      for (long t = 0; t < len; ++t, ++u) {
+        if (t == 0 || u == PRELOAD) {  // the entry block, or past the buffer (a call longer than the bucket)
+          land_block<P16>(a, t, len, bos, hv, at.vb, pre_b);
+          u = 0;
+        }
+        float v_in[CW];
+        load_e16<E, CW>(reinterpret_cast<const E*>(buf + PL_V) + u * BV + (col - v_cta), v_in);
+        const float4 sc = *reinterpret_cast<const float4*>(tb + TB_SCAL + 4 * u);  // rq, rk, q̂·k̂, beta
+        step(bos + t, reinterpret_cast<const E*>(buf) + u * K + part * RPL,
+             reinterpret_cast<const E*>(buf + PL_K) + u * K + part * RPL, tb + u * TROW + part * STAGE_ROW, v_in,
+             sc.w, sc.z, sc.x, sc.y);
+      }
+    } else {
+      float (&stage)[WARPS][3][KSPLIT * STAGE_ROW] = stage_smem();  // q*rq, k*rk, decay of the token
+      const int mode = a.gate_mode;
+      const GateRows gr = gate_rows<P16>(a, hv, lane);
+      const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
+      const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
+      const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
+      const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0, b_bf16 = (a.flags & KDA2_BETA_BF16) != 0;
+      for (long t = 0; t < len; ++t) {
+        const long tok = bos + t;
+        float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
+        float v_in[CW];
+        load_rows_e(reinterpret_cast<const E*>(a.q) + (tok * a.H + h) * (long)K, lane, q);
+        load_rows_e(reinterpret_cast<const E*>(a.k) + (tok * a.H + h) * (long)K, lane, k);
+        load_rows_gate(a.g, (tok * a.HV + hv) * (long)K, g_bf16, lane, g);
+        load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
+        const long bi = tok * a.HV + hv;
+        const float b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi]) : reinterpret_cast<const float*>(a.beta)[bi];
+        float sq = 0.f, sk = 0.f, sqk = 0.f;
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) {
+          sq = fmaf(q[i], q[i], sq);
+          sk = fmaf(k[i], k[i], sk);
+          sqk = fmaf(q[i], k[i], sqk);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+          if (l2) {
+            sq += __shfl_xor_sync(0xffffffffu, sq, off);
+            sk += __shfl_xor_sync(0xffffffffu, sk, off);
+          }
+          sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
+        }
+        const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
+        const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+        __syncwarp();  // the previous token's readers are done with this warp's stage
+#pragma unroll
+        for (int i = 0; i < KPL; ++i) {
+          float gi = g[i];
+          if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gr.mul * softplus(gi + gr.dtb[i]);
+          else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gr.mul * (gi + gr.dtb[i]));
+          const int at = row_at(lane + 32 * i);
+          stage[warp][0][at] = q[i] * rq;
+          stage[warp][1][at] = k[i] * rk;
+          stage[warp][2][at] = __expf(gi);  // gi <= 0 on every gate path
+        }
+        __syncwarp();
+        step(tok, &stage[warp][0][part * STAGE_ROW], &stage[warp][1][part * STAGE_ROW], &stage[warp][2][part * STAGE_ROW],
+             v_in, bsig ? bmul * sigmoid(b_in) : b_in, sqk * rq * rk, 1.f, 1.f);
       }
     }
     if (a.ht == nullptr) return;
@@ -855,12 +969,10 @@ struct Kernel {
 
     const long state_off = ((long)srow * a.HV + hv) * (long)K * V;
     // Preload: the first PRELOAD tokens' inputs in flight before the state loads are issued (landed below).
-    int pre_n = 0;
     float pre_b = 0.f;
     if constexpr (PRELOAD > 0) {
       if constexpr (PERSISTENT) __syncthreads();  // every warp is past the previous tile's reads of the buffer
-      pre_n = (int)(len < PRELOAD ? len : PRELOAD);
-      pre_b = preload_issue(a, bos, pre_n, h, hv, v_cta);
+      pre_b = preload_issue(a, bos, (int)(len < PRELOAD ? len : PRELOAD), h, hv, v_cta, a.H, a.HV);
     }
     float S[KPL][VPW];
     // One tile serves both directions: each warp writes back exactly the region it read.
@@ -944,13 +1056,13 @@ struct Kernel {
       }
     }
 
-    // ---- per-head gate constants ---------------------------------------------------------------
+    // ---- per-head gate constants (per-token kernels; a preload kernel's prepare_tokens applies them) -----------
     const int mode = a.gate_mode;
     float gate_mul = 1.f;  // softplus: -exp(A_log); lower_bound: exp(A_log)
     float dtb[KPL];
 #pragma unroll
     for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
-    if (mode != KDA2_GATE_PRECOMPUTED) {
+    if (PRELOAD == 0 && mode != KDA2_GATE_PRECOMPUTED) {
       const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param<P16>(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
       gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
       if (a.flags & KDA2_HAS_DT_BIAS) {
@@ -959,29 +1071,33 @@ struct Kernel {
         for (int i = 0; i < KPL; ++i) dtb[i] = load_param<P16>(a.dt_bias, (long)hv * K + key_row(lane, i), dt_bf16);
       }
     }
-    const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
+    const bool l2 = PRELOAD == 0 && HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
     const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
     const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
 
     // ---- token loop ----------------------------------------------------------------------------
     TokenIn cur, nxt;
-    if constexpr (PRELOAD > 0) preload_land(pre_b, pre_n);
-    else if (len > 0) load_token(a, bos, h, hv, v0, lane, cur);
+    int u = 0;  // preload: the token's slot in the buffer and the table
+    if (PRELOAD == 0 && len > 0) load_token(a, bos, h, hv, v0, lane, cur);
     for (long t = 0; t < len; ++t) {
-      if constexpr (PRELOAD > 0) {  // the token's slot in the preload buffer; past it (beyond the bucket), memory
-        if (t < PRELOAD) load_token_smem((int)t, (a.flags & KDA2_G_BF16) != 0, lane, warp, cur);
-        else load_token(a, bos + t, h, hv, v0, lane, cur);
-      } else if (PREFETCH && t + 1 < len) {
-        load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
-      }
-
       float decay[KPL];
+      float4 sc = make_float4(1.f, 1.f, 0.f, 0.f);  // preload: the token's prepared rq, rk, q̂·k̂, beta
+      if constexpr (PRELOAD > 0) {
+        if (t == 0 || u == PRELOAD) {  // the entry block, or past the buffer (a call longer than the bucket)
+          land_block<P16>(a, t, len, bos, hv, at.vb, pre_b);
+          u = 0;
+        }
+        sc = load_prepared(u, lane, warp, cur, decay);
+        ++u;
+      } else {
+        if (PREFETCH && t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
 #pragma unroll
-      for (int i = 0; i < KPL; ++i) {
-        float g = cur.g[i];
-        if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) g = gate_mul * softplus(g + dtb[i]);
-        else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) g = a.lower_bound * sigmoid(gate_mul * (g + dtb[i]));
-        decay[i] = __expf(g);  // g <= 0 on every gate path: the argument is never positive
+        for (int i = 0; i < KPL; ++i) {
+          float g = cur.g[i];
+          if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) g = gate_mul * softplus(g + dtb[i]);
+          else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) g = a.lower_bound * sigmoid(gate_mul * (g + dtb[i]));
+          decay[i] = __expf(g);  // g <= 0 on every gate path: the argument is never positive
+        }
       }
 
       float red[NRED];
@@ -995,22 +1111,24 @@ struct Kernel {
           red[j] = fmaf(cur.k[i], S[i][j], red[j]);
           red[VPW + j] = fmaf(cur.q[i], S[i][j], red[VPW + j]);
         }
-        red[2 * VPW] = fmaf(cur.q[i], cur.q[i], red[2 * VPW]);
-        red[2 * VPW + 1] = fmaf(cur.k[i], cur.k[i], red[2 * VPW + 1]);
-        red[2 * VPW + 2] = fmaf(cur.q[i], cur.k[i], red[2 * VPW + 2]);
+        if constexpr (PRELOAD == 0) {  // (prepared: q and k normalised, q̂·k̂ in the table)
+          red[2 * VPW] = fmaf(cur.q[i], cur.q[i], red[2 * VPW]);
+          red[2 * VPW + 1] = fmaf(cur.k[i], cur.k[i], red[2 * VPW + 1]);
+          red[2 * VPW + 2] = fmaf(cur.q[i], cur.k[i], red[2 * VPW + 2]);
+        }
       }
       float rq, rk, qk;
-      const float beta = bsig ? bmul * sigmoid(cur.beta) : cur.beta;
+      const float beta = PRELOAD > 0 ? sc.w : bsig ? bmul * sigmoid(cur.beta) : cur.beta;
       const long o_row = ((bos + t) * a.HV + hv) * (long)V + v0;
       if constexpr (!SCATTER) {
         // xor all-reduce: 5 rounds of NRED shuffles; every lane ends with every sum.
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1)
 #pragma unroll
-          for (int r = 0; r < NRED; ++r) red[r] += __shfl_xor_sync(0xffffffffu, red[r], off);
-        rq = l2 ? rsqrtf(red[2 * VPW] + 1e-6f) : 1.f;
-        rk = l2 ? rsqrtf(red[2 * VPW + 1] + 1e-6f) : 1.f;
-        qk = red[2 * VPW + 2] * rq * rk;
+          for (int r = 0; r < (PRELOAD > 0 ? 2 * VPW : NRED); ++r) red[r] += __shfl_xor_sync(0xffffffffu, red[r], off);
+        rq = PRELOAD > 0 ? sc.x : l2 ? rsqrtf(red[2 * VPW] + 1e-6f) : 1.f;
+        rk = PRELOAD > 0 ? sc.y : l2 ? rsqrtf(red[2 * VPW + 1] + 1e-6f) : 1.f;
+        qk = PRELOAD > 0 ? sc.z : red[2 * VPW + 2] * rq * rk;
         float vnew[VPW], out[VPW];
 #pragma unroll
         for (int j = 0; j < VPW; ++j) {
@@ -1032,17 +1150,19 @@ struct Kernel {
 #pragma unroll
         for (int off = 16 >> LOG2_M; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
         float sq = red[2 * VPW], sk = red[2 * VPW + 1], sqk = red[2 * VPW + 2];
+        if constexpr (PRELOAD == 0) {
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-          if (l2) {
-            sq += __shfl_xor_sync(0xffffffffu, sq, off);
-            sk += __shfl_xor_sync(0xffffffffu, sk, off);
+          for (int off = 16; off > 0; off >>= 1) {
+            if (l2) {
+              sq += __shfl_xor_sync(0xffffffffu, sq, off);
+              sk += __shfl_xor_sync(0xffffffffu, sk, off);
+            }
+            sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
           }
-          sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
         }
-        rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
-        rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
-        qk = sqk * rq * rk;
+        rq = PRELOAD > 0 ? sc.x : l2 ? rsqrtf(sq + 1e-6f) : 1.f;
+        rk = PRELOAD > 0 ? sc.y : l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+        qk = PRELOAD > 0 ? sc.z : sqk * rq * rk;
         // Lanes 0-15 hold k^T S of their column: v' there. Lanes 16-31 hold q^T S of the same column
         // as lane ^ 16, so one exchange gives them v' for the read-out.
         const float vn = beta * (cur.v[0] - sum * rk);

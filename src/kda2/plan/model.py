@@ -153,16 +153,16 @@ def _ksplit(cfg: Mapping[str, Any]) -> int:
 def preload_bytes(cfg: Mapping[str, Any], stage_row: int | None = None) -> int:
     """What `preload` adds to a recurrent kernel's shared memory (recurrent.cuh PL_BYTES + TB_FLOATS): the copy
     buffer — per token q and k rows (16-bit), a g row (fp32), the CTA's value columns of v (16-bit), beta (fp32),
-    regions 16-byte aligned — and the prepared-token table — per token a decay row (k_map all: KSPLIT rows of
-    STAGE_ROW floats, `stage_row` from the TIR plan, else K / KSPLIT + 4 as the pass picks; other maps: K floats)
-    and 4 scalars. A k_map all preload kernel has no per-warp token stage (stage_bytes)."""
+    regions 16-byte aligned — and the prepared-token table — per token, k_map all: q̂, k̂ and decay rows of KSPLIT x
+    STAGE_ROW floats (`stage_row` from the TIR plan, else K / KSPLIT + 4 as the pass picks); other maps: a decay
+    row of K floats — and 4 scalars. A k_map all preload kernel has no per-warp token stage (stage_bytes)."""
     t, k = cfg.get("preload", 0), cfg["k"]
-    if cfg["k_map"] == "all":
-        row = _ksplit(cfg) * (stage_row if stage_row is not None else k // _ksplit(cfg) + 4)
+    if cfg["k_map"] == "all":  # q̂, k̂ and decay rows
+        rows = 3 * _ksplit(cfg) * (stage_row if stage_row is not None else k // _ksplit(cfg) + 4)
     else:
-        row = k
+        rows = k
     buffer = t * (2 * k * 2 + k * 4) + -(-t * cfg["warps"] * cfg["v_per_warp"] * 2 // 16) * 16 + -(-t * 4 // 16) * 16
-    return buffer + t * (row + 4) * 4
+    return buffer + t * (rows + 4) * 4
 
 
 def stage_bytes(cfg: Mapping[str, Any], stage_row: int | None = None) -> int:

@@ -457,16 +457,20 @@ struct Kernel {
   // Every warp of a CTA serves the same (sequence, head), so what a token step needs that does not depend on the
   // state — the decay exp(g) after the gate activation, the l2 norms' 1/|q| and 1/|k|, q̂·k̂ and the activated beta —
   // is computed once per CTA, a warp per token, right after the copies land and while the state loads are still in
-  // flight, into a table in shared memory. The token chain then reads it with q and k as copied: no norm shuffles,
-  // no gate math and no per-warp stage writes in the serial part (the per-token kernels do all of it in every warp,
-  // every step). The norms are applied to the sums over K (q̂ᵀS = rq·qᵀS) and to v' (k̂ v'ᵀ = k (rk v')ᵀ).
-  // Table: per token slot u a decay row of TROW floats, key row r at row_at(r) — for k_map = all the per-warp
-  // stage's layout (row stride STAGE_ROW, the TIR stage's choice, tir/recurrent.py all_k_stage_func: its store
-  // pattern is the one a preparing warp uses, lane l writing rows l + 32 i), else row-major — then the scalars
-  // [PRELOAD][4] (rq, rk, q̂·k̂, beta). A call longer than PRELOAD tokens refills the buffer and the table every
-  // PRELOAD tokens (refill_tokens): a serving call stays within its bucket, a longer one is correct at any length.
+  // flight, into a table in shared memory. The token chain then reads it: no norm shuffles, no gate math and no
+  // per-warp stage writes in the serial part (the per-token kernels do all of it in every warp, every step). The
+  // blocked / strided maps read q and k as copied and apply the norms to the sums over K (q̂ᵀS = rq·qᵀS) and to v'.
+  // Table: per token slot u TROWS rows of TROW floats (k_map = all: q̂, k̂, decay; else the decay), key row r at
+  // row_at(r) — for k_map = all the per-warp stage's layout (row stride STAGE_ROW, the TIR stage's choice,
+  // tir/recurrent.py all_k_stage_func: its store pattern is the one a preparing warp uses, lane l writing rows
+  // l + 32 i), else row-major — then the scalars [PRELOAD][4] (rq, rk, q̂·k̂, beta). A call longer than PRELOAD tokens
+  // refills the buffer and the table every PRELOAD tokens (land_block): a serving call stays within its bucket, a
+  // longer one is correct at any length.
   static constexpr int TROW = ALL_K ? KSPLIT * STAGE_ROW : K;
-  static constexpr int TB_SCAL = PRELOAD * TROW;
+  // k_map = all: q̂ and k̂ rows too (fp32, normalised, before the decay row): its step reads RPL-element rows, which
+  // as 16-bit copies cost a widening per element per token; the other maps read KPL elements, widened either way.
+  static constexpr int TROWS = ALL_K ? 3 : 1;
+  static constexpr int TB_SCAL = PRELOAD * TROWS * TROW;
   static constexpr int TB_FLOATS = TB_SCAL + PRELOAD * 4;
   static __device__ __forceinline__ int row_at(int r) { return ALL_K ? (r / RPL) * STAGE_ROW + r % RPL : r; }
   static __device__ __forceinline__ float (&table_smem())[PRELOAD ? TB_FLOATS : 4] {
@@ -535,7 +539,12 @@ struct Kernel {
         float gi = g[i];
         if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gr.mul * softplus(gi + gr.dtb[i]);
         else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gr.mul * (gi + gr.dtb[i]));
-        tb[u * TROW + row_at(lane + 32 * i)] = __expf(gi);  // gi <= 0 on every gate path
+        float* row = tb + u * TROWS * TROW + row_at(lane + 32 * i);
+        row[(TROWS - 1) * TROW] = __expf(gi);  // gi <= 0 on every gate path
+        if constexpr (ALL_K) {
+          row[0] = q[i] * rq;
+          row[TROW] = k[i] * rk;
+        }
       }
       if (lane == 0) {
         const float b = reinterpret_cast<const float*>(s + PL_B)[u];
@@ -590,13 +599,6 @@ struct Kernel {
     load_v(reinterpret_cast<const E*>(s + PL_V) + u * BV + warp * VPW, lane, in.v);
     return *reinterpret_cast<const float4*>(table_smem() + TB_SCAL + 4 * u);
   }
-
-  // Four consecutive elements of a k_map = all row, widened to fp32: fp32 stage rows, or 16-bit rows as copied.
-  static __device__ __forceinline__ void row4(const float* p, float (&x)[4]) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
-  }
-  static __device__ __forceinline__ void row4(const E* p, float (&x)[4]) { load_e16<E, 4>(p, x); }
 
   // ---- k_map = all: lanes own value columns, each over a contiguous share of the K rows ----------------
   // KSPLIT = 32 / VPW lanes share a column, each holding RPL = K / KSPLIT rows. For K-first states every
@@ -663,20 +665,19 @@ struct Kernel {
 #pragma unroll
         for (int c = 0; c < CW; ++c) S[r][c] = 0.f;
     }
-    // One token on the state: decay, k^T S and q^T S over this lane's rows (q, k and the decay as rows of RPL
-    // elements, one address per lane group: a broadcast; q and k fp32 normalised (rq = rk = 1) or 16-bit as copied,
-    // their norms applied to the sums), the shares of K combined, then v', o and the update.
-    const auto step = [&](long tok, const auto* my_q, const auto* my_k, const float* my_d, const float (&v_in)[CW],
-                          float beta, float qk, float rq, float rk) {
+    // One token on the state: decay, k^T S and q^T S over this lane's rows (q̂, k̂ and the decay as rows of RPL
+    // floats, one address per lane group: a broadcast), the shares of K combined, then v', o and the update.
+    const auto step = [&](long tok, const float* my_q, const float* my_k, const float* my_d, const float (&v_in)[CW],
+                          float beta, float qk) {
       float acc_k[CW], acc_q[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) acc_k[c] = acc_q[c] = 0.f;
 #pragma unroll
-      for (int r = 0; r < RPL; r += 4) {  // 16-byte (fp32) or 8-byte (16-bit) reads
-        float qv[4], kv[4], dv[4];
-        row4(my_q + r, qv);
-        row4(my_k + r, kv);
-        row4(my_d + r, dv);
+      for (int r = 0; r < RPL; r += 4) {  // 16-byte reads
+        const float4 qq = *reinterpret_cast<const float4*>(my_q + r);
+        const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
+        const float4 dd = *reinterpret_cast<const float4*>(my_d + r);
+        const float qv[4] = {qq.x, qq.y, qq.z, qq.w}, kv[4] = {kk.x, kk.y, kk.z, kk.w}, dv[4] = {dd.x, dd.y, dd.z, dd.w};
 #pragma unroll
         for (int e = 0; e < 4; ++e)
 #pragma unroll
@@ -696,15 +697,14 @@ struct Kernel {
       float vn[CW], out[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) {
-        vn[c] = beta * (v_in[c] - acc_k[c] * rk);
-        out[c] = a.scale * (acc_q[c] * rq + qk * vn[c]);
-        vn[c] *= rk;  // k̂ v'ᵀ = k (rk v')ᵀ
+        vn[c] = beta * (v_in[c] - acc_k[c]);
+        out[c] = a.scale * (acc_q[c] + qk * vn[c]);
       }
       if (part == 0) store_e16<E, CW>(o + (tok * a.HV + hv) * (long)V + col, out);
 #pragma unroll
       for (int r = 0; r < RPL; r += 4) {
-        float kv[4];
-        row4(my_k + r, kv);
+        const float4 kk = *reinterpret_cast<const float4*>(my_k + r);
+        const float kv[4] = {kk.x, kk.y, kk.z, kk.w};
 #pragma unroll
         for (int e = 0; e < 4; ++e)
 #pragma unroll
@@ -728,9 +728,8 @@ struct Kernel {
         float v_in[CW];
         load_e16<E, CW>(reinterpret_cast<const E*>(buf + PL_V) + u * BV + (col - v_cta), v_in);
         const float4 sc = *reinterpret_cast<const float4*>(tb + TB_SCAL + 4 * u);  // rq, rk, q̂·k̂, beta
-        step(bos + t, reinterpret_cast<const E*>(buf) + u * K + part * RPL,
-             reinterpret_cast<const E*>(buf + PL_K) + u * K + part * RPL, tb + u * TROW + part * STAGE_ROW, v_in,
-             sc.w, sc.z, sc.x, sc.y);
+        const float* row = tb + u * 3 * TROW + part * STAGE_ROW;
+        step(bos + t, row, row + TROW, row + 2 * TROW, v_in, sc.w, sc.z);
       }
     } else {
       float (&stage)[WARPS][3][KSPLIT * STAGE_ROW] = stage_smem();  // q*rq, k*rk, decay of the token
@@ -780,7 +779,7 @@ struct Kernel {
         }
         __syncwarp();
         step(tok, &stage[warp][0][part * STAGE_ROW], &stage[warp][1][part * STAGE_ROW], &stage[warp][2][part * STAGE_ROW],
-             v_in, bsig ? bmul * sigmoid(b_in) : b_in, sqk * rq * rk, 1.f, 1.f);
+             v_in, bsig ? bmul * sigmoid(b_in) : b_in, sqk * rq * rk);
       }
     }
     if (a.ht == nullptr) return;

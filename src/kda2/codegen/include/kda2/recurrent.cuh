@@ -668,7 +668,7 @@ struct Kernel {
     // One token on the state: decay, k^T S and q^T S over this lane's rows (q̂, k̂ and the decay as rows of RPL
     // floats, one address per lane group: a broadcast), the shares of K combined, then v', o and the update.
     const auto step = [&](long tok, const float* my_q, const float* my_k, const float* my_d, const float (&v_in)[CW],
-                          float beta, float qk) {
+                          float b_in, bool activate, float qk) {
       float acc_k[CW], acc_q[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) acc_k[c] = acc_q[c] = 0.f;
@@ -694,6 +694,7 @@ struct Kernel {
           acc_k[c] += __shfl_xor_sync(0xffffffffu, acc_k[c], off);
           acc_q[c] += __shfl_xor_sync(0xffffffffu, acc_q[c], off);
         }
+      const float beta = activate ? ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f) * sigmoid(b_in) : b_in;
       float vn[CW], out[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) {
@@ -729,16 +730,29 @@ struct Kernel {
         load_e16<E, CW>(reinterpret_cast<const E*>(buf + PL_V) + u * BV + (col - v_cta), v_in);
         const float4 sc = *reinterpret_cast<const float4*>(tb + TB_SCAL + 4 * u);  // rq, rk, q̂·k̂, beta
         const float* row = tb + u * 3 * TROW + part * STAGE_ROW;
-        step(bos + t, row, row + TROW, row + 2 * TROW, v_in, sc.w, sc.z);
+        step(bos + t, row, row + TROW, row + 2 * TROW, v_in, sc.w, false, sc.z);
       }
     } else {
       float (&stage)[WARPS][3][KSPLIT * STAGE_ROW] = stage_smem();  // q*rq, k*rk, decay of the token
       const int mode = a.gate_mode;
-      const GateRows gr = gate_rows<P16>(a, hv, lane);
+      float gate_mul = 1.f, dtb[KPL];
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) dtb[i] = 0.f;
+      if (mode != KDA2_GATE_PRECOMPUTED) {
+        const float al = (a.flags & KDA2_HAS_A_LOG) ? load_param<P16>(a.A_log, hv, (a.flags & KDA2_A_LOG_BF16) != 0) : 0.f;
+        gate_mul = mode == KDA2_GATE_SOFTPLUS ? -__expf(al) : __expf(al);
+        if (a.flags & KDA2_HAS_DT_BIAS) {
+          const bool dt_bf16 = (a.flags & KDA2_DT_BIAS_BF16) != 0;
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) dtb[i] = load_param<P16>(a.dt_bias, (long)hv * K + lane + 32 * i, dt_bf16);
+        }
+      }
       const bool l2 = HAS_L2NORM && (a.flags & KDA2_QK_L2NORM);
       const bool bsig = HAS_BETA_SIGMOID && (a.flags & KDA2_BETA_SIGMOID);
-      const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
       const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0, b_bf16 = (a.flags & KDA2_BETA_BF16) != 0;
+      const float* my_q = &stage[warp][0][part * STAGE_ROW];
+      const float* my_k = &stage[warp][1][part * STAGE_ROW];
+      const float* my_d = &stage[warp][2][part * STAGE_ROW];
       for (long t = 0; t < len; ++t) {
         const long tok = bos + t;
         float q[KPL], k[KPL], g[KPL];  // rows lane + 32 i: coalesced loads, stored to the stage below
@@ -766,20 +780,20 @@ struct Kernel {
         }
         const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
         const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+        const float qk = sqk * rq * rk;
         __syncwarp();  // the previous token's readers are done with this warp's stage
 #pragma unroll
         for (int i = 0; i < KPL; ++i) {
           float gi = g[i];
-          if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gr.mul * softplus(gi + gr.dtb[i]);
-          else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gr.mul * (gi + gr.dtb[i]));
+          if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gate_mul * softplus(gi + dtb[i]);
+          else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gate_mul * (gi + dtb[i]));
           const int at = row_at(lane + 32 * i);
           stage[warp][0][at] = q[i] * rq;
           stage[warp][1][at] = k[i] * rk;
           stage[warp][2][at] = __expf(gi);  // gi <= 0 on every gate path
         }
         __syncwarp();
-        step(tok, &stage[warp][0][part * STAGE_ROW], &stage[warp][1][part * STAGE_ROW], &stage[warp][2][part * STAGE_ROW],
-             v_in, bsig ? bmul * sigmoid(b_in) : b_in, sqk * rq * rk);
+        step(tok, my_q, my_k, my_d, v_in, b_in, bsig, qk);
       }
     }
     if (a.ht == nullptr) return;

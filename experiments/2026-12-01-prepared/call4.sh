@@ -13,7 +13,6 @@ KDA2_LIBRARY=$NEW timeout 150 python3 -m pytest -m gpu tests/gpu/test_recurrent_
   -q --require-gpu --fla-recurrent=none -k "not compute_sanitizer" -rs -p no:cacheprovider > $O/gpu_recurrent.log 2>&1
 echo "tests rc $?"; tail -1 $O/gpu_recurrent.log; grep -E "^FAILED|^ERROR" $O/gpu_recurrent.log | head -10
 el tune; TUN=$O/tuning; cp -r tuning $TUN
-git show 0d49b3a:tuning/failures/kimi_linear_recurrent.h200.jsonl > $TUN/failures/kimi_linear_recurrent.h200.jsonl 2>/dev/null || true
 timeout 240 python3 -m kda2.tools.cli tune $NEW --tuning $TUN --margin 0.2 --time-limit 220 > $O/tune.log 2>&1
 echo "tune rc $?"; grep -E "^  [kv]_first:[18] |wrote|candidates, |rror" $O/tune.log | head -40
 summ() { python3 - "$@" <<'PY'

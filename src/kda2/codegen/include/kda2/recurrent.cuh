@@ -499,6 +499,37 @@ struct Kernel {
     return gr;
   }
 
+  // A token's l2-norm reciprocals 1/|q|, 1/|k| (1 without l2) and q·k, from a warp's rows lane + 32 i, summed over
+  // the warp (every lane ends with them).
+  static __device__ __forceinline__ void qk_norms(const float (&q)[KPL], const float (&k)[KPL], bool l2, float& rq,
+                                                  float& rk, float& sqk) {
+    float sq = 0.f, sk = 0.f;
+    sqk = 0.f;
+#pragma unroll
+    for (int i = 0; i < KPL; ++i) {
+      sq = fmaf(q[i], q[i], sq);
+      sk = fmaf(k[i], k[i], sk);
+      sqk = fmaf(q[i], k[i], sqk);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      if (l2) {
+        sq += __shfl_xor_sync(0xffffffffu, sq, off);
+        sk += __shfl_xor_sync(0xffffffffu, sk, off);
+      }
+      sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
+    }
+    rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
+    rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+  }
+  // The gate activation of one key channel (log space, ≤ 0); precomputed gates pass through. mul: −exp(A_log)
+  // (softplus) or exp(A_log) (lower bound), dtb: the channel's dt_bias.
+  static __device__ __forceinline__ float gate_log(const KDA2RecurrentArgs& a, int mode, float g, float mul, float dtb) {
+    if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) return mul * softplus(g + dtb);
+    if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) return a.lower_bound * sigmoid(mul * (g + dtb));
+    return g;
+  }
+
   // Slots 0 .. nt - 1 of the landed buffer into the table; the caller's barrier publishes it.
   static __device__ __forceinline__ void prepare_tokens(const KDA2RecurrentArgs& a, const GateRows& gr, int nt) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -517,28 +548,12 @@ struct Kernel {
         g[i] = g_bf16 ? X::to_f(reinterpret_cast<const E*>(s + PL_G)[u * K + lane + 32 * i])
                       : reinterpret_cast<const float*>(s + PL_G)[u * K + lane + 32 * i];
       }
-      float sq = 0.f, sk = 0.f, sqk = 0.f;
-#pragma unroll
-      for (int i = 0; i < KPL; ++i) {
-        sq = fmaf(q[i], q[i], sq);
-        sk = fmaf(k[i], k[i], sk);
-        sqk = fmaf(q[i], k[i], sqk);
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        if (l2) {
-          sq += __shfl_xor_sync(0xffffffffu, sq, off);
-          sk += __shfl_xor_sync(0xffffffffu, sk, off);
-        }
-        sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
-      }
-      const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
-      const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+      float rq, rk, sqk;
+      qk_norms(q, k, l2, rq, rk, sqk);
 #pragma unroll
       for (int i = 0; i < KPL; ++i) {
         float gi = g[i];
-        if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gr.mul * softplus(gi + gr.dtb[i]);
-        else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gr.mul * (gi + gr.dtb[i]));
+        gi = gate_log(a, mode, gi, gr.mul, gr.dtb[i]);
         float* row = tb + u * TROWS * TROW + row_at(lane + 32 * i);
         row[(TROWS - 1) * TROW] = __expf(gi);  // gi <= 0 on every gate path
         if constexpr (ALL_K) {
@@ -763,30 +778,14 @@ struct Kernel {
         load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
         const long bi = tok * a.HV + hv;
         const float b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi]) : reinterpret_cast<const float*>(a.beta)[bi];
-        float sq = 0.f, sk = 0.f, sqk = 0.f;
-#pragma unroll
-        for (int i = 0; i < KPL; ++i) {
-          sq = fmaf(q[i], q[i], sq);
-          sk = fmaf(k[i], k[i], sk);
-          sqk = fmaf(q[i], k[i], sqk);
-        }
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-          if (l2) {
-            sq += __shfl_xor_sync(0xffffffffu, sq, off);
-            sk += __shfl_xor_sync(0xffffffffu, sk, off);
-          }
-          sqk += __shfl_xor_sync(0xffffffffu, sqk, off);
-        }
-        const float rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
-        const float rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
+        float rq, rk, sqk;
+        qk_norms(q, k, l2, rq, rk, sqk);
         const float qk = sqk * rq * rk;
         __syncwarp();  // the previous token's readers are done with this warp's stage
 #pragma unroll
         for (int i = 0; i < KPL; ++i) {
           float gi = g[i];
-          if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) gi = gate_mul * softplus(gi + dtb[i]);
-          else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) gi = a.lower_bound * sigmoid(gate_mul * (gi + dtb[i]));
+          gi = gate_log(a, mode, gi, gate_mul, dtb[i]);
           const int at = row_at(lane + 32 * i);
           stage[warp][0][at] = q[i] * rq;
           stage[warp][1][at] = k[i] * rk;

@@ -159,6 +159,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.smem import SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS, combine_shape
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
+    from kda2.plan.hardware import PDL_ARCHS
     return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
+                       pdl=family == "recurrent" and arch in PDL_ARCHS,
                        dispatch=list(dispatch), library_json=library_json, combine=combine_shape(k),
                        split={"min_chunks": SPLIT_MIN_CHUNKS, "min_segments": SPLIT_MIN_SEGMENTS})

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
+#: Archs whose kernels take programmatic dependent launches (compute capability 9.0+: griddepcontrol, the
+#: launch attribute CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION); the recurrent libraries built for them
+#: launch that way (codegen/templates/library.cpp.j2 kPdl, include/kda2/recurrent.cuh Kernel::run).
+PDL_ARCHS = ("sm_90", "sm_90a")
+
 #: The upper bound of a spec's `budget.max_smem_bytes` (the largest per-block opt-in of any arch above,
 #: Hopper's 227 KB): a sanity bound on the input only; the planner's limit is the target profile's.
 MAX_SMEM_PER_BLOCK = 232448

@@ -847,7 +847,16 @@ struct Kernel {
   }
 
   // The entry: one uniform branch picks the body compiled for the call's gate-parameter dtypes (load_param).
+  // sm_90+: the library launches these kernels as programmatic dependents of the stream's previous kernel
+  // (library.cpp.j2 launch_recurrent): griddepcontrol.wait before any global access (the previous kernel's
+  // writes — this step's inputs, the state pool — are then visible; without a PDL launch it returns at once), and
+  // launch_dependents right away: a dependent grid starts only once every CTA of this one is resident and has
+  // signalled, and waits for this grid's completion before it reads, so it takes no slot a CTA of ours needs.
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     if (a.flags & (KDA2_A_LOG_BF16 | KDA2_DT_BIAS_BF16)) tiles<true>(a); else tiles<false>(a);
   }
 

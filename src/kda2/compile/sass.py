@@ -21,8 +21,9 @@ EXPECTED_SASS = {
     "chunk": ("HMMA.16816.F32.BF16", "HMMA.1688.F32.TF32", "LDSM", "LDGSTS"),
 }
 #: Added per (family, arch prefix): on sm_90 the chunk state pass takes its tiles by bulk copy (UBLKCP)
-#: completing on an mbarrier (SYNCS).
-EXPECTED_SASS_ARCH = {("chunk", "sm_9"): ("UBLKCP", "SYNCS")}
+#: completing on an mbarrier (SYNCS); the recurrent kernels wait for and signal programmatic dependent launches
+#: (griddepcontrol.wait / .launch_dependents: ACQBULK, PREEXIT; recurrent.cuh Kernel::run).
+EXPECTED_SASS_ARCH = {("chunk", "sm_9"): ("UBLKCP", "SYNCS"), ("recurrent", "sm_9"): ("ACQBULK", "PREEXIT")}
 FORBIDDEN_SASS = ("LDL", "STL")  # local memory = spills or dynamically indexed register arrays
 
 

@@ -514,8 +514,13 @@ def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_p
     launch = text[text.index('extern "C" int kda2_launch('):]
     assert "if (v.persistent)" in launch and "slots[e] > 0 && slots[e] < tiles ? slots[e] : tiles" in launch
     assert "static_cast<int64_t>(kValueDim / v.block_v) * a.HV * a.N" in launch
-    assert "d.launch_kernel(fn[e], static_cast<unsigned>(grid), 1, 1," in launch
-    assert "d.launch_kernel(fn[e], kValueDim / v.block_v, a.HV, a.N," in launch
+    assert "launch_recurrent(d, fn[e], static_cast<unsigned>(grid), 1, 1," in launch
+    assert "launch_recurrent(d, fn[e], kValueDim / v.block_v, a.HV, a.N," in launch
+    # sm_90+: programmatic dependent launches (the kernels' griddepcontrol is checked in their SASS); sm_80: plain
+    assert "constexpr bool kPdl = true;" in text and "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION" in text
+    text80 = render_library("t", "sm_80", variants, dispatch, json.dumps(canonical_json({**lib_json, "arch": "sm_80"})),
+                            ALL_FEATURES)
+    assert "constexpr bool kPdl = false;" in text80
     load = text[text.index("int get_functions("):text.index("// Slot of a call")]
     assert "if (v.persistent)" in load and "d.occupancy(&per_sm, loaded.fn[k], v.threads[k], v.smem[k])" in load
     tc = find_toolchain()

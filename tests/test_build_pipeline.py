@@ -577,6 +577,26 @@ def test_corrupt_cache_entry_is_detected_and_rebuilt(reference: Reference, tmp_p
     assert co.outputs() == reference.outputs
 
 
+def test_dry_run_and_question_leave_the_cache_alone(reference: Reference, tmp_path: Path):
+    """`scons -n` and `scons -q` over a build directory that does not match the cache (here: none at all) retrieve
+    nothing, so there is nothing to verify: no "corrupt" report, every entry and sidecar kept (a dry run once hashed
+    the stale local file and deleted the healthy entry); a real build afterwards comes entirely from the cache."""
+    co = warm_checkout(reference, tmp_path)
+    assert co.scons().rc == 0
+    before = sorted((p.relative_to(co.cache), p.read_bytes()) for p in co.cache.rglob("*") if p.is_file())
+    shutil.rmtree(co.build)
+    dry = co.scons("-n")
+    assert dry.rc == 0 and "corrupt" not in dry.stderr, dry.tail()
+    question = co.scons("-q")
+    assert question.rc != 0 and "corrupt" not in question.stderr, question.tail()  # not up to date: no build dir
+    after = sorted((p.relative_to(co.cache), p.read_bytes()) for p in co.cache.rglob("*") if p.is_file())
+    assert after == before
+    assert not co.build.exists() or not any(co.build.rglob("*.cubin"))
+    run = co.scons()
+    assert run.rc == 0 and "corrupt" not in run.stderr and run.tools_run() == [], run.tail()
+    assert co.outputs() == reference.outputs
+
+
 # ---- 6. two checkouts, one cache, at the same time ------------------------------------------------
 
 def cache_problems(cache: Path) -> list[str]:

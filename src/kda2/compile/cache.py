@@ -56,6 +56,10 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
             return False  # not yet verifiable: treat as a miss and build
         if not super().retrieve(node):
             return False
+        if not SCons.Action.execute_actions:
+            # scons -n / -q: SCons reports the retrieval and copies nothing, so the local file is whatever was
+            # there (another checkout's output, or none): nothing to verify, and the entry must not be touched
+            return True
         local = node.get_internal_path()
         actual = sha256_file(local)
         if actual == expected:

@@ -123,7 +123,7 @@ def test_decode_calls_record_sensible_latencies(lib, torch_cuda, seed, tmp_path)
     out = torch.empty_like(x["v"])
     step = prepare_pool(small["q"], small["k"], small["v"], small["g"], small["beta"], small["pool"], small["idx"],
                         library=lib, **kw_small)
-    assert lib.select(v_first, T) == row["index"]
+    assert lib.select(v_first, T, N * H) == row["index"]  # the row's own batch class: N·HV chains
 
     def pool_call():
         fused_recurrent_kda_pool(x["q"], x["k"], x["v"], x["g"], x["beta"], x["pool"], x["idx"], library=lib,
@@ -248,7 +248,7 @@ def test_chunk_calls_are_recorded_without_baseline(chunk_lib, torch_cuda, seed):
         chunk_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["pool"], output_final_state=True,
                   library=lib, **kw)
     recs = _samples(monitor.flush(wait=True))
-    idx = lib.select(v_first, 200)
+    idx = lib.select(v_first, 200, 2 * 2)  # N·HV chains
     assert len(recs) == 3 and m.errors == 0
     for r in recs:
         assert r["family"] == "chunk" and r["entry"] == "chunk_kda" and r["variant_index"] == idx

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Device call 11 (H200; run three times: the first found test_monitor_gpu calling Library.select without its chains
+# Device call 11 (H200; run four times: the first found test_monitor_gpu calling Library.select without its chains
 # argument, the second that the test expected every call on the tuned row although N = 8 calls route to their own
-# batch class, and the chunk rows' reason from before they were tuned; fixed in the test before the third): the
+# batch class, and the chunk rows' reason from before they were tuned, the third the Prometheus labels without `class`; fixed in
+# the test before the fourth): the
 # other GPU tests that drive the recurrent library, on the PDL + prepared build: the
 # latency monitor (decode calls, graph capture pausing sampling, overhead) and the runtime without the build stack.
 set -u -o pipefail

@@ -183,7 +183,7 @@ def test_decode_calls_record_sensible_latencies(lib, torch_cuda, seed, tmp_path)
     rows = _parse_prometheus(prom.read_text())
     lat = [r for r in rows if r[0] == "kda2_call_latency_us" and r[1].get("kernel") == row["variant"]]
     assert {r[1]["quantile"] for r in lat} == {"0.5", "0.9"}
-    assert all(set(r[1]) == {"spec", "arch", "kernel", "bucket", "quantile"} and r[2] > 0 for r in lat)
+    assert all(set(r[1]) == {"spec", "arch", "kernel", "bucket", "class", "quantile"} and r[2] > 0 for r in lat), lat
     sampled = [r for r in rows if r[0] == "kda2_calls_sampled_total" and r[1].get("kernel") == row["variant"]]
     assert sampled and sampled[0][2] == n_pool + (2 * n_small if same else 0)
 

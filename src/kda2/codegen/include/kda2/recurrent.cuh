@@ -428,7 +428,7 @@ struct Kernel {
 
   // Issues the copies of tokens tok .. tok + nt - 1 (nt <= PRELOAD) of this CTA's (sequence, head h / hv, value
   // columns v_cta ..): nothing waits here. beta (16-bit is below cp.async's 4-byte granule) is loaded into a
-  // register of thread t for token t and stored by preload_land, after the caller has issued its state loads.
+  // register of thread t for token t and stored by land_block, after the caller has issued its state loads.
   // (H, HV: a.H and a.HV, passed so that a refill can hand over copies the compiler cannot hoist: see land_block)
   static __device__ __forceinline__ float preload_issue(const KDA2RecurrentArgs& a, long tok, int nt, int h, int hv,
                                                         int v_cta, int H, int HV) {
@@ -552,8 +552,7 @@ struct Kernel {
       qk_norms(q, k, l2, rq, rk, sqk);
 #pragma unroll
       for (int i = 0; i < KPL; ++i) {
-        float gi = g[i];
-        gi = gate_log(a, mode, gi, gr.mul, gr.dtb[i]);
+        const float gi = gate_log(a, mode, g[i], gr.mul, gr.dtb[i]);
         float* row = tb + u * TROWS * TROW + row_at(lane + 32 * i);
         row[(TROWS - 1) * TROW] = __expf(gi);  // gi <= 0 on every gate path
         if constexpr (ALL_K) {
@@ -602,7 +601,7 @@ struct Kernel {
   // columns and the token's scalars (rq, rk, q̂·k̂, beta).
   static __device__ __forceinline__ float4 load_prepared(int u, int lane, int warp, TokenIn& in, float (&decay)[KPL]) {
     const unsigned char* s = preload_smem();
-    const float* row = table_smem() + u * TROW;
+    const float* row = table_smem() + u * TROWS * TROW;
     load_rows_e(reinterpret_cast<const E*>(s) + u * K, lane, in.q);
     load_rows_e(reinterpret_cast<const E*>(s + PL_K) + u * K, lane, in.k);
     if constexpr (STRIDED) {
@@ -784,8 +783,7 @@ struct Kernel {
         __syncwarp();  // the previous token's readers are done with this warp's stage
 #pragma unroll
         for (int i = 0; i < KPL; ++i) {
-          float gi = g[i];
-          gi = gate_log(a, mode, gi, gate_mul, dtb[i]);
+          const float gi = gate_log(a, mode, g[i], gate_mul, dtb[i]);
           const int at = row_at(lane + 32 * i);
           stage[warp][0][at] = q[i] * rq;
           stage[warp][1][at] = k[i] * rk;
@@ -931,7 +929,7 @@ struct Kernel {
     if constexpr (PERSISTENT) {
       if (at.srow >= 0 && a.h0 != nullptr)
         copy_pieces<0>(prefetch_smem() + threadIdx.x * PF_VEC, reinterpret_cast<const SE*>(a.h0) + run_base(a, at));
-      cp_async_commit();  // one group per tile, empty or not: the waits count groups (preload_land)
+      cp_async_commit();  // one group per tile, empty or not: the waits count groups (land_block)
     }
   }
   // Piece M (run M / PF_PIECES, piece M % PF_PIECES) and the ones after it; a recursion so each offset is a constant.
@@ -1114,10 +1112,7 @@ struct Kernel {
         if (PREFETCH && t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
 #pragma unroll
         for (int i = 0; i < KPL; ++i) {
-          float g = cur.g[i];
-          if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) g = gate_mul * softplus(g + dtb[i]);
-          else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) g = a.lower_bound * sigmoid(gate_mul * (g + dtb[i]));
-          decay[i] = __expf(g);  // g <= 0 on every gate path: the argument is never positive
+          decay[i] = __expf(gate_log(a, mode, cur.g[i], gate_mul, dtb[i]));  // g <= 0 on every gate path
         }
       }
 

@@ -3,7 +3,8 @@
 The phase of a SASS instruction comes from the line info of the same kernel rebuilt with -lineinfo
 (nvdisasm -gi: the innermost chunk.cuh line inside Kernels::prep, through inlined helpers); the csv's rows
 are matched to the disassembly by position (same compiler, same instruction count).
-usage: python sass_phases.py SASS_CSV NVDISASM_GI_TXT KERNEL_SYMBOL PHASES(start:name,...)
+usage: python sass_phases.py SASS_CSV NVDISASM_GI_TXT KERNEL_SYMBOL PHASES(start:name,...) [FIRST_LINE LAST_LINE]
+(FIRST_LINE, LAST_LINE: the prep body's chunk.cuh lines; default 190 628, the revision this was written for)
 """
 import collections
 import csv
@@ -11,7 +12,7 @@ import re
 import sys
 
 csv_path, dis_path, sym, phase_spec = sys.argv[1:5]
-PROLO, PREP_END = 190, 628
+PROLO, PREP_END = (int(sys.argv[5]), int(sys.argv[6])) if len(sys.argv) > 6 else (190, 628)
 phases = sorted((int(s.split(":")[0]), s.split(":", 1)[1]) for s in phase_spec.split(","))
 
 
@@ -27,7 +28,7 @@ def phase_of(line):
 lines, chain, inside = [], [], False
 for raw in open(dis_path):
     if raw.startswith("//----") :
-        inside = sym in raw
+        inside = (".text." + sym) in raw   # the code section, not .nv.info
         continue
     if not inside:
         continue
@@ -35,7 +36,7 @@ for raw in open(dis_path):
     if m:
         chain.append([int(x) for x in m])
         continue
-    if re.match(r"\s+/\*[0-9a-f]{4}\*/", raw):
+    if re.match(r"\s+/\*[0-9a-f]{4,5}\*/", raw):   # addresses past 0xffff
         cand = [x for c in chain for x in c if PROLO <= x <= PREP_END]
         lines.append((cand[0] if cand else None, raw.split("*/", 1)[1].strip().rstrip(" ;")))
         chain = []

@@ -13,8 +13,8 @@
 //       every segment's true start state; then EMIT runs each segment from it. Exact, data-independent.
 // Every exponent is ≤ 0, so the unbounded softplus gate is exact: off-diagonal 16×16 blocks of A use
 // the first row r of the later sub-chunk as anchor, 2^(Γi−Γr)·2^(Γr−Γj) with both factors ≤ 1, on
-// tensor cores (16-bit: E); the four diagonal blocks use the same anchor with the reciprocal 1 / 2^(Γj−Γr) on
-// tensor cores (tf32), except channels whose decay inside the block is too strong for it (CUDA cores, exact).
+// tensor cores (16-bit: E); the four diagonal blocks anchor at their middle row m, 2^(Γi−Γm)·(1 / 2^(Γj−Γm)), on
+// tensor cores (tf32), except channels whose decay in a half block is too strong for it (CUDA cores, exact).
 //
 // Input dtypes (docs/DESIGN.md §1, "fp16 inputs"): the prep and state kernels are templates on the q/k/v/o
 // element type E (bf16 or fp16, one entry each, the fold one too). E is also every 16-bit intermediate's type
@@ -307,7 +307,23 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   // ---- 1. one round trip to memory: q, k, v and the raw gate land in shared memory (cp.async), β in a
   //         register; rows past the sequence are zero-filled. Then l2norm (q, k rounded to the input dtype, like FLA).
   const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0;
-  float bi = 0.f;
+  // The per-token β and the per-channel gate parameters are plain global loads: issued here, before the tiles'
+  // cp.async, and read after the tiles land, so their latency hides behind the tiles' (measured on the H200, P3:
+  // used right after issue, they were 3–4 % of the prep's stall samples, long-scoreboard).
+  const int d_scan = tid & (K - 1);
+  // β as loaded (16-bit: the input dtype's bits, else fp32 bits): converted after the wait, not at the load
+  const bool beta16 = (a.flags & KDA2_BETA_BF16) != 0;
+  uint32_t beta_bits = 0u;
+  float a_log = 0.f, bias = 0.f;
+  if (tid < rows) {
+    const int64_t off = (t0 + tid) * HV + hv;
+    beta_bits = beta16 ? static_cast<uint32_t>(static_cast<const uint16_t*>(a.beta)[off])
+                       : static_cast<const uint32_t*>(a.beta)[off];
+  }
+  if (a.gate_mode != KDA2_GATE_PRECOMPUTED) {
+    if (a.flags & KDA2_HAS_A_LOG) a_log = a.A_log[hv];
+    if (a.flags & KDA2_HAS_DT_BIAS) bias = a.dt_bias[hv * K + d_scan];
+  }
   {
     const E* q = static_cast<const E*>(a.q);
     const E* k = static_cast<const E*>(a.k);
@@ -340,11 +356,6 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
     }
     cp_async_commit();
-    if (tid < rows) {
-      const int64_t off = (t0 + tid) * HV + hv;
-      bi = (a.flags & KDA2_BETA_BF16) ? X::to_f(static_cast<const E*>(a.beta)[off])
-                                      : static_cast<const float*>(a.beta)[off];
-    }
     cp_async_wait<0>();
     __syncthreads();
   }
@@ -352,7 +363,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   {
     if (a.flags & KDA2_QK_L2NORM) {
       const int seg = tid & (KP - 1);
-#pragma unroll 1
+      // two rows per pass: four independent shuffle trees in flight (one per pass left the shuffle latency
+      // exposed, 11 % of the prep's stall samples on P3)
+#pragma unroll 2
       for (int m = 0; m < BT / PREP_ROWS; ++m) {
         const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
 #pragma unroll
@@ -377,7 +390,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // free until step 3). Measured on the H200 (P1, ncu): per-element mode tests, the bf16/fp32 select and a
     // second read-modify-write pass over the upper half made this step 21 % of the prep kernel's stall
     // samples; without them the prep kernel is 5–8 % faster (P1, P3, P5).
-    const int d = tid & (K - 1), part = tid / K;
+    const int d = d_scan, part = tid / K;
     const int mode = a.gate_mode;
     float x[SCAN_ROWS];
     if (g_bf16) {
@@ -388,11 +401,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 #pragma unroll
       for (int e = 0; e < SCAN_ROWS; ++e) x[e] = sG[(SCAN_ROWS * part + e) * LDS_G + d];
     }
-    float a_scale = 1.f, bias = 0.f;
-    if (mode != KDA2_GATE_PRECOMPUTED) {
-      if (a.flags & KDA2_HAS_A_LOG) a_scale = __expf(a.A_log[hv]);
-      if (a.flags & KDA2_HAS_DT_BIAS) bias = a.dt_bias[hv * K + d];
-    }
+    const float a_scale = (mode != KDA2_GATE_PRECOMPUTED && (a.flags & KDA2_HAS_A_LOG)) ? __expf(a_log) : 1.f;
     // the gate in log2 units
     if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) {
 #pragma unroll
@@ -415,6 +424,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     static_assert((SCAN_PARTS - 1) * K <= BT * LDS_T, "the parts' totals fit in the T tile");
     if (part < SCAN_PARTS - 1) sTot[part * K + d] = acc;
     if (tid < BT) {
+      float bi = beta16 ? X::lo(beta_bits) : __uint_as_float(beta_bits);
       if (tid < rows && (a.flags & KDA2_BETA_SIGMOID)) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
       sB[tid] = bi;
     }
@@ -434,18 +444,20 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   // and split K: warp (I, part) sums key channels K/2·part .. K/2·part + K/2 − 1 of every tile of those rows (the
   // left factors are the costly part, and both warps needed all of them when they split the columns).
   // Left factors x_i ⊙ 2^(Γi−Γr), anchor r = 16I (i ≥ r: ≤ 1). Off-diagonal columns j < r: right factors
-  // k_j ⊙ 2^(Γr−Γj) (≤ 1), the 2I column tiles left of the diagonal. Diagonal block: column tiles c = 0, 1
-  // (j = r + 8c + g8, one of the warp's own rows): right factor k_j / 2^(Γj−Γr),
-  // a reciprocal of an exponential of a non-positive argument, finite while the block's decay in that
-  // channel, Γr − Γr+15, is ≤ DIAG_RANGE; channels beyond that are left out of the mma and added exactly on
-  // CUDA cores. Measured on the H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
+  // k_j ⊙ 2^(Γr−Γj) (≤ 1), the 2I column tiles left of the diagonal. Diagonal block: its middle row m = r + 8
+  // is the anchor, left factors x_i ⊙ 2^(Γi−Γm), right factors k_j / 2^(Γj−Γm) on column tiles c = 0, 1
+  // (j = r + 8c + g8, one of the warp's own rows): each factor lies within 2^±(decay of half the block), finite
+  // while both halves' decay in that channel, Γr − Γm and Γm − Γr+15, are ≤ DIAG_RANGE; channels beyond that
+  // are left out of the mma and added exactly on CUDA cores. (Anchored at r, the bound was the whole block's
+  // decay: with the lower-bound gate, ≤ 7.2 per token in log2, many channels of every block took the exact
+  // path, and its warps held the others at the step's barrier; half a block stays below 58.) Measured on the H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
   // instructions and most of its shared-memory bank conflicts; prep 0.98 → 0.80 ms on tensor cores. The
   // diagonal runs in tf32, not bf16: in bf16 the output error grew 7–13 % on eight fp64-checked cases
   // (4.71e-3 → 5.02e-3 on a strong-decay one, over the 5e-3 bar); in tf32 it is within 2 % of the
   // CUDA-core figure.
   {
-    // log2 units. At 2^96, k_j / 2^(Γj−Γr) stays finite for |k_j| < 2^31, and x_i 2^(Γi−Γr) stays normal for
-    // |x_i| > 2^-30 (a smaller element adds < 2^-30 |k_j| and is flushed). Measured on the H200 with the
+    // log2 units. At 2^±96, a factor times a 16-bit input stays finite below 2^31 and normal above 2^-30 (a
+    // smaller element adds < 2^-30 of its partner and is flushed). Measured on the H200 with the
     // lower-bound gate (up to 7.2 per token in log2, ≈ 54 per block on average): at 2^64 so many channels
     // took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
     constexpr float DIAG_RANGE = 96.f;
@@ -463,13 +475,18 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       const int d0 = 16 * ks + 2 * t4;
       const float2 gr0 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0);
       const float2 gr1 = *reinterpret_cast<const float2*>(sG + r * LDS_G + d0 + 8);
+      const float2 gm0 = *reinterpret_cast<const float2*>(sG + (r + 8) * LDS_G + d0);
+      const float2 gm1 = *reinterpret_cast<const float2*>(sG + (r + 8) * LDS_G + d0 + 8);
       const float2 ge0 = *reinterpret_cast<const float2*>(sG + (r + 15) * LDS_G + d0);
       const float2 ge1 = *reinterpret_cast<const float2*>(sG + (r + 15) * LDS_G + d0 + 8);
       uint32_t aK[4], aQ[4];
 #pragma unroll
       for (int hc = 0; hc < 2; ++hc) {    // cols d0, d0+8
         const int d = d0 + 8 * hc;
-        const float2 gr = hc ? gr1 : gr0, ge = hc ? ge1 : ge0;
+        const float2 gr = hc ? gr1 : gr0, gm = hc ? gm1 : gm0, ge = hc ? ge1 : ge0;
+        // channels d, d + 1 on tensor cores: the half-block decays around the anchor within DIAG_RANGE
+        const bool ok0 = fmaxf(gr.x - gm.x, gm.x - ge.x) <= DIAG_RANGE;
+        const bool ok1 = fmaxf(gr.y - gm.y, gm.y - ge.y) <= DIAG_RANGE;
         float2 kx[2], qx[2], eD[2], kD[2];
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {      // rows g8, g8+8
@@ -478,29 +495,30 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
           const float e0 = ex2(gi.x - gr.x), e1 = ex2(gi.y - gr.y);
           const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i * LDS_KV + d));
           const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
-          kx[hr] = make_float2(kk.x * e0, kk.y * e1);
-          qx[hr] = make_float2(qq.x * e0, qq.y * e1);
-          aK[hr + 2 * hc] = TC::pack(kx[hr].x, kx[hr].y);
-          aQ[hr + 2 * hc] = TC::pack(qx[hr].x, qx[hr].y);
-          eD[hr] = make_float2(e0, e1);
+          aK[hr + 2 * hc] = TC::pack(kk.x * e0, kk.y * e1);
+          aQ[hr + 2 * hc] = TC::pack(qq.x * e0, qq.y * e1);
+          const float m0 = ex2(gi.x - gm.x), m1 = ex2(gi.y - gm.y);   // diagonal anchor r + 8
+          kx[hr] = make_float2(kk.x * m0, kk.y * m1);
+          qx[hr] = make_float2(qq.x * m0, qq.y * m1);
+          eD[hr] = make_float2(m0, m1);
           kD[hr] = kk;
         }
         // diagonal tiles in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1; column tile c's
-        // right factor comes from row r + 8c + g8, the warp's row hr = c. Every operand
-        // is finite (16-bit inputs times factors in [2^-DIAG_RANGE, 1]; a quotient by one may overflow to
-        // ±inf, which to_tf32_finite keeps, as the cvt does) and every kept
-        // divisor eD = 2^(Γi−Γr) ≥ 2^-DIAG_RANGE is normal (Γ does not increase), so the conversions and
-        // the reciprocal skip the checks for inf and denormals: results bit for bit those of cvt.rna and
-        // __fdividef. Measured on the H200 (P1, ncu): these lines executed 9.6 % of the prep's
-        // instructions, most of them those checks.
-        const uint32_t tK[4] = {to_tf32_finite(kx[0].x), to_tf32_finite(kx[1].x), to_tf32_finite(kx[0].y),
-                                to_tf32_finite(kx[1].y)};
-        const uint32_t tQ[4] = {to_tf32_finite(qx[0].x), to_tf32_finite(qx[1].x), to_tf32_finite(qx[0].y),
-                                to_tf32_finite(qx[1].y)};
+        // right factor comes from row r + 8c + g8, the warp's row hr = c. For a kept channel every factor
+        // 2^(Γi−Γr+8) lies in [2^-DIAG_RANGE, 2^DIAG_RANGE] (normal), so every operand is finite (16-bit inputs
+        // times those; a discarded j > i product may overflow to ±inf, which to_tf32_finite keeps, as the cvt
+        // does) and every divisor normal: the conversions and the reciprocal skip the checks for inf and
+        // denormals, bit for bit cvt.rna and __fdividef. Measured on the H200 (P1, ncu): these lines executed
+        // 9.6 % of the prep's instructions, most of them those checks. A channel left out contributes zeros
+        // on both sides (its left factors may be infinite).
+        const uint32_t tK[4] = {ok0 ? to_tf32_finite(kx[0].x) : 0u, ok0 ? to_tf32_finite(kx[1].x) : 0u,
+                                ok1 ? to_tf32_finite(kx[0].y) : 0u, ok1 ? to_tf32_finite(kx[1].y) : 0u};
+        const uint32_t tQ[4] = {ok0 ? to_tf32_finite(qx[0].x) : 0u, ok0 ? to_tf32_finite(qx[1].x) : 0u,
+                                ok1 ? to_tf32_finite(qx[0].y) : 0u, ok1 ? to_tf32_finite(qx[1].y) : 0u};
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          const uint32_t bD0 = to_tf32_finite(gr.x - ge.x <= DIAG_RANGE ? kD[c].x * rcp_normal(eD[c].x) : 0.f);
-          const uint32_t bD1 = to_tf32_finite(gr.y - ge.y <= DIAG_RANGE ? kD[c].y * rcp_normal(eD[c].y) : 0.f);
+          const uint32_t bD0 = ok0 ? to_tf32_finite(kD[c].x * rcp_normal(eD[c].x)) : 0u;
+          const uint32_t bD1 = ok1 ? to_tf32_finite(kD[c].y * rcp_normal(eD[c].y)) : 0u;
           mma_tf32(dK[c], tK, bD0, bD1);
           mma_tf32(dQ[c], tQ, bD0, bD1);
         }
@@ -536,13 +554,15 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       const float2 hi = *reinterpret_cast<const float2*>(sT + i1 * LDS_T + j);
       v[0] += lo.x; v[1] += lo.y; v[2] += hi.x; v[3] += hi.y;
     };
-    // channels with more than DIAG_RANGE of decay inside the block: exact pairwise sums (2^(Γi−Γj), j ≤ i)
-    // added to the diagonal tiles' full sums, left factor x = k (A) or q (Aqk)
+    // channels with more than DIAG_RANGE of decay in either half of the block (before or after its anchor row
+    // r + 8): exact pairwise sums (2^(Γi−Γj), j ≤ i) added to the diagonal tiles' full sums, left factor x = k
+    // (A) or q (Aqk)
     auto exact = [&](float (&acc)[2][4], const E* x) {
 #pragma unroll 1
       for (int e = 0; e < K / 32; ++e) {
         const int dl = 32 * e + lane;
-        uint32_t bad = __ballot_sync(0xffffffffu, sG[r * LDS_G + dl] - sG[(r + 15) * LDS_G + dl] > DIAG_RANGE);
+        const float gmid = sG[(r + 8) * LDS_G + dl];
+        uint32_t bad = __ballot_sync(0xffffffffu, !(fmaxf(sG[r * LDS_G + dl] - gmid, gmid - sG[(r + 15) * LDS_G + dl]) <= DIAG_RANGE));
         while (bad) {
           const int d = 32 * e + __ffs(bad) - 1;
           bad &= bad - 1;

@@ -462,7 +462,13 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
     constexpr float DIAG_RANGE = 96.f;
     const int I = warp & 3, part = warp >> 2, r = 16 * I;
-    float accK[6][4], accQ[6][4], dK[2][4], dQ[2][4];   // off-diagonal tiles nt < 2I; diagonal tiles c
+    // Balance: pair I has 2I off-diagonal column tiles, so pair 3 set the step's length (its barrier held the
+    // other pairs' warps: 7–10 % of the prep's stall samples on P3). Pair 0 takes pair 3's first two, computing
+    // the left factors of rows 48..63 for them; a pair's off-diagonal tiles are then nt_lo ≤ nt < nt_hi of rows
+    // ro..ro + 15.
+    constexpr int BORROW_ROW = 48;
+    const int nt_lo = I == 3 ? 2 : 0, nt_hi = I == 0 ? 2 : 2 * I, ro = I == 0 ? BORROW_ROW : r;
+    float accK[6][4], accQ[6][4], dK[2][4], dQ[2][4];   // off-diagonal tiles nt_lo ≤ nt < nt_hi; diagonal tiles c
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
 #pragma unroll
@@ -525,7 +531,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       }
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt) {
-        if (nt < 2 * I) {
+        if (nt >= nt_lo && nt < 2 * I) {
           const int j = 8 * nt + g8;
           uint32_t b[2];
 #pragma unroll
@@ -541,17 +547,56 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         }
       }
     }
+    if (I == 0) {   // pair 0: column tiles 0, 1 of rows 48..63 (anchor 48), into its unused accK / accQ [0..1]
+#pragma unroll 1
+      for (int ks = K / 32 * part; ks < K / 32 * (part + 1); ++ks) {
+        const int d0 = 16 * ks + 2 * t4;
+        uint32_t aK[4], aQ[4];
+#pragma unroll
+        for (int hc = 0; hc < 2; ++hc) {
+          const int d = d0 + 8 * hc;
+          const float2 ga = *reinterpret_cast<const float2*>(sG + BORROW_ROW * LDS_G + d);
+#pragma unroll
+          for (int hr = 0; hr < 2; ++hr) {
+            const int i = BORROW_ROW + g8 + 8 * hr;
+            const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d);
+            const float e0 = ex2(gi.x - ga.x), e1 = ex2(gi.y - ga.y);
+            const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i * LDS_KV + d));
+            const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
+            aK[hr + 2 * hc] = TC::pack(kk.x * e0, kk.y * e1);
+            aQ[hr + 2 * hc] = TC::pack(qq.x * e0, qq.y * e1);
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const int j = 8 * nt + g8;
+          uint32_t b[2];
+#pragma unroll
+          for (int hc = 0; hc < 2; ++hc) {
+            const int d = d0 + 8 * hc;
+            const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
+            const float2 ga = *reinterpret_cast<const float2*>(sG + BORROW_ROW * LDS_G + d);
+            const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
+            b[hc] = TC::pack(kk.x * ex2(ga.x - gj.x), kk.y * ex2(ga.y - gj.y));
+          }
+          TC::mma(accK[nt], aK, b[0], b[1]);
+          TC::mma(accQ[nt], aQ, b[0], b[1]);
+        }
+      }
+    }
     // The two halves of K meet in the A tile, at A's own positions (each lane reads what the same lane of the
     // partner wrote): warp (I, 0) hands over its Aqk partials and finishes A, warp (I, 1) finishes Aqk and
-    // hands over its A partials. No other warp touches rows 16I..16I+15 of the tile in step 3.
-    const int i0 = r + g8, i1 = r + g8 + 8;
-    auto put = [&](int j, const float (&v)[4]) {
-      *reinterpret_cast<float2*>(sT + i0 * LDS_T + j) = make_float2(v[0], v[1]);
-      *reinterpret_cast<float2*>(sT + i1 * LDS_T + j) = make_float2(v[2], v[3]);
+    // hands over its A partials. No other pair touches a pair's tiles (pair 0's borrowed tiles, rows 48..63
+    // columns 0..15, are not pair 3's).
+    // Rows i0, i1 of the diagonal tiles, o0, o1 of the off-diagonal ones (pair 0: the borrowed rows).
+    const int i0 = r + g8, i1 = r + g8 + 8, o0 = ro + g8, o1 = ro + g8 + 8;
+    auto put = [&](int a0, int a1, int j, const float (&v)[4]) {
+      *reinterpret_cast<float2*>(sT + a0 * LDS_T + j) = make_float2(v[0], v[1]);
+      *reinterpret_cast<float2*>(sT + a1 * LDS_T + j) = make_float2(v[2], v[3]);
     };
-    auto add = [&](int j, float (&v)[4]) {
-      const float2 lo = *reinterpret_cast<const float2*>(sT + i0 * LDS_T + j);
-      const float2 hi = *reinterpret_cast<const float2*>(sT + i1 * LDS_T + j);
+    auto add = [&](int a0, int a1, int j, float (&v)[4]) {
+      const float2 lo = *reinterpret_cast<const float2*>(sT + a0 * LDS_T + j);
+      const float2 hi = *reinterpret_cast<const float2*>(sT + a1 * LDS_T + j);
       v[0] += lo.x; v[1] += lo.y; v[2] += hi.x; v[3] += hi.y;
     };
     // channels with more than DIAG_RANGE of decay in either half of the block (before or after its anchor row
@@ -582,24 +627,24 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     if (part == 0) {
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt)
-        if (nt < 2 * I) put(8 * nt + 2 * t4, accQ[nt]);
+        if (nt >= nt_lo && nt < nt_hi) put(o0, o1, 8 * nt + 2 * t4, accQ[nt]);
 #pragma unroll
-      for (int c = 0; c < 2; ++c) put(r + 8 * c + 2 * t4, dQ[c]);
+      for (int c = 0; c < 2; ++c) put(i0, i1, r + 8 * c + 2 * t4, dQ[c]);
     }
     prep_pair_sync(I);
     if (part == 1) {
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt) {
-        if (nt < 2 * I) {
+        if (nt >= nt_lo && nt < nt_hi) {
           const int j = 8 * nt + 2 * t4;
-          add(j, accQ[nt]);
-          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, j, BT)) = TC::pack(scale * accQ[nt][0], scale * accQ[nt][1]);
-          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, j, BT)) = TC::pack(scale * accQ[nt][2], scale * accQ[nt][3]);
-          put(j, accK[nt]);
+          add(o0, o1, j, accQ[nt]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(o0, j, BT)) = TC::pack(scale * accQ[nt][0], scale * accQ[nt][1]);
+          *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(o1, j, BT)) = TC::pack(scale * accQ[nt][2], scale * accQ[nt][3]);
+          put(o0, o1, j, accK[nt]);
         }
       }
 #pragma unroll
-      for (int c = 0; c < 2; ++c) add(r + 8 * c + 2 * t4, dQ[c]);
+      for (int c = 0; c < 2; ++c) add(i0, i1, r + 8 * c + 2 * t4, dQ[c]);
       exact(dQ, sQ);
       // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
 #pragma unroll
@@ -609,27 +654,28 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
             TC::pack(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
         *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
             TC::pack(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
-        put(jd, dK[c]);
+        put(i0, i1, jd, dK[c]);
       }
     }
     prep_pair_sync(I);
     if (part == 0) {
-      const float b_lo = sB[i0], b_hi = sB[i1];
+      const float ob_lo = sB[o0], ob_hi = sB[o1];
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt) {
-        if (nt < 2 * I) {
+        if (nt >= nt_lo && nt < nt_hi) {
           const int j = 8 * nt + 2 * t4;
-          add(j, accK[nt]);
-          put(j, {b_lo * accK[nt][0], b_lo * accK[nt][1], b_hi * accK[nt][2], b_hi * accK[nt][3]});
+          add(o0, o1, j, accK[nt]);
+          put(o0, o1, j, {ob_lo * accK[nt][0], ob_lo * accK[nt][1], ob_hi * accK[nt][2], ob_hi * accK[nt][3]});
         }
       }
+      const float b_lo = sB[i0], b_hi = sB[i1];
 #pragma unroll
-      for (int c = 0; c < 2; ++c) add(r + 8 * c + 2 * t4, dK[c]);
+      for (int c = 0; c < 2; ++c) add(i0, i1, r + 8 * c + 2 * t4, dK[c]);
       exact(dK, sK);
       // diagonal tiles: A strictly below the diagonal is all the inverse reads
 #pragma unroll
       for (int c = 0; c < 2; ++c)
-        put(r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
+        put(i0, i1, r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
     }
   }
   // zeros right of the diagonal blocks of Aqk

@@ -13,7 +13,7 @@ OLD=build/_vend2/chunk/kimi_linear_chunk/sm_90a; P1=build/_vend3/chunk/kimi_line
 NEW=build/_vend4/kimi_linear_chunk/kimi_linear_chunk/sm_90a
 X=experiments/2026-12-01-prep2/same_bits.py
 el "same bits"
-python3 $X run $P1 $O/p1.pt && python3 $X run $NEW $O/new.pt
+python3 $X run $P1 $O/p1.pt && python3 $X run $NEW $O/new.pt   # (its .pt files made the tarball too big: call 5)
 python3 $X cmp $O/p1.pt $O/new.pt > $O/same_bits.log 2>&1; echo "same-bits rc $?"; cat $O/same_bits.log
 for s in kimi_linear_chunk small_head_chunk large_head_chunk; do
   el "GPU tests $s"

@@ -113,13 +113,17 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
             for ks in T.serial(KS):
                 for e in T.vectorized(8):
                     frag[e] = kv[mb * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, ks * 16 + tx % 32 // 16 * 8 + e]
-        # A / Aqk left factors: warp (I = pw % 4) reads rows 16I + lane/4 (+8), words 2*(lane%4) (+8)
+        # A / Aqk left factors: warp (I = pw % 4) reads rows 16I + lane/4 (+8), words 2*(lane%4) (+8); the warps
+        # of pair 0 read rows 48.. too, for the two column tiles they take from pair 3 (chunk.cuh step 3)
         for pw in T.serial(PW, annotations={"kda2.access": "kv_frag_rows"}):
             for ks in T.serial(KS):
                 for hr in T.serial(2):
                     for hc in T.serial(2):
                         for e in T.vectorized(2):
                             frag[e] = kv[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+                        if pw % 4 == 0:
+                            for e in T.vectorized(2):
+                                frag[e] = kv[48 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
         # right factors left of the diagonal: rows 8 * (part * I + nt) + lane/4, nt < I
         for pw in T.serial(PW, annotations={"kda2.access": "kv_frag_cols"}):
             for nt in T.serial(3):
@@ -180,6 +184,9 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                     for hc in T.serial(2):
                         for e in T.vectorized(2):
                             ffrag[e] = gamma[pw % 4 * 16 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+                        if pw % 4 == 0:
+                            for e in T.vectorized(2):
+                                ffrag[e] = gamma[48 + tx % 32 // 4 + hr * 8, ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
         for pw in T.serial(PW, annotations={"kda2.access": "g_frag_cols"}):
             for nt in T.serial(3):
                 for ks in T.serial(KS):

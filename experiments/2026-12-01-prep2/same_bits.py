@@ -11,11 +11,13 @@ import torch
 import kda2
 from kda2.runtime.chunk import chunk_kda
 
-CASES = [  # (B, T, H, cu_seqlens, gate, layout)
-    (2, 1000, 8, None, "softplus", "v_first"),
-    (1, 2048, 4, None, "lower_bound", "k_first"),
-    (1, 3063, 6, [0, 1300, 1847, 3063], "softplus", "k_first"),
-    (4, 257, 3, None, "lower_bound", "v_first"),
+CASES = [  # (B, T, H, cu_seqlens, gate, layout, split)
+    (2, 1000, 8, None, "softplus", "v_first", None),
+    (1, 2048, 4, None, "lower_bound", "k_first", None),
+    (1, 3063, 6, [0, 1300, 1847, 3063], "softplus", "k_first", None),
+    (4, 257, 3, None, "lower_bound", "v_first", None),
+    (1, 1024, 4, None, "lower_bound", "v_first", 4),     # K7's shape, split as the library routes it
+    (2, 3000, 2, None, "softplus", "k_first", 8),
 ]
 
 
@@ -23,7 +25,7 @@ def run(lib_path, out):
     lib = kda2.load(lib_path)
     K = lib.k
     res = {}
-    for ci, (B, T, H, cu, gate, layout) in enumerate(CASES):
+    for ci, (B, T, H, cu, gate, layout, split) in enumerate(CASES):
         g = torch.Generator(device="cuda").manual_seed(1000 + ci)
         rn = lambda *s: torch.randn(*s, generator=g, device="cuda")
         Bq = 1 if cu else B
@@ -37,6 +39,8 @@ def run(lib_path, out):
                   state_v_first=layout == "v_first", library=lib)
         if gate == "lower_bound":
             kw.update(safe_gate=True, lower_bound=-5.0)
+        if split:
+            kw["split"] = split
         if cu:
             kw["cu_seqlens"] = torch.tensor(cu, device="cuda", dtype=torch.int32)
         o, ht = chunk_kda(q, k, v, gg, beta, **kw)

@@ -458,7 +458,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   // while both halves' decay in that channel, Γr − Γm and Γm − Γr+15, are ≤ DIAG_RANGE; channels beyond that
   // are left out of the mma and added exactly on CUDA cores. (Anchored at r, the bound was the whole block's
   // decay: with the lower-bound gate, ≤ 7.2 per token in log2, many channels of every block took the exact
-  // path, and its warps held the others at the step's barrier; half a block stays below 58.) Measured on the H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
+  // path, and its warps held the others at the step's barrier; half a block stays below 58.) Measured on the
+  // H200 (P1): the all-pairs CUDA-core diagonal was ≈39 % of the prep kernel's
   // instructions and most of its shared-memory bank conflicts; prep 0.98 → 0.80 ms on tensor cores. The
   // diagonal runs in tf32, not bf16: in bf16 the output error grew 7–13 % on eight fp64-checked cases
   // (4.71e-3 → 5.02e-3 on a strong-decay one, over the 5e-3 bar); in tf32 it is within 2 % of the
@@ -1411,10 +1412,10 @@ __device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a
     X[d][c] = !a.h0 ? 0.f : V_FIRST ? a.h0[srow + static_cast<int64_t>(v0 + c) * K + d] : a.h0[srow + d * V + v0 + c];
   }
   __syncthreads();
-  // A thread's row of M_s (K fp32) is read in batches of MB 16-byte loads, and the next segment's row is prefetched
-  // into L2 as this one starts, so the loads a segment waits on come from L2, not HBM (measured on the H200, K7 =
-  // T1024 H4 split 4: the combine was 54 µs of a 72 µs call). At K = 256 the block has 512 threads, so 128 registers
-  // each.
+  // A segment waits on a chain of loads of its row of M_s (K fp32): read in batches of MB 16-byte loads, with the
+  // next segment's rows prefetched into L2 as this one starts (measured on the H200, K7 = T1024 H4 split 4: under
+  // ncu the combine took 54 µs, more than its prep and fold together; the call 0.073 → 0.068 ms). At K = 256 the
+  // block has 512 threads, so 128 registers each.
   constexpr int MB = K > 128 ? 2 : 8;
   static_assert(K % (4 * MB) == 0, "whole batches of M's row");
   // row i of segment s's transition: trans + (s · HV) · K (K + V) + row0; the two threads of a row prefetch a half each

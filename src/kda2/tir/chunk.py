@@ -17,9 +17,11 @@ element type; the kernel's name):
 * ``ut``  bf16 [V][64] (state sU, prep uᵀ staging): fill; fragment words of v_new; the prep's 2-byte
   transposed staging stores. Pad.
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
-  fragment reads of the A / Aqk factors; float2 element-wise reads. Pad.
+  fragment reads of the A / Aqk factors; 16-byte element-wise reads. Pad.
 * ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution; the
-  block levels; float2 fragment reads of T for w and u. Pad.
+  block levels; 16-byte row reads of T for its 16-bit copy. Pad.
+* ``t16`` bf16 [64][64] (prep 16-bit T, over the dead A): 8-byte row stores of the copy; ldmatrix 8×8 phases of
+  its 16×16 blocks for w and u. Pad.
 * ``y``   fp32 [32][4] per warp (prep scratch of the block levels): float2 stores, broadcast float2 reads. Pad.
 * ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
 * ``xch`` fp32 [12·32][4] per warp (state partial sums for the partner): float4 per lane in fragment
@@ -43,7 +45,8 @@ from kda2.plan.smem import CHUNK, PREP_THREADS, combine_shape
 CHUNK_SYMBOL = "kda2_chunk_stage"
 
 #: Tile -> the plan key of its row stride (padded tiles) or of its swizzle flag (xor tiles).
-STRIDE_KEYS = {"kv": "lds_kv", "ut": "lds_u", "gamma": "lds_g", "tmat": "lds_t", "y": "lds_y", "o": "lds_o", "x": "lds_x"}
+STRIDE_KEYS = {"kv": "lds_kv", "ut": "lds_u", "gamma": "lds_g", "tmat": "lds_t", "t16": "lds_t16", "y": "lds_y", "o": "lds_o",
+               "x": "lds_x"}
 SWIZZLE_KEYS = {"w": "swz_w", "qg": "swz_qg", "kg": "swz_kg", "aqk": "swz_aqk"}
 #: What the pass may do to each tile (bankpass.TRANSFORMS).
 TRANSFORMS = {**{t: "pad" for t in STRIDE_KEYS}, **{t: "xor" for t in SWIZZLE_KEYS}, "xch": "fixed"}
@@ -76,8 +79,15 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
     PT = 32 * PW                       # prep threads
     SP = PT // K                       # gate scan: threads per key channel, each over SR rows
     SR = C // SP
+    # step 6's split (chunk.cuh): RBG6 groups of row blocks, NRB6 row blocks and NPC6 16-column pieces per warp;
+    # rb6(pw, j) the warp's j-th row block
+    RBG6 = 1 if K // 16 >= 8 else 2
+    NRB6, NPC6 = 4 // RBG6, K // 16 * RBG6 // PW
+
+    def rb6(pw, j):
+        return 3 - j if RBG6 == 1 else T.if_then_else(j == 0, 3 - pw // 4, pw // 4)
     model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
-             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "y": [32, 4], "o": [C // 2, 16],
+             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "t16": [C, C], "y": [32, 4], "o": [C // 2, 16],
                        "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
 
     @T.prim_func
@@ -91,6 +101,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
         ut = T.alloc_shared((V, C), "bfloat16")
         gamma = T.alloc_shared((C, K), "float32")
         tmat = T.alloc_shared((C, C), "float32")
+        t16 = T.alloc_shared((C, C), "bfloat16")
         y = T.alloc_shared((32, 4), "float32")
         o = T.alloc_shared((C // 2, 16), "bfloat16")
         xch = T.alloc_shared((12 * 32, 4), "float32")
@@ -143,12 +154,15 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
             for m in T.serial(C * K // 8 // PT):
                 for e in T.vectorized(8):
                     kv[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + e] = frag[e]
-        # w staging: accumulator fragments of rows 16(pw%4) + lane/4 (+8), columns 16*np0 + 8nt + 2(lane%4)
+        # w staging: accumulator fragments of rows 16 rb + lane/4 (+8) for the warp's row blocks rb, columns
+        # 16 np0 + 8 nt + 2 (lane%4) of its pieces (chunk.cuh step 6: RBG groups of row blocks, NPC pieces a warp)
         for pw in T.serial(PW, annotations={"kda2.access": "kv_w_stage"}):
-            for nt in T.serial(K // 16):
-                for h in T.serial(2):
-                    for e in T.vectorized(2):
-                        kv[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw // 4 * (K // 2) + nt * 8 + tx % 32 % 4 * 2 + e] = frag[e]
+            for j in T.serial(NRB6):
+                for nt in T.serial(2 * NPC6):
+                    for h in T.serial(2):
+                        for e in T.vectorized(2):
+                            kv[rb6(pw, j) * 16 + tx % 32 // 4 + h * 8,
+                               pw % (PW // RBG6) * NPC6 * 16 + nt * 8 + tx % 32 % 4 * 2 + e] = frag[e]
         # ---- u^T: state fill and fragment words; prep staging (2-byte transposed stores), copy-out -----
         for it in T.serial(FILL_U, annotations={"kda2.access": "ut_fill"}):
             if it * NT + tx < BV * CC:
@@ -161,10 +175,12 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                     for e in T.vectorized(2):
                         frag[e] = ut[tx // 64 * 16 + h * 8 + tx % 32 // 4, ks * 16 + c * 8 + tx % 4 * 2 + e]
         for pw in T.serial(PW, annotations={"kda2.access": "ut_stage"}):
-            for nt in T.serial(V // 16):
-                for c in T.serial(2):
-                    for h in T.serial(2):
-                        ut[pw // 4 * (V // 2) + nt * 8 + tx % 32 % 4 * 2 + c, pw % 4 * 16 + tx % 32 // 4 + h * 8] = frag[0]
+            for j in T.serial(NRB6):
+                for nt in T.serial(2 * NPC6):
+                    for c in T.serial(2):
+                        for h in T.serial(2):
+                            ut[pw % (PW // RBG6) * NPC6 * 16 + nt * 8 + tx % 32 % 4 * 2 + c,
+                               rb6(pw, j) * 16 + tx % 32 // 4 + h * 8] = frag[0]
         for pw in T.serial(PW, annotations={"kda2.access": "ut_copyout"}):
             for m in T.serial(V * C // 8 // PT):
                 for e in T.vectorized(8):
@@ -197,9 +213,9 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                                               ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
         for pw in T.serial(PW, annotations={"kda2.access": "g_elementwise"}):
             for m in T.serial(C * K // 8 // PT):
-                for q in T.serial(4):
-                    for e in T.vectorized(2):
-                        ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 2 + e]
+                for q in T.serial(2):
+                    for e in T.vectorized(4):
+                        ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 4 + e]
         # ---- A, then T = (I + A)^-1 ---------------------------------------------------------------------
         # A's accumulator fragments, two adjacent columns per lane (8-byte accesses): the pair of warps of rows
         # 16I.. split K and meet here, every warp over all 2I off-diagonal and both diagonal column tiles of
@@ -261,16 +277,25 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
             for hh in T.serial(2):
                 for cc in T.serial(2):
                     tmat[32 + hh * 16 + tx % 32 % 16, cc * 16 + pw * 2 + tx % 32 // 16] = ffrag[0]
-        # T's fragments for w = T (β k 2^Γ), then again for u = T (β v)
-        for pw in T.serial(PW, annotations={"kda2.access": "t_frag"}):
+        # T's 16-bit copy: thread p reads 4 floats of row p / 16 (+ 16 m), columns 4 (p % 16), and stores them as
+        # four 16-bit elements at the same place of t16; then each warp's ldmatrix of the 16×16 blocks (rb, ks ≤ rb)
+        # of its row blocks, for w = T (β k 2^Γ) and again for u = T (β v)
+        for pw in T.serial(PW, annotations={"kda2.access": "t_convert"}):
+            for m in T.serial(C * C // 4 // PT):
+                for e in T.vectorized(4):
+                    ffrag[e] = tmat[(pw * 32 + tx % 32) // (C // 4) + m * (PT // (C // 4)), (pw * 32 + tx % 32) % (C // 4) * 4 + e]
+        for pw in T.serial(PW, annotations={"kda2.access": "t16_store"}):
+            for m in T.serial(C * C // 4 // PT):
+                for e in T.vectorized(4):
+                    t16[(pw * 32 + tx % 32) // (C // 4) + m * (PT // (C // 4)), (pw * 32 + tx % 32) % (C // 4) * 4 + e] = \
+                        frag[e]
+        for pw in T.serial(PW, annotations={"kda2.access": "t16_ldmatrix", "kda2.phase_lanes": 8}):
             for which in T.serial(2):
-                for ks in T.serial(4):
-                    for hr in T.serial(2):
-                        for hc in T.serial(2):
-                            if ks <= pw % 4:
-                                for e in T.vectorized(2):
-                                    ffrag[e] = tmat[pw % 4 * 16 + tx % 32 // 4 + hr * 8,
-                                                    ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
+                for j in T.serial(NRB6):
+                    for ks in T.serial(4):
+                        if ks <= rb6(pw, j):
+                            for e in T.vectorized(8):
+                                frag[e] = t16[rb6(pw, j) * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, ks * 16 + tx % 32 // 16 * 8 + e]
         # ---- the block levels' per-warp scratch: float2 stores of Y, broadcast float2 reads ----------------
         for pw in T.serial(PW, annotations={"kda2.access": "y_store"}):
             for e in T.vectorized(2):

@@ -233,7 +233,7 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     """Chunk family: the bank pass decides the layout of every shared tile (kda2.tir.chunk), then both
     kernels' shared memory is sized with those layouts and checked against the budget.
 
-    Plan keys the template reads: lds_kv, lds_u, lds_g, lds_t, lds_y, lds_o, lds_x (row strides),
+    Plan keys the template reads: lds_kv, lds_u, lds_g, lds_t, lds_t16, lds_y, lds_o, lds_x (row strides),
     swz_w, swz_qg, swz_kg, swz_aqk (XOR swizzle on or off), prep_threads, state_threads, prep_smem_bytes,
     state_smem_bytes (formulas in kda2.plan.smem).
     """
@@ -256,7 +256,8 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     overlays = (("T over the k tile and Γ", 64 * strides["lds_t"] * 4, 64 * strides["lds_kv"] * 2 + gamma - 16),
                 ("the w staging over Γ", 64 * strides["lds_kv"] * 2, rest),
                 ("the uᵀ staging over Γ", c["v"] * strides["lds_u"] * 2, rest),
-                ("the block-level scratch over Γ", 8 * 32 * strides["lds_y"] * 4, rest))
+                ("the block-level scratch over Γ", 8 * 32 * strides["lds_y"] * 4, rest),
+                ("the 16-bit T over the A tile", 64 * strides["lds_t16"] * 2, 64 * strides["lds_t"] * 4))
     for what, need, room in overlays:
         if need > room:
             raise TirBudgetError(f"{_label(config)}: {what} needs {need} bytes, the tile under it has {room} "

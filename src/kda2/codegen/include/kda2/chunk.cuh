@@ -41,8 +41,9 @@
 // static constexpr):
 //   int K, V, BT, BLOCK_V, STAGES         head dims, tokens per chunk, value columns per state CTA,
 //                                         state pipeline depth
-//   int LDS_KV, LDS_U, LDS_G, LDS_T, LDS_Y, LDS_O, LDS_X   shared-memory row strides (elements) of the
-//                                         q/k/v, uᵀ, Γ, T, block-level scratch, o staging and combine tiles
+//   int LDS_KV, LDS_U, LDS_G, LDS_T, LDS_T16, LDS_Y, LDS_O, LDS_X   shared-memory row strides (elements) of
+//                                         the q/k/v, uᵀ, Γ, T, 16-bit T, block-level scratch, o staging and
+//                                         combine tiles
 //   bool SWZ_W, SWZ_QG, SWZ_KG, SWZ_AQK   whole-tile-copied tiles XOR-swizzled or not
 //                                         — every layout is the TIR stage's decision (kda2/tir/chunk.py
 //                                         declares each tile and its accesses; the kda2.bank_pad pass
@@ -92,6 +93,13 @@ __device__ __forceinline__ float softplus_log2(float y) {
 __device__ __forceinline__ float sigmoid_fast(float z) {
   const float e = ex2(-fabsf(z) * LOG2E), r = __fdividef(1.f, 1.f + e);
   return z >= 0.f ? r : e * r;
+}
+
+// Eight consecutive floats (16-byte aligned) of shared memory as four (x, y) pairs, in two 16-byte reads.
+__device__ __forceinline__ void load_g8(const float* p, float2 (&out)[4]) {
+  const float4 lo = *reinterpret_cast<const float4*>(p), hi = *reinterpret_cast<const float4*>(p + 4);
+  out[0] = make_float2(lo.x, lo.y); out[1] = make_float2(lo.z, lo.w);
+  out[2] = make_float2(hi.x, hi.y); out[3] = make_float2(hi.z, hi.w);
 }
 
 // N floats (whole 128-byte lines) prefetched into L2.
@@ -147,7 +155,7 @@ struct Kernels {
   static constexpr int K = Cfg::K, V = Cfg::V, BT = Cfg::BT, BLOCK_V = Cfg::BLOCK_V;
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int LDS_KV = Cfg::LDS_KV, LDS_U = Cfg::LDS_U, LDS_G = Cfg::LDS_G;
-  static constexpr int LDS_T = Cfg::LDS_T, LDS_O = Cfg::LDS_O, LDS_Y = Cfg::LDS_Y, LDS_X = Cfg::LDS_X;
+  static constexpr int LDS_T = Cfg::LDS_T, LDS_T16 = Cfg::LDS_T16, LDS_O = Cfg::LDS_O, LDS_Y = Cfg::LDS_Y, LDS_X = Cfg::LDS_X;
   static constexpr bool SWZ_W = Cfg::SWZ_W, SWZ_QG = Cfg::SWZ_QG, SWZ_KG = Cfg::SWZ_KG, SWZ_AQK = Cfg::SWZ_AQK;
   static constexpr int PREP_THREADS = Cfg::PREP_THREADS, STATE_THREADS = Cfg::STATE_THREADS;
   static constexpr int PREP_SMEM_BYTES = Cfg::PREP_SMEM_BYTES, STATE_SMEM_BYTES = Cfg::STATE_SMEM_BYTES;
@@ -174,8 +182,6 @@ struct Kernels {
   // the block; in the gate scan SCAN_PARTS threads per channel, each over SCAN_ROWS consecutive rows.
   static constexpr int KP = K / 8, KP_LOG2 = K == 64 ? 3 : K == 128 ? 4 : 5, PREP_ROWS = PREP_THREADS / KP;
   static constexpr int SCAN_PARTS = PREP_THREADS / K, SCAN_ROWS = BT / SCAN_PARTS;
-  // step 6: each warp of a sub-chunk's pair computes half of the K (w) or V (u) columns, NPW 16-column pieces
-  static constexpr int NPW = K / 32;
   // Two prep CTAs per SM while K ≤ 128 (registers capped at 128, the prep wants warps in flight); at K = 256
   // its shared memory (≈ 186 KB) admits one per SM on every arch, and the cap would only force spills.
   static constexpr int PREP_MIN_BLOCKS = K <= 128 ? 2 : 1;
@@ -199,7 +205,7 @@ struct Kernels {
   // Shared memory of the prep kernel: q, v, k tiles (16-bit: the input dtype), Γ (fp32), A (fp32),
   // β. From step 5 on, T (fp32 [BT][LDS_T]) lives over k and, where its row stride (the TIR stage's choice)
   // makes it longer than k, runs on into the dead Γ tile: hence k right before Γ. The block levels' scratch
-  // and the w / uᵀ staging use the rest of the Γ tile, from P_SCR on.
+  // and the w / uᵀ staging use the rest of the Γ tile, from P_SCR on; step 6's 16-bit T lies over the dead A.
   static constexpr int P_Q = 0, P_V = P_Q + BT * LDS_KV * 2, P_K = P_V + BT * LDS_KV * 2, P_G = P_K + BT * LDS_KV * 2;
   static constexpr int P_T = P_G + BT * LDS_G * 4, P_B = P_T + BT * LDS_T * 4, P_END = P_B + BT * 4;
   static_assert(P_END == PREP_SMEM_BYTES, "prep shared memory layout differs from the plan");
@@ -209,6 +215,7 @@ struct Kernels {
   static_assert(P_SCR + 8 * 32 * LDS_Y * 4 <= P_T, "the block levels' scratch (8 warps × [32][LDS_Y]) fits in Γ after T");
   static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
   static_assert(P_SCR + BT * LDS_KV * 2 <= P_T && P_SCR + V * LDS_U * 2 <= P_T, "w and uᵀ staging fit in Γ after T");
+  static_assert(LDS_T16 % 8 == 0 && BT * LDS_T16 * 2 <= BT * LDS_T * 4, "16-bit T (16-byte rows) fits over the dead A tile");
 
   // Shared memory of the state kernel: STAGES × (w, qg, kg [BT][K], Aqk [BT][BT] (swizzled, as in the slot),
   // 2^Γlast, uᵀ slice [BLOCK_V][LDS_U]), then per warp an exchange tile and an o staging tile [32][LDS_O],
@@ -252,6 +259,26 @@ struct Kernels {
 #pragma unroll
     for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
       cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
+  }
+
+  // The raw gate rows of a chunk into the Γ tile (row pitch LDS_G floats) by cp.async, GP 16-byte pieces per row
+  // (K/4 for an fp32 gate, K/8 for a 16-bit one); rows past the sequence zero-filled. Thread tid copies piece
+  // tid % GP of rows tid / GP + (PREP_THREADS / GP)·m: one source pointer, one constant row stride.
+  template <int GP>
+  static __device__ __forceinline__ void load_gate_rows(const KDA2RecurrentArgs& a, float* sG, int64_t t0, int hv, int rows,
+                                                        int tid) {
+    static_assert(PREP_THREADS % GP == 0 && (BT * GP) % PREP_THREADS == 0, "whole rows per pass of the block");
+    constexpr int RPP = PREP_THREADS / GP;   // rows per pass
+    const int sgm = tid % GP, r0 = tid / GP, gbytes = GP == K / 4 ? 4 : 2;
+    const uint8_t* src = static_cast<const uint8_t*>(a.g) + ((t0 + r0) * a.HV + hv) * K * gbytes + sgm * 16;
+    const int64_t step = static_cast<int64_t>(RPP) * a.HV * K * gbytes;
+    uint8_t* dst = reinterpret_cast<uint8_t*>(sG) + r0 * LDS_G * 4 + sgm * 16;
+#pragma unroll
+    for (int m = 0; m < BT / RPP; ++m) {
+      uint8_t* d = dst + m * RPP * LDS_G * 4;
+      if (r0 + RPP * m < rows) cp_async16(smem_u32(d), src + m * step);
+      else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+    }
   }
 
   // The bodies of the two kernels; the entries pass their parameter on. prep takes the arguments by
@@ -333,20 +360,25 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     if (a.flags & KDA2_HAS_DT_BIAS) bias = a.dt_bias[hv * K + d_scan];
   }
   {
-    const E* q = static_cast<const E*>(a.q);
-    const E* k = static_cast<const E*>(a.k);
-    const E* v = static_cast<const E*>(a.v);
-    const int seg = tid & (KP - 1);
+    // Every copy's source is a row pointer set up once and stepped by a constant row stride, and the piece
+    // counts are compile-time: with the element offset recomputed per row in 64-bit and the raw gate's pieces
+    // per row a runtime value (an integer division per piece), this step issued ~19 instructions per cp.async,
+    // 9 % of the prep's instructions (H200, P3, ncu).
+    const int seg = tid & (KP - 1), r0 = tid >> KP_LOG2;
+    const int64_t tok0 = t0 + r0;
+    const E* q = static_cast<const E*>(a.q) + (tok0 * a.H + h) * K + seg * 8;
+    const E* k = static_cast<const E*>(a.k) + (tok0 * a.H + h) * K + seg * 8;
+    const E* v = static_cast<const E*>(a.v) + (tok0 * HV + hv) * V + seg * 8;
+    const int64_t qk_step = static_cast<int64_t>(PREP_ROWS) * a.H * K, v_step = static_cast<int64_t>(PREP_ROWS) * HV * V;
 #pragma unroll
     for (int m = 0; m < BT / PREP_ROWS; ++m) {   // 16-B pieces of the 16-bit tiles
-      const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
+      const int r = r0 + PREP_ROWS * m;
       const uint32_t dq = smem_u32(sQ + r * LDS_KV + seg * 8), dk = smem_u32(sK + r * LDS_KV + seg * 8);
       const uint32_t dv = smem_u32(sV + r * LDS_KV + seg * 8);
       if (r < rows) {
-        const int64_t tok = t0 + r;
-        cp_async16(dq, q + (tok * a.H + h) * K + seg * 8);
-        cp_async16(dk, k + (tok * a.H + h) * K + seg * 8);
-        cp_async16(dv, v + (tok * HV + hv) * V + seg * 8);
+        cp_async16(dq, q + m * qk_step);
+        cp_async16(dk, k + m * qk_step);
+        cp_async16(dv, v + m * v_step);
       } else {
         const uint4 z = make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(sQ + r * LDS_KV + seg * 8) = z;
@@ -354,15 +386,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         *reinterpret_cast<uint4*>(sV + r * LDS_KV + seg * 8) = z;
       }
     }
-    // raw gate rows (fp32: 32 pieces, 16-bit in the input dtype: 16 pieces) at the Γ tile's row pitch; zero past the end
-    const int gpieces = g_bf16 ? K / 8 : K / 4, gbytes = g_bf16 ? 2 : 4;
-    const uint8_t* gsrc = static_cast<const uint8_t*>(a.g);
-    for (int p = tid; p < BT * gpieces; p += PREP_THREADS) {
-      const int r = p / gpieces, sgm = p - r * gpieces;
-      uint8_t* dst = reinterpret_cast<uint8_t*>(sG) + r * LDS_G * 4 + sgm * 16;
-      if (r < rows) cp_async16(smem_u32(dst), gsrc + (((t0 + r) * HV + hv) * K) * gbytes + sgm * 16);
-      else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-    }
+    // raw gate rows (fp32: K/4 pieces, 16-bit in the input dtype: K/8 pieces) at the Γ tile's row pitch; zero past the end
+    if (g_bf16) load_gate_rows<K / 8>(a, sG, t0, hv, rows, tid);
+    else load_gate_rows<K / 4>(a, sG, t0, hv, rows, tid);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -704,9 +730,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     // so the last row of Γ is read once per thread, not once per item.
     static_assert(PREP_THREADS % (K / 8) == 0, "a thread's channels are the same in every item");
     const int d = (tid % (K / 8)) * 8;
+    // Γ as two 16-byte reads per row (as float2 pairs, one per 8-byte read, 4-way bank conflicts: 34 % of the
+    // prep's excess shared-memory wavefronts on P3, ncu)
     float2 glr[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) glr[e] = *reinterpret_cast<const float2*>(sG + (BT - 1) * LDS_G + d + 2 * e);
+    load_g8(sG + (BT - 1) * LDS_G + d, glr);
 #pragma unroll 2
     for (int i = tid / (K / 8); i < BT; i += PREP_THREADS / (K / 8)) {  // 8 channels (16 B) per item
       const float bi = sB[i];
@@ -720,10 +747,11 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
       uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
       uint32_t* kbw = reinterpret_cast<uint32_t*>(&kb);
+      float2 gir[4];
+      load_g8(sG + i * LDS_G + d, gir);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d + 2 * e);
-        const float2 gl = glr[e];
+        const float2 gi = gir[e], gl = glr[e];
         const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]), vf = X::unpack(vw[e]);
         const float e0 = ex2(gi.x), e1 = ex2(gi.y);
         qgw[e] = TC::pack(scale * qf.x * e0, scale * qf.y * e1);
@@ -854,13 +882,33 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     sTi[(48 + i) * LDS_T + ca] = za1;
     sTi[(48 + i) * LDS_T + cb] = zb1;
   }
-  __syncthreads();   // T complete before step 6 reads its fragments
+  __syncthreads();   // T complete
+  // T as the 16-bit mma operand (the rounding each A fragment got from fp32 T before): over the dead A tile, row
+  // stride LDS_T16 (the TIR stage's), so that step 6's warps read any 16×16 block of it with one ldmatrix.
+  E* sT16 = reinterpret_cast<E*>(smem + P_T);
+#pragma unroll
+  for (int m = 0; m < BT * BT / 4 / PREP_THREADS; ++m) {
+    const int i = tid / (BT / 4) + m * (PREP_THREADS / (BT / 4)), j = 4 * (tid % (BT / 4));
+    const float4 t = *reinterpret_cast<const float4*>(sTi + i * LDS_T + j);
+    *reinterpret_cast<uint2*>(sT16 + i * LDS_T16 + j) = make_uint2(TC::pack(t.x, t.y), TC::pack(t.z, t.w));
+  }
+  __syncthreads();   // T16 complete before step 6 reads it
 
-  // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores; warp (I, half) computes rows 16I..16I+15, ----
-  //         columns K/2·half .. K/2·half + K/2 − 1 (NPW 16-column pieces)
+  // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores --------------------------------------------------
+  //         Row block I of the product sums k-steps 0..I (T is lower triangular): 1 + 2 + 3 + 4 = 10 block
+  //         products per 16-column piece. A warp takes whole pieces for row blocks {3, 2, 1, 0} (K ≥ 128: K/128
+  //         pieces each) or, with K/16 = 4 pieces for 8 warps, one piece for {3, 0} or {2, 1}: 10 or 5 block
+  //         products per piece, the same on every warp. (Warp (I, half) on row block I, as before, left warps
+  //         of block 0 idle for 3/4 of the step and held the rest at its barrier; the per-warp T fragments
+  //         from fp32 cost 8 instructions each, where one ldmatrix of T16 serves.)
   {
-    const int I = warp & 3, r0 = 16 * I, np0 = NPW * (warp >> 2);
-    // ldmatrix.trans lane address for a [k = token][n = channel] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),(k0+8,n0+8)
+    constexpr int PIECES = K / 16, RBG = PIECES >= 8 ? 1 : 2;       // RBG: groups of row blocks
+    constexpr int NRB = 4 / RBG, NPC = PIECES * RBG / 8;             // row blocks, pieces per warp
+    static_assert(NPC >= 1 && PIECES * RBG == 8 * NPC, "pieces over the 8 warps");
+    const int grp = RBG == 1 ? 0 : warp >> 2, np0 = NPC * (RBG == 1 ? warp : warp & 3);
+    auto rb = [&](int j) { return RBG == 1 ? 3 - j : (j == 0 ? 3 - grp : grp); };   // rb(0) is the largest
+    // ldmatrix lane addresses: .trans for a [k = token][n = channel] tile: matrices (k0,n0),(k0+8,n0),(k0,n0+8),
+    // (k0+8,n0+8); plain for the [row][k] T16 block: (r0,k0),(r0+8,k0),(r0,k0+8),(r0+8,k0+8) — the same lane split
     const int lr = lane & 7, lm = lane >> 3;
     const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
     E* sSt = reinterpret_cast<E*>(smem + P_SCR);  // staging (Γ and the scratch are dead)
@@ -868,43 +916,47 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     for (int which = 0; which < 2; ++which) {
       // step 4 left β k 2^Γ over q and β v over v
       const E* src = reinterpret_cast<const E*>(which == 0 ? sQ : sV);
-      float acc[2 * NPW][4];
+      float acc[NRB][2 * NPC][4];
 #pragma unroll
-      for (int nt = 0; nt < 2 * NPW; ++nt)
+      for (int j = 0; j < NRB; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
+        for (int nt = 0; nt < 2 * NPC; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[j][nt][e] = 0.f;
 #pragma unroll 1
-      for (int ks = 0; ks <= I; ++ks) {  // T is lower triangular
-        uint32_t aT[4];
+      for (int ks = 0; ks <= rb(0); ++ks) {
+        uint32_t aT[NRB][4];
 #pragma unroll
-        for (int hr = 0; hr < 2; ++hr)
+        for (int j = 0; j < NRB; ++j)
+          if (ks <= rb(j)) ldsm_x4(aT[j], smem_u32(sT16 + (16 * rb(j) + krow) * LDS_T16 + 16 * ks + ncol));
 #pragma unroll
-          for (int hc = 0; hc < 2; ++hc) {
-            const float2 tv = *reinterpret_cast<const float2*>(sTi + (r0 + g8 + 8 * hr) * LDS_T + 16 * ks + 2 * t4 + 8 * hc);
-            aT[hr + 2 * hc] = TC::pack(tv.x, tv.y);
-          }
-#pragma unroll
-        for (int np = 0; np < NPW; ++np) {
+        for (int np = 0; np < NPC; ++np) {
           uint32_t b[4];
           ldsm_x4_t(b, smem_u32(src + (16 * ks + krow) * LDS_KV + 16 * (np0 + np) + ncol));
-          TC::mma(acc[2 * np], aT, b[0], b[1]);
-          TC::mma(acc[2 * np + 1], aT, b[2], b[3]);
+#pragma unroll
+          for (int j = 0; j < NRB; ++j)
+            if (ks <= rb(j)) {
+              TC::mma(acc[j][2 * np], aT[j], b[0], b[1]);
+              TC::mma(acc[j][2 * np + 1], aT[j], b[2], b[3]);
+            }
         }
       }
       // stage as E: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores
 #pragma unroll
-      for (int nt = 0; nt < 2 * NPW; ++nt) {
-        const int col = 16 * np0 + 8 * nt + 2 * t4, i0 = r0 + g8, i1 = i0 + 8;
-        if (which == 0) {
-          *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = TC::pack(acc[nt][0], acc[nt][1]);
-          *reinterpret_cast<uint32_t*>(sSt + i1 * LDS_KV + col) = TC::pack(acc[nt][2], acc[nt][3]);
-        } else {
-          sSt[col * LDS_U + i0] = TC::from_f(acc[nt][0]);
-          sSt[(col + 1) * LDS_U + i0] = TC::from_f(acc[nt][1]);
-          sSt[col * LDS_U + i1] = TC::from_f(acc[nt][2]);
-          sSt[(col + 1) * LDS_U + i1] = TC::from_f(acc[nt][3]);
+      for (int j = 0; j < NRB; ++j)
+#pragma unroll
+        for (int nt = 0; nt < 2 * NPC; ++nt) {
+          const int col = 16 * np0 + 8 * nt + 2 * t4, i0 = 16 * rb(j) + g8, i1 = i0 + 8;
+          if (which == 0) {
+            *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = TC::pack(acc[j][nt][0], acc[j][nt][1]);
+            *reinterpret_cast<uint32_t*>(sSt + i1 * LDS_KV + col) = TC::pack(acc[j][nt][2], acc[j][nt][3]);
+          } else {
+            sSt[col * LDS_U + i0] = TC::from_f(acc[j][nt][0]);
+            sSt[(col + 1) * LDS_U + i0] = TC::from_f(acc[j][nt][1]);
+            sSt[col * LDS_U + i1] = TC::from_f(acc[j][nt][2]);
+            sSt[(col + 1) * LDS_U + i1] = TC::from_f(acc[j][nt][3]);
+          }
         }
-      }
       __syncthreads();
       if (which == 0) {
         E* gW = reinterpret_cast<E*>(slot + OFF_W);

@@ -511,6 +511,22 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt) accK[nt][e] = accQ[nt][e] = 0.f;
     }
+    // Off-diagonal column tile: the right factors k_j ⊙ 2^(Γa − Γj) of rows j (this lane's column), channels d0, d0 + 1
+    // and d0 + 8, d0 + 9, against the anchor row's Γ (ga0, ga1 at those channels), times the left factors aK, aQ.
+    auto off_tile = [&](float (&accK_)[4], float (&accQ_)[4], const uint32_t (&aK_)[4], const uint32_t (&aQ_)[4], int j,
+                        int d0, float2 ga0, float2 ga1) {
+      uint32_t b[2];
+#pragma unroll
+      for (int hc = 0; hc < 2; ++hc) {
+        const int d = d0 + 8 * hc;
+        const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
+        const float2 ga = hc ? ga1 : ga0;
+        const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
+        b[hc] = TC::pack(kk.x * ex2(ga.x - gj.x), kk.y * ex2(ga.y - gj.y));
+      }
+      TC::mma(accK_, aK_, b[0], b[1]);
+      TC::mma(accQ_, aQ_, b[0], b[1]);
+    };
 #pragma unroll 1
     for (int ks = K / 32 * part; ks < K / 32 * (part + 1); ++ks) {
       const int d0 = 16 * ks + 2 * t4;
@@ -565,22 +581,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
         }
       }
 #pragma unroll
-      for (int nt = 0; nt < 6; ++nt) {
-        if (nt >= nt_lo && nt < 2 * I) {
-          const int j = 8 * nt + g8;
-          uint32_t b[2];
-#pragma unroll
-          for (int hc = 0; hc < 2; ++hc) {
-            const int d = d0 + 8 * hc;
-            const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
-            const float2 gr = hc ? gr1 : gr0;
-            const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
-            b[hc] = TC::pack(kk.x * ex2(gr.x - gj.x), kk.y * ex2(gr.y - gj.y));
-          }
-          TC::mma(accK[nt], aK, b[0], b[1]);
-          TC::mma(accQ[nt], aQ, b[0], b[1]);
-        }
-      }
+      for (int nt = 0; nt < 6; ++nt)
+        if (nt >= nt_lo && nt < 2 * I) off_tile(accK[nt], accQ[nt], aK, aQ, 8 * nt + g8, d0, gr0, gr1);
     }
     if (I == 0) {   // pair 0: column tiles 0, 1 of rows 48..63 (anchor 48), into its unused accK / accQ [0..1]
 #pragma unroll 1
@@ -602,21 +604,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
             aQ[hr + 2 * hc] = TC::pack(qq.x * e0, qq.y * e1);
           }
         }
+        const float2 ga0 = *reinterpret_cast<const float2*>(sG + BORROW_ROW * LDS_G + d0);
+        const float2 ga1 = *reinterpret_cast<const float2*>(sG + BORROW_ROW * LDS_G + d0 + 8);
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          const int j = 8 * nt + g8;
-          uint32_t b[2];
-#pragma unroll
-          for (int hc = 0; hc < 2; ++hc) {
-            const int d = d0 + 8 * hc;
-            const float2 gj = *reinterpret_cast<const float2*>(sG + j * LDS_G + d);
-            const float2 ga = *reinterpret_cast<const float2*>(sG + BORROW_ROW * LDS_G + d);
-            const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + j * LDS_KV + d));
-            b[hc] = TC::pack(kk.x * ex2(ga.x - gj.x), kk.y * ex2(ga.y - gj.y));
-          }
-          TC::mma(accK[nt], aK, b[0], b[1]);
-          TC::mma(accQ[nt], aQ, b[0], b[1]);
-        }
+        for (int nt = 0; nt < 2; ++nt) off_tile(accK[nt], accQ[nt], aK, aQ, 8 * nt + g8, d0, ga0, ga1);
       }
     }
     // The two halves of K meet in the A tile, at A's own positions (each lane reads what the same lane of the

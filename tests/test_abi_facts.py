@@ -99,7 +99,9 @@ def _probe_source() -> str:
         out += ['  a.cu_seqlens = 0;', f'  a.N = {N}; a.T = {T}; a.split = {split};',
                 f'  p("split.{N}.{T}.{split}", kda2_split_bytes(&a, 128, 64));',
                 f'  p("trans.{N}.{T}.{split}", kda2_split_trans_offset(&a, 128, 64));',
-                f'  p("start.{N}.{T}.{split}", kda2_split_start_offset(&a, 128, 64));']
+                f'  p("start.{N}.{T}.{split}", kda2_split_start_offset(&a, 128, 64));',
+                f'  p("ready.{N}.{T}.{split}", kda2_ready_offset(&a, 128, 64));',
+                f'  p("readyb.{N}.{T}.{split}", kda2_ready_bytes(&a));']
     out += ['  return 0;', '}']
     return "\n".join(out) + "\n"
 
@@ -149,7 +151,8 @@ def test_c_chunk_workspace_matches_python(compiled):
         ids = compiled[f"ids.{N}.{T}.{int(varlen)}"]
         assert ids == facts.chunk_ids(N, T if varlen else N * T), (N, T, varlen)
         for K, V in KV[:2]:
-            assert abi.chunk_workspace_bytes(N, T, 4, K, V, varlen) == ids * 4 * compiled[f"slot.{K}.{V}"]
+            assert abi.chunk_workspace_bytes(N, T, 4, K, V, varlen) == (ids * 4 * compiled[f"slot.{K}.{V}"]
+                                                                       + facts.ready_bytes(N, T if varlen else N * T, 4))
 
 
 SPLIT_CASES = [(1, 70000, 0), (1, 70000, 1), (3, 500, 2), (2, 8192, 8)]
@@ -167,7 +170,11 @@ def test_c_split_region_matches_python(compiled):
         assert want == (0 if split <= 1 else N * split * HV * K * (K + 2 * V) * 4)
         assert compiled[f"trans.{N}.{T}.{split}"] == slots
         assert compiled[f"start.{N}.{T}.{split}"] == slots + N * split * HV * K * (K + V) * 4
-        assert facts.chunk_workspace_bytes(N, T, HV, K, V, False, split) == slots + want
+        # the overlap's ready region after it: a 16-byte head (the work counter), an int32 flag per slot, 16-aligned
+        ready = facts.ready_bytes(N, N * T, HV)
+        assert compiled[f"ready.{N}.{T}.{split}"] == slots + want and compiled[f"readyb.{N}.{T}.{split}"] == ready
+        assert ready == 16 + -(-facts.chunk_ids(N, N * T) * HV * 4 // 16) * 16
+        assert facts.chunk_workspace_bytes(N, T, HV, K, V, False, split) == slots + want + ready
 
 
 def test_slot_layout_is_the_documented_one():

@@ -622,7 +622,10 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
         a.N, a.T, a.HV, a.cu_seqlens = N, T, HV, 0x100 if varlen else None
         want = abi.chunk_workspace_bytes(N, T, HV, 128, 128, varlen)
         total = T if varlen else N * T
-        assert want == (total // 64 + N + 1) * HV * (3 * 64 * 128 * 2 + 128 * 64 * 2 + 64 * 64 * 2 + 128 * 4)
+        ids = total // 64 + N + 1
+        # slots, then the ready region (16-byte head, an int32 flag per slot, 16-byte aligned)
+        assert want == (ids * HV * (3 * 64 * 128 * 2 + 128 * 64 * 2 + 64 * 64 * 2 + 128 * 4)
+                        + 16 + -(-ids * HV * 4 // 16) * 16)
         assert lib.kda2_workspace_bytes(addr) == want
     a.N, a.T, a.HV, a.H, a.cu_seqlens = 2, 100, 32, 32, None
     need = lib.kda2_workspace_bytes(addr)

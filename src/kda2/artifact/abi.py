@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 # ---- version ------------------------------------------------------------------------------------
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 #: What each version changed, oldest first (rendered into the header's preamble).
 ABI_HISTORY: tuple[tuple[int, str], ...] = (
@@ -37,6 +37,9 @@ ABI_HISTORY: tuple[tuple[int, str], ...] = (
         "the split region after the slots."),
     (4, "Batch classes: a dispatch table has one row per (layout, bucket, class), a class serving calls of at "
         "least `min_chains` state chains (N * HV); kda2_select takes `chains`; kda2_route names the row it picks."),
+    (5, "Flags KDA2_CHUNK_OVERLAP / KDA2_CHUNK_NO_OVERLAP (chunk libraries: the state pass beside the prep, asked "
+        "for or refused; neither: the library's choice) and the chunk workspace's ready region after the split "
+        "region (a work counter and one ready flag per slot)."),
 )
 
 
@@ -96,6 +99,8 @@ FLAG_TABLE: tuple[Flag, ...] = (
     Flag("DT_BIAS_BF16", 8, "dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)"),
     Flag("INPUT_FP16", 9, "q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16"),
     Flag("STATE_BF16", 10, "h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them"),
+    Flag("CHUNK_OVERLAP", 11, "chunk: the state pass beside the prep (docs/DESIGN.md §1 overlap), where the GPU holds both"),
+    Flag("CHUNK_NO_OVERLAP", 12, "chunk: never overlap the state pass with the prep"),
 )
 
 #: enum KDA2Status: 0 or a negative code; positive return values are CUresult codes of the driver API.
@@ -266,7 +271,8 @@ FUNCTIONS_TABLE: tuple[Function, ...] = (
     Function("kda2_workspace_bytes", "int64_t", (("const KDA2RecurrentArgs*", "args"),),
              "Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent "
              "libraries, kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split "
-             "the library will launch with (args->split, or its choice when 0) for chunk ones; < 0: a KDA2Status."),
+             "the library will launch with (args->split, or its choice when 0) and the ready region for chunk ones; "
+             "< 0: a KDA2Status."),
     Function("kda2_preload", "int", (),
              "Load every variant's cubin into the current context (call before CUDA graph capture)."),
     Function("kda2_launch", "int", (("int", "index"), ("const KDA2RecurrentArgs*", "args"), ("void*", "stream")),
@@ -355,11 +361,22 @@ def split_bytes(N: int, split: int, HV: int, K: int, V: int) -> int:
     return N * split * HV * K * (K + V) * 4 + N * split * HV * K * V * 4
 
 
+#: The ready region's head: the overlapped prep's work counter (int32), padded to 16 bytes.
+READY_HEAD_BYTES = 16
+
+
+def ready_bytes(N: int, total: int, HV: int) -> int:
+    """The ready region after the split region (docs/DESIGN.md §1 overlap): the prep's work counter, then one
+    int32 ready flag per slot (chunk id, value head), zeroed by the library before each overlapped launch."""
+    return READY_HEAD_BYTES + (chunk_ids(N, total) * HV * 4 + 15) // 16 * 16
+
+
 def chunk_workspace_bytes(N: int, T: int, HV: int, K: int, V: int, varlen: bool, split: int = 1) -> int:
     """What kda2_workspace_bytes returns for a chunk library (T: per sequence, or packed total with varlen)
     that launches with `split` segments per sequence."""
     total = T if varlen else N * T
-    return chunk_ids(N, total) * HV * chunk_slot_bytes(K, V) + split_bytes(N, split, HV, K, V)
+    return (chunk_ids(N, total) * HV * chunk_slot_bytes(K, V) + split_bytes(N, split, HV, K, V)
+            + ready_bytes(N, total, HV))
 
 
 # ---- the C header --------------------------------------------------------------------------------
@@ -467,6 +484,15 @@ def header_text() -> str:
         "static inline KDA2_HD int64_t kda2_split_bytes(const KDA2RecurrentArgs* a, int K, int V) {",
         "  if (a->split <= 1) return 0;",
         "  return (int64_t)a->N * a->split * a->HV * K * (int64_t)(K + V) * 4 + (int64_t)a->N * a->split * a->HV * K * V * 4;",
+        "}",
+        "// Ready region, after the split region: the overlapped prep's work counter (int32) in a head of",
+        "// KDA2_READY_HEAD_BYTES, then one int32 ready flag per slot (index (chunk id) * HV + value head).",
+        f"#define KDA2_READY_HEAD_BYTES {READY_HEAD_BYTES}",
+        "static inline KDA2_HD int64_t kda2_ready_offset(const KDA2RecurrentArgs* a, int K, int V) {",
+        "  return kda2_split_trans_offset(a, K, V) + kda2_split_bytes(a, K, V);",
+        "}",
+        "static inline KDA2_HD int64_t kda2_ready_bytes(const KDA2RecurrentArgs* a) {",
+        "  return KDA2_READY_HEAD_BYTES + (kda2_chunk_ids(a) * a->HV * 4 + 15) / 16 * 16;",
         "}",
         "",
         "#ifdef __cplusplus",

@@ -33,6 +33,11 @@ COMBINE_COLS = 32
 SPLIT_MIN_CHUNKS = 4
 # Fewest segments worth splitting into: fold + emission walk 2·nch/s chunks in sequence, so s = 2 saves nothing.
 SPLIT_MIN_SEGMENTS = 3
+# Fewest chunks per sequence from which the library overlaps the state pass with the prep by default (docs/DESIGN.md
+# §1 overlap). Measured on the H200 (bench/results/h200-2026-12-01-prep3/call4, same variant overlapped or not): at
+# 16-32 chunks no gain or up to 15 % slower (the ready region's memset and the dependent launch), at 256 and 1024
+# chunks 15-19 % faster.
+OVERLAP_MIN_CHUNKS = 128
 
 
 def expected_strides(k: int) -> dict[str, int]:

@@ -67,7 +67,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
               use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
               allow_neg_eigval=False, safe_gate=False, lower_bound=None, state_v_first=False, cu_seqlens=None,
               A_log=None, dt_bias=None, *, library: Library | None = None, cu_seqlens_cpu=None,
-              max_seqlen: int | None = None, out=None, final_state_out=None, split: int | None = None, **kwargs):
+              max_seqlen: int | None = None, out=None, final_state_out=None, split: int | None = None,
+              overlap: bool | None = None, **kwargs):
     """KDA forward in 64-token chunks on tensor cores, drop-in for `fla.ops.kda.chunk_kda` (FLA 0.6) forward.
 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (one of the spec's input_dtypes);
@@ -85,6 +86,9 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     `out` / `final_state_out`. Any length runs: above the largest seq_len bucket the last bucket's
     variant is used. `split`: segments per sequence of the exact split (docs/DESIGN.md §1; results equal
     the unsplit ones up to rounding); None lets the library choose from the shapes and the GPU.
+    `overlap`: run the serial state pass beside the prep (docs/DESIGN.md §1; the same results bit for bit);
+    True asks for it wherever the GPU holds both kernels' CTAs together, False refuses it, None lets the
+    library choose.
     """
     torch = api._torch or api._init_torch()
     lib = _v.library_arg(library, "chunk")
@@ -113,6 +117,10 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
                       ("initial_state", initial_state, 8), ("final_state_out", final_state_out, 8)))
     if split is not None and not (isinstance(split, int) and 1 <= split <= abi.MAX_SPLIT):
         raise _v.fail("split", repr(split), f"None (the library's choice) or an int in [1, {abi.MAX_SPLIT}]")
+    if overlap is not None and not isinstance(overlap, bool):
+        raise _v.fail("overlap", repr(overlap), "None (the library's choice), True or False")
+    if overlap is not None:
+        flags |= abi.FLAG_CHUNK_OVERLAP if overlap else abi.FLAG_CHUNK_NO_OVERLAP
     dev_index = _v.device_index(lib, dev)
     # -- validation done: allocate and launch --------------------------------------------------------
     o, ht = api.outputs(torch, v, out, output_final_state, final_state_out, sshape, dev)

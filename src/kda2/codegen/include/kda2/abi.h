@@ -2,7 +2,7 @@
 //   PYTHONPATH=src python -m kda2.artifact.abi --write
 // (tests/test_abi_facts.py fails while this file and the tables disagree).
 //
-// KDA² C ABI, version 4. Shared by every lib<spec>.<arch>.so (families recurrent and
+// KDA² C ABI, version 5. Shared by every lib<spec>.<arch>.so (families recurrent and
 // chunk) and by the kernels, which take KDA2RecurrentArgs by value; kda2.runtime.abi mirrors it with
 // ctypes, built from the same tables. Change a field only together with KDA2_ABI_VERSION.
 //
@@ -20,10 +20,14 @@
 // Version 4: Batch classes: a dispatch table has one row per (layout, bucket, class), a class serving calls
 // of at least `min_chains` state chains (N * HV); kda2_select takes `chains`; kda2_route names the row it
 // picks.
+//
+// Version 5: Flags KDA2_CHUNK_OVERLAP / KDA2_CHUNK_NO_OVERLAP (chunk libraries: the state pass beside the
+// prep, asked for or refused; neither: the library's choice) and the chunk workspace's ready region after the
+// split region (a work counter and one ready flag per slot).
 #pragma once
 #include <stdint.h>
 
-#define KDA2_ABI_VERSION 4
+#define KDA2_ABI_VERSION 5
 
 // Gate activation applied to `g` inside the kernel (docs/DESIGN.md §1).
 enum KDA2GateMode {
@@ -34,17 +38,19 @@ enum KDA2GateMode {
 
 // Bits of KDA2RecurrentArgs::flags.
 enum KDA2Flags {
-  KDA2_QK_L2NORM = 1 << 0,     // q, k <- x / sqrt(sum x^2 + 1e-6)
-  KDA2_BETA_SIGMOID = 1 << 1,  // beta <- sigmoid(beta)
-  KDA2_NEG_EIGVAL = 1 << 2,    // beta <- 2 * sigmoid(beta) (needs KDA2_BETA_SIGMOID)
-  KDA2_G_BF16 = 1 << 3,        // g is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
-  KDA2_BETA_BF16 = 1 << 4,     // beta is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
-  KDA2_HAS_A_LOG = 1 << 5,     // A_log given (lower_bound mode may omit it)
-  KDA2_HAS_DT_BIAS = 1 << 6,   // dt_bias given
-  KDA2_A_LOG_BF16 = 1 << 7,    // A_log is bf16 (else fp32); read as fp32 (recurrent libraries)
-  KDA2_DT_BIAS_BF16 = 1 << 8,  // dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)
-  KDA2_INPUT_FP16 = 1 << 9,    // q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16
-  KDA2_STATE_BF16 = 1 << 10,   // h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them
+  KDA2_QK_L2NORM = 1 << 0,          // q, k <- x / sqrt(sum x^2 + 1e-6)
+  KDA2_BETA_SIGMOID = 1 << 1,       // beta <- sigmoid(beta)
+  KDA2_NEG_EIGVAL = 1 << 2,         // beta <- 2 * sigmoid(beta) (needs KDA2_BETA_SIGMOID)
+  KDA2_G_BF16 = 1 << 3,             // g is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
+  KDA2_BETA_BF16 = 1 << 4,          // beta is 16-bit, in the input dtype (bf16, or fp16 with KDA2_INPUT_FP16); else fp32
+  KDA2_HAS_A_LOG = 1 << 5,          // A_log given (lower_bound mode may omit it)
+  KDA2_HAS_DT_BIAS = 1 << 6,        // dt_bias given
+  KDA2_A_LOG_BF16 = 1 << 7,         // A_log is bf16 (else fp32); read as fp32 (recurrent libraries)
+  KDA2_DT_BIAS_BF16 = 1 << 8,       // dt_bias is bf16 (else fp32); read as fp32 (recurrent libraries)
+  KDA2_INPUT_FP16 = 1 << 9,         // q, k, v and o are fp16 (else bf16); recurrent libraries built with fp16
+  KDA2_STATE_BF16 = 1 << 10,        // h0, ht and intermediate are bf16 (else fp32); recurrent decode kernels built with them
+  KDA2_CHUNK_OVERLAP = 1 << 11,     // chunk: the state pass beside the prep (docs/DESIGN.md §1 overlap), where the GPU holds both
+  KDA2_CHUNK_NO_OVERLAP = 1 << 12,  // chunk: never overlap the state pass with the prep
 };
 
 // Negative return codes; positive ones are CUresult values of the CUDA driver API.
@@ -138,6 +144,15 @@ static inline KDA2_HD int64_t kda2_split_bytes(const KDA2RecurrentArgs* a, int K
   if (a->split <= 1) return 0;
   return (int64_t)a->N * a->split * a->HV * K * (int64_t)(K + V) * 4 + (int64_t)a->N * a->split * a->HV * K * V * 4;
 }
+// Ready region, after the split region: the overlapped prep's work counter (int32) in a head of
+// KDA2_READY_HEAD_BYTES, then one int32 ready flag per slot (index (chunk id) * HV + value head).
+#define KDA2_READY_HEAD_BYTES 16
+static inline KDA2_HD int64_t kda2_ready_offset(const KDA2RecurrentArgs* a, int K, int V) {
+  return kda2_split_trans_offset(a, K, V) + kda2_split_bytes(a, K, V);
+}
+static inline KDA2_HD int64_t kda2_ready_bytes(const KDA2RecurrentArgs* a) {
+  return KDA2_READY_HEAD_BYTES + (kda2_chunk_ids(a) * a->HV * 4 + 15) / 16 * 16;
+}
 
 #ifdef __cplusplus
 extern "C" {
@@ -156,7 +171,7 @@ int kda2_route(int32_t state_v_first, int64_t max_seqlen, int64_t chains);
 int kda2_select(int32_t state_v_first, int64_t max_seqlen, int64_t chains);
 // Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent libraries,
 // kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split the library will
-// launch with (args->split, or its choice when 0) for chunk ones; < 0: a KDA2Status.
+// launch with (args->split, or its choice when 0) and the ready region for chunk ones; < 0: a KDA2Status.
 int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* args);
 // Load every variant's cubin into the current context (call before CUDA graph capture).
 int kda2_preload(void);

@@ -238,8 +238,37 @@ struct Kernels {
 
   // Workspace slot of chunk c of sequence n: ids bos/64 + n + c are distinct across sequences (the
   // library sizes the workspace for total/64 + N + 1 ids), so partial chunks never overlap.
+  static __device__ __forceinline__ int64_t slot_index(const KDA2RecurrentArgs& a, int64_t bos, int n, int64_t c, int hv) {
+    return (bos / BT + n + c) * a.HV + hv;
+  }
   static __device__ __forceinline__ uint8_t* slot_ptr(const KDA2RecurrentArgs& a, int64_t bos, int n, int64_t c, int hv) {
-    return static_cast<uint8_t*>(a.workspace) + ((bos / BT + n + c) * a.HV + hv) * SLOT_BYTES;
+    return static_cast<uint8_t*>(a.workspace) + slot_index(a, bos, n, c, hv) * SLOT_BYTES;
+  }
+  // The overlap (docs/DESIGN.md §1; a.flags & KDA2_CHUNK_OVERLAP): the ready region's work counter and the
+  // ready flag of a slot, which the prep sets (release) once the slot is written and the state pass waits for
+  // (acquire) before it copies the slot in. The library zeroes the region before each overlapped launch.
+  static __device__ __forceinline__ int* ready_region(const KDA2RecurrentArgs& a) {
+    return reinterpret_cast<int*>(static_cast<uint8_t*>(a.workspace) + kda2_ready_offset(&a, K, V));
+  }
+  static __device__ __forceinline__ int* ready_flag(const KDA2RecurrentArgs& a, int64_t bos, int n, int64_t c, int hv) {
+    return ready_region(a) + KDA2_READY_HEAD_BYTES / 4 + slot_index(a, bos, n, c, hv);
+  }
+  // Thread 0 waits for the slot's flag, then the CTA's copies of it may start (the bulk copies read through the
+  // async proxy: the proxy fence orders them after the acquire).
+  static __device__ __forceinline__ void wait_ready(const KDA2RecurrentArgs& a, int64_t bos, int n, int64_t c, int hv) {
+    if (threadIdx.x == 0) {
+      const int* f = ready_flag(a, bos, n, c, hv);
+      int r;
+      for (;;) {
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(r) : "l"(f) : "memory");
+        if (r) break;
+        __nanosleep(64);
+      }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      asm volatile("fence.proxy.async;" ::: "memory");
+#endif
+    }
+    __syncthreads();
   }
   // sm_90: one chunk's shared tiles (w, qg, kg, Aqk|2^Γlast: four linear pieces) into the stage at `st` by bulk
   // copies completing on `bar`; one thread sends them.
@@ -291,6 +320,9 @@ struct Kernels {
   // E: the q/k/v/o element type (__nv_bfloat16 or __half; one entry per input dtype built).
   template <class E>
   static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a);
+  // One (chunk c, value head hv, sequence n) of the prep; false when the chunk lies past the sequence's end.
+  template <class E>
+  static __device__ __forceinline__ bool prep_item(const KDA2RecurrentArgs a, int c, int hv, int n);
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
   // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
@@ -318,6 +350,41 @@ struct Kernels {
 template <class Cfg>
 template <class E>
 __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
+  // Plain launch: grid (chunks, HV, N), CTA (c, hv, n) makes that slot. Overlapped (the library launched the state
+  // pass first and this grid, one CTA per item, as its programmatic dependent; docs/DESIGN.md §1): a CTA takes its
+  // item from the work counter as it starts, so items go in chunk-major order whatever order the CTAs start in and
+  // every chain's next chunk is made soon after its last; it sets the item's ready flag once the slot is written.
+  // The CTA of the last item then waits for the state pass (griddepcontrol.wait), so this grid completes after
+  // it: the stream's next work waits for this grid. Every other item is taken by then and needs no wait, so the
+  // waiting CTA holds no slot another one needs. (A persistent loop over items made the prep spill: the compiler
+  // kept loop-invariant values of the body live across it.)
+  __shared__ int next_item;
+  int c = blockIdx.x, hv = blockIdx.y, n = blockIdx.z;
+  if (a.flags & KDA2_CHUNK_OVERLAP) {
+    if (threadIdx.x == 0) next_item = atomicAdd(ready_region(a), 1);
+    __syncthreads();
+    const int item = next_item, per = a.HV * a.N;
+    c = item / per, n = item % per / a.HV, hv = item % a.HV;
+  }
+  prep_item<E>(a, c, hv, n);
+  // prep_item ends at a barrier, or returns at once on every thread for a chunk past its sequence: the slot's writes
+  // are issued. Only thread 0 goes on, re-reading its item (nothing stays live across the body).
+  if (!(a.flags & KDA2_CHUNK_OVERLAP) || threadIdx.x != 0) return;
+  const int item = next_item, per = a.HV * a.N;
+  const int ci = item / per, ni = item % per / a.HV, hi = item % a.HV;
+  const SeqBounds sb = seq_bounds(a, ni);
+  if (static_cast<int64_t>(ci) * BT < sb.len) {
+    __threadfence();
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(ready_flag(a, sb.bos, ni, ci, hi)), "r"(1) : "memory");
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (item == (a.max_seqlen + BT - 1) / BT * per - 1) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+template <class Cfg>
+template <class E>
+__device__ __forceinline__ bool Kernels<Cfg>::prep_item(const KDA2RecurrentArgs a, int c, int hv, int n) {
   using X = Elem16<E>;
   using TC = Tc16<E>;   // the intermediates' element type and mma operand type: E (docs/DESIGN.md §1)
   extern __shared__ __align__(16) uint8_t smem[];
@@ -329,9 +396,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   float* sT = reinterpret_cast<float*>(smem + P_T);
   float* sB = reinterpret_cast<float*>(smem + P_B);
 
-  const int c = blockIdx.x, hv = blockIdx.y, n = blockIdx.z;
   const SeqBounds sb = seq_bounds(a, n);
-  if (static_cast<int64_t>(c) * BT >= sb.len) return;
+  if (static_cast<int64_t>(c) * BT >= sb.len) return false;
   const int rows = static_cast<int>(sb.len - static_cast<int64_t>(c) * BT < BT ? sb.len - static_cast<int64_t>(c) * BT : BT);
   const int64_t t0 = sb.bos + static_cast<int64_t>(c) * BT;
   const int HV = a.HV, h = hv / (HV / a.H);
@@ -965,6 +1031,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       __syncthreads();  // staging is reused by the next pass
     }
   }
+  return true;
 }
 
 // =============================================================================================
@@ -975,6 +1042,11 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 template <class Cfg>
 template <class E, Pass PASS>
 __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Overlapped (docs/DESIGN.md §1): the prep grid is this grid's programmatic dependent; it may start once every
+  // CTA here has signalled, and each state CTA waits for the slots it reads by their ready flags.
+  if (PASS == Pass::EMIT && (a.flags & KDA2_CHUNK_OVERLAP)) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   if constexpr (WG) {
     if constexpr (PASS == Pass::EMIT) state_wg<E>(a);
     else __trap();   // the library never splits a WG variant (its Variant row has no fold)
@@ -1053,6 +1125,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
   static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0 && STATE_THREADS % 16 == 0, "load tiling");
   const int64_t nlocal = FOLD || sg.c1 > sg.c0 ? sg.c1 - sg.c0 : 0;
   auto load_chunk = [&](int64_t cc, int stage) {
+    if (!FOLD && (a.flags & KDA2_CHUNK_OVERLAP)) wait_ready(a, sb.bos, n, cc, hv);
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
     if constexpr (BULK) {
@@ -1314,6 +1387,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
   }
 
   auto load_chunk = [&](int64_t cc, int stage) {
+    if (a.flags & KDA2_CHUNK_OVERLAP) wait_ready(a, sb.bos, n, cc, hv);
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
     if (tid == 0) bulk_tiles(st, smem_u32(smem + S_MB + 16 * stage), slot);

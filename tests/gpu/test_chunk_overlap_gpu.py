@@ -5,7 +5,7 @@ Every variant of the library, launched by index with the overlap asked for (KDA2
 (KDA2_CHUNK_NO_OVERLAP) on the same inputs: the two give the same bits (the same kernels' arithmetic; only the
 launch differs), nothing non-finite, both within the accuracy bar of the float64 reference. Where a variant's
 state CTA does not fit beside a prep CTA the library launches it plainly both times and the test still holds.
-Cases: dense (several sequences, GVA where built), varlen with an empty and a length-1 sequence. Outputs are
+Cases: dense (several sequences), varlen with an empty and a length-1 sequence. Outputs are
 poisoned with NaN before every launch. Without a GPU every test here skips (conftest.py).
 """
 from __future__ import annotations
@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from feature_matrix import require_built  # noqa: E402
+from kda2.bench.cases import Case  # noqa: E402
 from test_chunk_gpu import chunk_lib  # noqa: E402,F401 - fixture
 
 pytestmark = pytest.mark.gpu
@@ -28,7 +30,7 @@ DEVICE = "cuda"
 BAR = 5e-3   # relative L2 vs the float64 reference (kda2/bench/cases.py)
 # (id, N, T per sequence or None, cu_seqlens or None, H, HV): a few chunks, a handful of state CTAs
 CASES = [("dense-N2-T2300-H4", 2, 2300, None, 4, 4),
-         ("varlen-empty-len1-H2-gva2", 4, None, (0, 1300, 1300, 1301, 3064), 2, 4)]
+         ("varlen-empty-len1-H4", 4, None, (0, 1300, 1300, 1301, 3064), 4, 4)]
 
 
 def _inputs(torch, lib, N, T, cu, H, HV, v_first, seed):
@@ -81,10 +83,10 @@ def test_overlap_gives_the_plain_launchs_bits(chunk_lib, ref, torch_cuda, seed, 
 
     torch, lib = torch_cuda, chunk_lib
     name, N, T, cu, H, HV = case
-    if cu and not lib.features.varlen:
-        pytest.skip(f"{lib.spec}: varlen not built")
-    if HV // H not in lib.features.gva_ratios:
-        pytest.skip(f"{lib.spec}: GVA ratio {HV // H} not built ({lib.features.gva_ratios})")
+    for v_first in (False, True):   # what the library lacks, its spec must not build either (else: a stale build)
+        if f"{'v' if v_first else 'k'}_first" in lib.features.state_layouts:
+            require_built(lib, Case(name, B=1 if cu else N, T=cu[-1] if cu else T, cu=cu, H=H, ratio=HV // H,
+                                    gate="softplus", v_first=v_first))
     variants = lib.manifest["variants"]
     for v_first in (False, True):
         mine = [v for v in variants if (v["config"]["state_layout"] == "v_first") == v_first]

@@ -331,9 +331,12 @@ struct Kernels {
   static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
   // The EMIT pass on warpgroup MMAs (WG variants, sm_90a; no FOLD: these variants are not split): one CTA per
   // (BLOCK_V value columns, value head, sequence), a warpgroup per 64 of them.
-  template <class E>
+  // OV: the overlapped launch (each slot waited for by its ready flag), a separate instantiation so that the plain
+  // pass's code is what it was without the overlap (one body with a runtime test per chunk changed its register
+  // allocation and made it 1-3 % slower: H200, bench/results/h200-2026-12-01-prep3/call7).
+  template <class E, bool OV>
   static __device__ __forceinline__ void state_wg(const KDA2RecurrentArgs& a);
-  template <class E, Pass PASS>
+  template <class E, Pass PASS, bool OV>
   static __device__ __forceinline__ void state_mma_sync(const KDA2RecurrentArgs& a);
   // Split combine: per (32 value columns, value head, sequence), the start state of every segment,
   // S_{s+1} = M_s S_s + B_s from S_0 = h0 (fp32 on CUDA cores: a few segments of 128×128 by 128×32);
@@ -1048,15 +1051,18 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
   if (PASS == Pass::EMIT && (a.flags & KDA2_CHUNK_OVERLAP)) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   if constexpr (WG) {
-    if constexpr (PASS == Pass::EMIT) state_wg<E>(a);
+    if constexpr (PASS == Pass::EMIT) {
+      if (a.flags & KDA2_CHUNK_OVERLAP) state_wg<E, true>(a); else state_wg<E, false>(a);
+    }
     else __trap();   // the library never splits a WG variant (its Variant row has no fold)
   } else {
-    state_mma_sync<E, PASS>(a);
+    if (PASS == Pass::EMIT && (a.flags & KDA2_CHUNK_OVERLAP)) state_mma_sync<E, PASS, true>(a);
+    else state_mma_sync<E, PASS, false>(a);
   }
 }
 
 template <class Cfg>
-template <class E, Pass PASS>
+template <class E, Pass PASS, bool OV>
 __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2RecurrentArgs& a) {
   constexpr bool FOLD = PASS == Pass::FOLD;
   using TC = Tc16<E>;   // the workspace's element type and the mma operand type: E (docs/DESIGN.md §1)
@@ -1125,7 +1131,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
   static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0 && STATE_THREADS % 16 == 0, "load tiling");
   const int64_t nlocal = FOLD || sg.c1 > sg.c0 ? sg.c1 - sg.c0 : 0;
   auto load_chunk = [&](int64_t cc, int stage) {
-    if (!FOLD && (a.flags & KDA2_CHUNK_OVERLAP)) wait_ready(a, sb.bos, n, cc, hv);
+    if constexpr (OV) wait_ready(a, sb.bos, n, cc, hv);
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
     if constexpr (BULK) {
@@ -1344,7 +1350,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
 // is staged in the consumed stage's w tile (its panel layout), then stored in 16-byte pieces.
 // =============================================================================================
 template <class Cfg>
-template <class E>
+template <class E, bool OV>
 __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& a) {
   static_assert(K == 64 || K == 128, "Sᵀ is one m64nK accumulator (N ≤ 128 in kda2/wgmma.cuh)");
   static_assert(BLOCK_V * 2 * BT <= BT * K * 2, "the o staging fits in the w tile");
@@ -1387,7 +1393,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
   }
 
   auto load_chunk = [&](int64_t cc, int stage) {
-    if (a.flags & KDA2_CHUNK_OVERLAP) wait_ready(a, sb.bos, n, cc, hv);
+    if constexpr (OV) wait_ready(a, sb.bos, n, cc, hv);
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
     if (tid == 0) bulk_tiles(st, smem_u32(smem + S_MB + 16 * stage), slot);

@@ -333,7 +333,7 @@ struct Kernels {
   // (BLOCK_V value columns, value head, sequence), a warpgroup per 64 of them.
   // OV: the overlapped launch (each slot waited for by its ready flag), a separate instantiation so that the plain
   // pass's code is what it was without the overlap (one body with a runtime test per chunk changed its register
-  // allocation and made it 1-3 % slower: H200, bench/results/h200-2026-12-01-prep3/call7).
+  // allocation and made it 1-3 % slower: H200, bench/results/h200-2026-12-01-prep3/call7, call8).
   template <class E, bool OV>
   static __device__ __forceinline__ void state_wg(const KDA2RecurrentArgs& a);
   template <class E, Pass PASS, bool OV>
@@ -430,9 +430,9 @@ __device__ __forceinline__ bool Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   }
   {
     // Every copy's source is a row pointer set up once and stepped by a constant row stride, and the piece
-    // counts are compile-time: with the element offset recomputed per row in 64-bit and the raw gate's pieces
-    // per row a runtime value (an integer division per piece), this step issued ~19 instructions per cp.async,
-    // 9 % of the prep's instructions (H200, P3, ncu).
+    // counts are compile-time: the element offset recomputed per row in 64-bit and a runtime piece count (an
+    // integer division per piece) cost ~19 instructions per cp.async, 9 % of the prep's instructions (H200, P3,
+    // ncu).
     const int seg = tid & (KP - 1), r0 = tid >> KP_LOG2;
     const int64_t tok0 = t0 + r0;
     const E* q = static_cast<const E*>(a.q) + (tok0 * a.H + h) * K + seg * 8;
@@ -958,9 +958,9 @@ __device__ __forceinline__ bool Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   //         Row block I of the product sums k-steps 0..I (T is lower triangular): 1 + 2 + 3 + 4 = 10 block
   //         products per 16-column piece. A warp takes whole pieces for row blocks {3, 2, 1, 0} (K ≥ 128: K/128
   //         pieces each) or, with K/16 = 4 pieces for 8 warps, one piece for {3, 0} or {2, 1}: 10 or 5 block
-  //         products per piece, the same on every warp. (Warp (I, half) on row block I, as before, left warps
-  //         of block 0 idle for 3/4 of the step and held the rest at its barrier; the per-warp T fragments
-  //         from fp32 cost 8 instructions each, where one ldmatrix of T16 serves.)
+  //         products per piece, the same on every warp. (A split by row block, warp (I, half) on block I, leaves
+  //         block 0's warps idle for 3/4 of the step and holds the rest at its barrier; a T fragment packed from
+  //         fp32 costs 8 instructions, one ldmatrix of T16 serves.)
   {
     constexpr int PIECES = K / 16, RBG = PIECES >= 8 ? 1 : 2;       // RBG: groups of row blocks
     constexpr int NRB = 4 / RBG, NPC = PIECES * RBG / 8;             // row blocks, pieces per warp

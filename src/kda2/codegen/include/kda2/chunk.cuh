@@ -320,9 +320,9 @@ struct Kernels {
   // E: the q/k/v/o element type (__nv_bfloat16 or __half; one entry per input dtype built).
   template <class E>
   static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a);
-  // One (chunk c, value head hv, sequence n) of the prep; false when the chunk lies past the sequence's end.
+  // One (chunk c, value head hv, sequence n) of the prep; nothing for a chunk past the sequence's end.
   template <class E>
-  static __device__ __forceinline__ bool prep_item(const KDA2RecurrentArgs a, int c, int hv, int n);
+  static __device__ __forceinline__ void prep_item(const KDA2RecurrentArgs a, int c, int hv, int n);
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
   // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
@@ -387,7 +387,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 
 template <class Cfg>
 template <class E>
-__device__ __forceinline__ bool Kernels<Cfg>::prep_item(const KDA2RecurrentArgs a, int c, int hv, int n) {
+__device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs a, int c, int hv, int n) {
   using X = Elem16<E>;
   using TC = Tc16<E>;   // the intermediates' element type and mma operand type: E (docs/DESIGN.md §1)
   extern __shared__ __align__(16) uint8_t smem[];
@@ -400,7 +400,7 @@ __device__ __forceinline__ bool Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   float* sB = reinterpret_cast<float*>(smem + P_B);
 
   const SeqBounds sb = seq_bounds(a, n);
-  if (static_cast<int64_t>(c) * BT >= sb.len) return false;
+  if (static_cast<int64_t>(c) * BT >= sb.len) return;
   const int rows = static_cast<int>(sb.len - static_cast<int64_t>(c) * BT < BT ? sb.len - static_cast<int64_t>(c) * BT : BT);
   const int64_t t0 = sb.bos + static_cast<int64_t>(c) * BT;
   const int HV = a.HV, h = hv / (HV / a.H);
@@ -1034,7 +1034,6 @@ __device__ __forceinline__ bool Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       __syncthreads();  // staging is reused by the next pass
     }
   }
-  return true;
 }
 
 // =============================================================================================
@@ -1048,16 +1047,16 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Overlapped (docs/DESIGN.md §1): the prep grid is this grid's programmatic dependent; it may start once every
   // CTA here has signalled, and each state CTA waits for the slots it reads by their ready flags.
-  if (PASS == Pass::EMIT && (a.flags & KDA2_CHUNK_OVERLAP)) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if constexpr (PASS == Pass::EMIT)
+    if (a.flags & KDA2_CHUNK_OVERLAP) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-  if constexpr (WG) {
-    if constexpr (PASS == Pass::EMIT) {
-      if (a.flags & KDA2_CHUNK_OVERLAP) state_wg<E, true>(a); else state_wg<E, false>(a);
-    }
-    else __trap();   // the library never splits a WG variant (its Variant row has no fold)
-  } else {
-    if (PASS == Pass::EMIT && (a.flags & KDA2_CHUNK_OVERLAP)) state_mma_sync<E, PASS, true>(a);
+  if constexpr (PASS == Pass::FOLD) {   // never overlapped (the library overlaps unsplit launches only)
+    if constexpr (WG) __trap();         // the library never splits a WG variant (its Variant row has no fold)
     else state_mma_sync<E, PASS, false>(a);
+  } else if (a.flags & KDA2_CHUNK_OVERLAP) {
+    if constexpr (WG) state_wg<E, true>(a); else state_mma_sync<E, PASS, true>(a);
+  } else {
+    if constexpr (WG) state_wg<E, false>(a); else state_mma_sync<E, PASS, false>(a);
   }
 }
 

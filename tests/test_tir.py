@@ -709,10 +709,10 @@ def test_chunk_wgmma_state_plan():
         assert plan["swz_w"] and plan["swz_qg"] and plan["swz_kg"] and plan["swz_aqk"]
         mma = plan_variant(chunk_cfg(block_v=bv, stages=stages), BUDGET)
         assert {k: plan[k] for k in ("lds_u", "lds_kv", "swz_w")} == {k: mma[k] for k in ("lds_u", "lds_kv", "swz_w")}
-    # its o staging in the consumed w tile is modelled (2-byte stores 4-way unswizzled, conflict-free swizzled);
-    # the mma_sync plan has the accesses with no instruction
+    # its o staging in the consumed w tile is modelled (stmatrix.trans: 8 rows of 16 bytes in one column piece per
+    # phase, 8-way unswizzled, conflict-free swizzled); the mma_sync plan has the accesses with no instruction
     wg, mma = plan_variant(chunk_cfg(block_v=64, state_mma="wgmma"), BUDGET), plan_variant(chunk_cfg(block_v=64), BUDGET)
-    assert wg["conflicts_before"]["w_ostage_store"] == 4 and wg["conflicts_after"]["w_ostage_store"] == 1
+    assert wg["conflicts_before"]["w_ostage_store"] == 8 and wg["conflicts_after"]["w_ostage_store"] == 1
     assert wg["instructions"]["w_ostage_store"] > 0 and wg["conflicts_after"]["w_ostage_read"] == 1
     assert mma["instructions"]["w_ostage_store"] == mma["instructions"]["w_ostage_read"] == 0
     with pytest.raises(TirConfigError, match="wgmma needs block_v a multiple of 64"):

@@ -115,3 +115,62 @@ def test_overlap_gives_the_plain_launchs_bits(chunk_lib, ref, torch_cuda, seed, 
             assert torch.equal(h0.view(torch.int32), h1.view(torch.int32)), f"{ctx}: state differs, overlapped vs plain"
             e_o, e_h = _rel(o1.cpu(), o_ref), _rel(h1.cpu(), ht_ref)
             assert e_o <= BAR and e_h <= BAR, f"{ctx}: relative L2 vs float64 o {e_o:.2e}, state {e_h:.2e} > {BAR}"
+
+
+def _counter(torch, x) -> int:
+    """The overlapped prep's work counter, the ready region's first int32: after an overlapped launch the number of
+    items it handed out (one per chunk id and head), after a plain one whatever it was before (the region is the
+    workspace's last)."""
+    from kda2.runtime import abi
+
+    a = x["args"]
+    off = a.workspace_bytes - abi.ready_bytes(a.N, a.T if a.cu_seqlens else a.N * a.T, a.HV)
+    return int(x["ws"][off:off + 4].view(torch.int32).item())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
+def test_overlap_replays_under_a_cuda_graph(chunk_lib, torch_cuda, seed, case):
+    """An overlapped launch captured in a CUDA graph (the memset node, the state kernel, the prep as its programmatic
+    dependent) and replayed twice, on new inputs in the same buffers before the second replay: each replay gives
+    the bits of a plain launch on the inputs of the moment. A ready region left as the last replay set it would
+    let the state pass copy slots before the prep rewrites them (the memset node must run every replay)."""
+    from kda2.runtime import abi
+
+    torch, lib = torch_cuda, chunk_lib
+    name, N, T, cu, H, HV = case
+    variants = lib.manifest["variants"]
+    for v_first in (False, True):
+        mine = [v for v in variants if (v["config"]["state_layout"] == "v_first") == v_first]
+        if not mine:
+            continue
+        s = seed + 950 + CASES.index(case) + 7 * v_first
+        x = _inputs(torch, lib, N, T, cu, H, HV, v_first, s)
+        items = -(-x["args"].max_seqlen // abi.CHUNK) * HV * N   # the overlapped prep's grid
+        for v in mine:
+            ctx = f"{name} {v['id']} ({'v_first' if v_first else 'k_first'}) [{lib.spec}] seed {s} (--seed={seed})"
+            x["args"].flags = x["flags"] | abi.FLAG_CHUNK_OVERLAP
+            x["ws"].zero_()
+            lib.launch_variant(v["index"], x["args"])   # loads the module outside the capture
+            torch.cuda.synchronize()
+            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+            with torch.cuda.graph(graph, stream=stream):
+                lib.launch_variant(v["index"], x["args"], stream_handle=stream.cuda_stream)
+            for rep in range(2):
+                if rep:   # new inputs, same buffers
+                    gen = torch.Generator(device=DEVICE).manual_seed(s + 1000 + rep)
+                    for k in ("q", "k", "v"):
+                        x[k].copy_(torch.randn(x[k].shape, generator=gen, device=DEVICE))
+                    x["g"].copy_(torch.randn(x["g"].shape, generator=gen, device=DEVICE))
+                    x["h0"].copy_(torch.randn(x["h0"].shape, generator=gen, device=DEVICE) * 0.1)
+                o0, h0 = _launch(torch, lib, v["index"], x, abi.FLAG_CHUNK_NO_OVERLAP)
+                x["o"].fill_(math.nan)
+                x["ht"].fill_(math.nan)
+                graph.replay()
+                torch.cuda.synchronize()
+                got = _counter(torch, x)
+                assert got in (0, items), f"{ctx}: replay {rep}: work counter {got}, expected 0 (plain) or {items}"
+                assert torch.equal(x["o"].view(torch.int16), o0.view(torch.int16)), \
+                    f"{ctx}: replay {rep} (counter {got}): o differs from a plain launch on the same inputs"
+                assert torch.equal(x["ht"].view(torch.int32), h0.view(torch.int32)), \
+                    f"{ctx}: replay {rep} (counter {got}): state differs from a plain launch on the same inputs"
+            print(f"{ctx}: graph replays {'overlapped' if got else 'plain'}")

@@ -63,6 +63,7 @@ FUNCTIONS = _facts.ctypes_signatures()
 CHUNK = _facts.CHUNK
 chunk_slot_bytes = _facts.chunk_slot_bytes
 chunk_workspace_bytes = _facts.chunk_workspace_bytes
+ready_bytes = _facts.ready_bytes
 MAX_SPLIT = _facts.MAX_SPLIT
 
 

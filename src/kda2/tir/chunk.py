@@ -28,7 +28,7 @@ element type; the kernel's name):
   order, conflict-free by construction. Fixed.
 * ``w``, ``qg`` bf16 [64][K], ``kg`` bf16 [64][K], ``aqk`` bf16 [64][64] (state tiles; one bulk copy each
   from the workspace, which the prep writes in the chosen layout): ldmatrix (kg: .trans); the wgmma state pass
-  reads them by descriptor (which needs the xor layout) and stages o in w: 2-byte fragment stores, 16-byte
+  reads them by descriptor (which needs the xor layout) and stages o in w: stmatrix.trans 16-byte rows, 16-byte
   row reads (geometry WGW; no iterations in the mma_sync variants' models). Xor or plain.
 * ``x``   fp32 [K][32] (combine's start-state slice): fill, float4 broadcast reads, row stores. Pad.
 
@@ -319,12 +319,13 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
             for e in T.vectorized(8):
                 frag[e] = o[(tx % 32 + it * 32) // 2, (tx % 32 + it * 32) % 2 * 8 + e]
         # wgmma state pass (kda2/chunk.cuh state_wg; no iterations for mma_sync variants): o staged in the consumed w
-        # tile as [token][value column]: warp ww holds value columns 16 ww + lane/4 (+8) at tokens 8j + 2 (lane%4)
-        # (+1) and stores them as 2-byte elements; then 16-byte row pieces, thread p of the CTA at row p / (BV/8)
-        for ww in T.serial(WGW, annotations={"kda2.access": "w_ostage_store"}):
-            for j in T.serial(8):
-                for e in T.serial(4):
-                    w[j * 8 + tx % 4 * 2 + e % 2, ww * 16 + tx % 32 // 4 + e // 2 * 8] = frag[0]
+        # tile as [token][value column] by stmatrix.trans: store p of warp ww, lane 8m + r writes the 16-byte row
+        # (token 8 (2p + m/2) + r, value columns 16 ww + 8 (m%2) ..+7), a phase per 8 lanes; then 16-byte row pieces,
+        # thread p of the CTA at row p / (BV/8)
+        for ww in T.serial(WGW, annotations={"kda2.access": "w_ostage_store", "kda2.phase_lanes": 8}):
+            for p in T.serial(4):
+                for e in T.vectorized(8):
+                    w[(2 * p + tx % 32 // 16) * 8 + tx % 8, ww * 16 + tx % 32 // 8 % 2 * 8 + e] = frag[e]
         for ww in T.serial(WGW, annotations={"kda2.access": "w_ostage_read"}):
             for m in T.serial(WGR):
                 for e in T.vectorized(8):

@@ -1410,15 +1410,44 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     cp_async_commit();
   }
   E* o = static_cast<E*>(a.o);
-  for (int64_t j = 0; j < nch; ++j) {
-    const int stage = static_cast<int>(j % STAGES);
-    if (j + STAGES - 1 < nch) load_chunk(j + STAGES - 1, static_cast<int>((j + STAGES - 1) % STAGES));
-    cp_async_commit();
-    cp_async_wait<STAGES - 1>();
+  const int nchi = static_cast<int>(nch);
+  // The chunk loop issues ~940 instructions per warp at one warp per scheduler (H200, P5, ncu: 3 cycles each, "wait"
+  // and "selected" two thirds of the stall samples), so what is loop-invariant is set up here: the descriptors'
+  // base (one add per wgmma), the o staging's row addresses (stmatrix) and the copy-out's pieces.
+  const uint32_t base16 = smem_u32(smem) >> 4;   // shared addresses are below 2^18 (kda2/wgmma.cuh desc128)
+  // o staging, [token][value column] panels in the consumed stage's w tile: stmatrix.trans p stores the 8×8 blocks
+  // (token block 2p + m / 2, value rows 8·(m % 2) of the warp's 16) of the accumulator; lane 8m + r addresses row r
+  // (token) of block m, 8 value columns.
+  uint32_t ost[BT / 16];
+#pragma unroll
+  for (int p = 0; p < BT / 16; ++p)
+    ost[p] = 2 * panel128_offset(8 * (2 * p + (lane >> 4)) + (lane & 7),
+                                 64 * (warp >> 2) + 16 * (warp & 3) + 8 * ((lane >> 3) & 1), BT);
+  // copy-out: thread tid takes 16-byte piece pc of token rows tok0 + TPP·m
+  constexpr int PCS = BLOCK_V / 8, TPP = STATE_THREADS / PCS;
+  static_assert(STATE_THREADS % PCS == 0 && BT % TPP == 0, "o copy-out tiling");
+  const int tok0 = tid / PCS, pc = tid % PCS;
+  const int64_t o_step = static_cast<int64_t>(TPP) * HV * V;
+  for (int j = 0; j < nchi; ++j) {
+    const int stage = j % STAGES;
+    // Two stages or more: the next chunk's copies start after this barrier, which every thread reaches past its
+    // last use of the stage they refill (so the loop needs no barrier at its end). One stage: before the wait.
+    if constexpr (STAGES == 1) {
+      load_chunk(j, 0);
+      cp_async_commit();
+      cp_async_wait<0>();
+    } else {
+      cp_async_wait<STAGES - 2>();
+    }
     mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((j / STAGES) & 1));
-    __syncthreads();   // every thread's uᵀ pieces have landed
+    __syncthreads();   // every thread's uᵀ pieces have landed; every thread is done with the stage refilled next
+    if constexpr (STAGES > 1) {
+      if (j + STAGES - 1 < nchi) load_chunk(j + STAGES - 1, (j + STAGES - 1) % STAGES);
+      cp_async_commit();
+    }
     uint8_t* stp = smem + stage * S_STAGE;
-    const uint32_t st = smem_u32(stp);
+    const uint32_t sd = base16 + stage * (S_STAGE / 16);   // the stage in 16-byte units
+    const uint32_t kd = desc_k128_lo(sd), nd = desc_mn128_lo(sd, BT);
 
     // Sᵀ as 16-bit A fragments, k-steps over channels
     uint32_t Sb[K / 16][4];
@@ -1429,13 +1458,19 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
       Sb[ks][2] = TC::pack(S[8 * ks + 4], S[8 * ks + 5]);
       Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
     }
+    // P = Sᵀwᵀ (the recurrence's chain) and O = Sᵀqgᵀ as two groups: v_newᵀ is formed while O's products run.
     float P[BT / 2], O[BT / 2];
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks) WgmmaRS<E, BT>::run(P, Sb[ks], smem_desc_k128(st + S_W, 16 * ks, BT), ks > 0);
-#pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks) WgmmaRS<E, BT>::run(O, Sb[ks], smem_desc_k128(st + S_QG, 16 * ks, BT), ks > 0);
+    for (int ks = 0; ks < K / 16; ++ks)
+      WgmmaRS<E, BT>::run(P, Sb[ks], desc128(kd + (S_W + k128_slice_bytes(16 * ks, BT)) / 16), ks > 0);
     wgmma_commit();
+#pragma unroll
+    for (int ks = 0; ks < K / 16; ++ks)
+      WgmmaRS<E, BT>::run(O, Sb[ks], desc128(kd + (S_QG + k128_slice_bytes(16 * ks, BT)) / 16), ks > 0);
+    wgmma_commit();
+    wgmma_wait<1>();
+    wgmma_hold(P);
     {  // the decay of Sᵀ's columns, while the MMAs above run on its 16-bit copy
       const float* sGl = reinterpret_cast<const float*>(stp + S_GL);
 #pragma unroll
@@ -1444,9 +1479,6 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
         S[4 * jj] *= gl.x; S[4 * jj + 1] *= gl.y; S[4 * jj + 2] *= gl.x; S[4 * jj + 3] *= gl.y;
       }
     }
-    wgmma_wait<0>();
-    wgmma_hold(P);
-    wgmma_hold(O);
     // v_newᵀ = uᵀ − P as 16-bit A fragments, k-steps over tokens: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
     const E* sU = reinterpret_cast<const E*>(stp + S_U);
     uint32_t Vb[BT / 16][4];
@@ -1460,10 +1492,11 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     }
     wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
 #pragma unroll
-    for (int ks = 0; ks < BT / 16; ++ks) WgmmaRS<E, BT>::run(O, Vb[ks], smem_desc_k128(st + S_AQ, 16 * ks, BT), true);
+    for (int ks = 0; ks < BT / 16; ++ks)
+      WgmmaRS<E, BT>::run(O, Vb[ks], desc128(kd + (S_AQ + k128_slice_bytes(16 * ks, BT)) / 16), true);
 #pragma unroll
     for (int ks = 0; ks < BT / 16; ++ks)
-      WgmmaRS<E, K, true>::run(S, Vb[ks], smem_desc_mn128(st + S_KG, 16 * ks, BT), true);
+      WgmmaRS<E, K, true>::run(S, Vb[ks], desc128(nd + (S_KG + mn128_slice_bytes(16 * ks)) / 16), true);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_hold(O);
@@ -1471,23 +1504,33 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
 
     // o: [token][value column of the CTA] staged in this stage's w tile (every warpgroup is past its reads of it)
     __syncthreads();
-    E* sO = reinterpret_cast<E*>(stp + S_W);
+    {
+      const uint32_t so = smem_u32(stp + S_W);
 #pragma unroll
-    for (int jj = 0; jj < BT / 8; ++jj)
+      for (int p = 0; p < BT / 16; ++p) {
+        uint32_t r[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        sO[panel128_offset(8 * jj + 2 * t + (e & 1), vr + 8 * (e >> 1), BT)] = Elem16<E>::from_f(O[4 * jj + e]);
+        for (int m = 0; m < 4; ++m) {
+          const int jj = 2 * p + (m >> 1), e = 2 * (m & 1);
+          r[m] = TC::pack(O[4 * jj + e], O[4 * jj + e + 1]);
+        }
+        stsm_x4_t(r, so + ost[p]);
+      }
+    }
     __syncthreads();
-    const int64_t t0 = sb.bos + j * BT;
-    const int rows = static_cast<int>(sb.len - j * BT < BT ? sb.len - j * BT : BT);
-    for (int p = tid; p < BT * BLOCK_V / 8; p += STATE_THREADS) {
-      const int tok = p / (BLOCK_V / 8), pc = p - tok * (BLOCK_V / 8);
-      if (tok < rows)
-        *reinterpret_cast<uint4*>(o + ((t0 + tok) * HV + hv) * V + vc + 8 * pc) =
-            *reinterpret_cast<const uint4*>(sO + panel128_offset(tok, 8 * pc, BT));
+    {
+      const E* sO = reinterpret_cast<const E*>(stp + S_W);
+      const int64_t t0 = sb.bos + static_cast<int64_t>(j) * BT;
+      const int rows = static_cast<int>(sb.len - static_cast<int64_t>(j) * BT < BT ? sb.len - static_cast<int64_t>(j) * BT : BT);
+      E* og = o + ((t0 + tok0) * HV + hv) * V + vc + 8 * pc;
+#pragma unroll
+      for (int m = 0; m < BT / TPP; ++m)
+        if (rows == BT || tok0 + TPP * m < rows)
+          *reinterpret_cast<uint4*>(og + m * o_step) =
+              *reinterpret_cast<const uint4*>(sO + panel128_offset(tok0 + TPP * m, 8 * pc, BT));
     }
     fence_proxy_async();   // these generic accesses of the w tile come before the bulk copy that refills it
-    __syncthreads();
+    if constexpr (STAGES == 1) __syncthreads();
   }
 
   if (a.ht) {

@@ -101,6 +101,16 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
+// sm_90: four 8×8 blocks of 16-bit elements stored transposed (stmatrix .trans). Lane 8m + r gives the address of
+// stored row r of block m, which receives column r of the block as the lanes hold it (lane 4i + c: row i, columns
+// 2c, 2c + 1 in register m).
+__device__ __forceinline__ void stsm_x4_t(const uint32_t (&r)[4], uint32_t addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n"
+               ::"r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
+
 // sm_90 bulk-copy / mbarrier helpers (empty below sm_90, where the kernels never call them).
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

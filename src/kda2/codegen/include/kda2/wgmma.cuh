@@ -25,26 +25,38 @@ __host__ __device__ constexpr int panel128_offset(int row, int k, int rows) {
   return (k >> 6) * rows * 64 + row * 64 + ((((k >> 3) & 7) ^ (row & 7)) << 3) + (k & 7);
 }
 
-// Descriptor of the 16-k slice starting at k0 (a multiple of 16) of a panel tile at shared address `tile`
-// (1024-byte aligned) of `rows` rows: start address in 16-byte units (bits 0-13), leading byte offset unused by
-// swizzled K-major layouts (1, bits 16-29), stride byte offset 1024 B between 8-row groups (bits 32-45), swizzle
-// mode 1 = 128 B (bits 62-63). Within a 128-byte row the slice starts 32·(k0 % 64 / 16) bytes in; the hardware
-// applies the XOR to the address it forms.
+// Descriptors in two words. lo: start address in 16-byte units (bits 0-13) | leading byte offset in 16-byte units
+// (bits 16-29); hi: stride byte offset 1024 B between 8-row groups (bits 32-45), swizzle mode 1 = 128 B (bits 62-63).
+// A caller stepping through the slices of tiles keeps a lo word and adds constants to it: one add per wgmma (built
+// from the address each time, ~5 uniform instructions per wgmma were 13 % of the chunk state pass's instructions:
+// H200, P5, ncu). Shared addresses are below 2^18, so the start field never carries into the offset field.
+__device__ __forceinline__ uint64_t desc128(uint32_t lo) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"((1024u >> 4) | (1u << 30)));
+  return d;
+}
+// lo word of a K-major tile at 16-byte unit `at16` (leading byte offset unused by swizzled K-major layouts: 1), and
+// of an N-major one of `rows` rows (leading byte offset: the distance between 64-wide n panels, rows·128 B).
+__device__ __forceinline__ uint32_t desc_k128_lo(uint32_t at16) { return at16 | (1u << 16); }
+__device__ __forceinline__ uint32_t desc_mn128_lo(uint32_t at16, int rows) {
+  return at16 | (static_cast<uint32_t>(rows * 128 >> 4) << 16);
+}
+// Byte offset of the 16-k slice at k0 (a multiple of 16) in a K-major panel tile of `rows` rows: within a 128-byte
+// row the slice starts 32·(k0 % 64 / 16) bytes in (the hardware applies the XOR to the address it forms); in an
+// N-major one (imm-trans-b = 1: B[k][n] stored with k as the panel row) it starts at row k0.
+__host__ __device__ constexpr int k128_slice_bytes(int k0, int rows) { return (k0 >> 6) * rows * 128 + ((k0 & 63) >> 4) * 32; }
+__host__ __device__ constexpr int mn128_slice_bytes(int k0) { return k0 * 128; }
+
+// Descriptor of the 16-k slice starting at k0 of a panel tile at shared address `tile` (1024-byte aligned) of `rows`
+// rows, read K-major.
 __device__ __forceinline__ uint64_t smem_desc_k128(uint32_t tile, int k0, int rows) {
-  const uint32_t addr = tile + static_cast<uint32_t>((k0 >> 6) * rows * 128 + ((k0 & 63) >> 4) * 32);
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(1) << 16) |
-         (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+  return desc128(desc_k128_lo(((tile + static_cast<uint32_t>(k128_slice_bytes(k0, rows))) & 0x3FFFF) >> 4));
 }
 
-// The same panels read N-major (imm-trans-b = 1): B[k][n] stored with k as the panel row and n along the row,
-// i.e. panel128_offset(k, n, rows) — a tile written [token][channel] serves as K-major B when the product runs
-// over channels and as N-major B when it runs over tokens. The 16-k slice from k0 (a multiple of 16) starts at
-// row k0; leading byte offset = the distance between 64-wide n panels (rows·128 B), stride byte offset = 1024 B
-// between 8-row k groups (PTX ISA, "Matrix Descriptor Format", MN-major swizzled).
+// The same panels read N-major: a tile written [token][channel] serves as K-major B when the product runs over
+// channels and as N-major B when it runs over tokens (PTX ISA, "Matrix Descriptor Format", MN-major swizzled).
 __device__ __forceinline__ uint64_t smem_desc_mn128(uint32_t tile, int k0, int rows) {
-  const uint32_t addr = tile + static_cast<uint32_t>(k0 * 128);
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((rows * 128) >> 4) << 16) |
-         (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
+  return desc128(desc_mn128_lo(((tile + static_cast<uint32_t>(mn128_slice_bytes(k0))) & 0x3FFFF) >> 4, rows));
 }
 
 // Ordering: registers an mma reads are final before it issues (fence); issued mmas form a group (commit); wait

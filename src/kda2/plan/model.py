@@ -64,7 +64,9 @@ def workloads(family: str, bucket: int) -> list[Workload]:
     sequences of min(bucket, 256). Chunk: the bucket's length, N so that N·T ≈ 16K tokens at H = 32 first
     (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), then the other end of the range of
     chains the P-shapes span: a thin shard at 2048 (P6: 16 chains), a wide mixed batch at 8192 (P4: 384 chains,
-    its longest prompt within the bucket)."""
+    its longest prompt within the bucket), and at 65536 twice P5's chains (64, at a quarter of its length): where
+    few chains leave SMs free the single-stage state pass runs beside the prep (docs/DESIGN.md §1 overlap), with
+    more the library does not overlap and a two-stage pass is faster, so the two need their own winners."""
     if family == "recurrent":
         if bucket <= DECODE_MAX_T:  # T = 1, or 4 tokens per sequence for a multi-token bucket (M1)
             t = min(bucket, 4)
@@ -76,7 +78,7 @@ def workloads(family: str, bucket: int) -> list[Workload]:
         return [first, _w("prefill", 2, bucket, 8)]
     if bucket <= 8192:
         return [first, _w("prefill", 6, bucket // 2, 64)]
-    return [first]
+    return [first, _w("prefill", 1, bucket // 4, 64)]
 
 
 def class_rows(family: str, bucket: int) -> list[tuple[Workload, int]]:

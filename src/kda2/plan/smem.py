@@ -38,6 +38,9 @@ SPLIT_MIN_SEGMENTS = 3
 # 16-32 chunks no gain or up to 15 % slower (the ready region's memset and the dependent launch), at 256 and 1024
 # chunks 15-19 % faster.
 OVERLAP_MIN_CHUNKS = 128
+# Each state CTA beside the prep takes an SM's second prep slot, so by default the state CTAs hold at most
+# 1 / OVERLAP_SM_SHARE of the SMs (the prep keeps at least 3/4 of its slots; library.cpp.j2 choose_overlap).
+OVERLAP_SM_SHARE = 2
 
 
 def expected_strides(k: int) -> dict[str, int]:

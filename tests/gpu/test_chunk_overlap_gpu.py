@@ -63,6 +63,16 @@ def _inputs(torch, lib, N, T, cu, H, HV, v_first, seed):
     return x
 
 
+def _layouts(torch, lib, case, seed, salt):
+    """Per state layout the library builds: its variants, the inputs' seed and the inputs."""
+    name, N, T, cu, H, HV = case
+    for v_first in (False, True):
+        mine = [v for v in lib.manifest["variants"] if (v["config"]["state_layout"] == "v_first") == v_first]
+        if mine:
+            s = seed + salt + CASES.index(case) + 7 * v_first
+            yield v_first, mine, s, _inputs(torch, lib, N, T, cu, H, HV, v_first, s)
+
+
 def _launch(torch, lib, index, x, flag):
     x["o"].fill_(math.nan)
     x["ht"].fill_(math.nan)
@@ -87,13 +97,7 @@ def test_overlap_gives_the_plain_launchs_bits(chunk_lib, ref, torch_cuda, seed, 
         if f"{'v' if v_first else 'k'}_first" in lib.features.state_layouts:
             require_built(lib, Case(name, B=1 if cu else N, T=cu[-1] if cu else T, cu=cu, H=H, ratio=HV // H,
                                     gate="softplus", v_first=v_first))
-    variants = lib.manifest["variants"]
-    for v_first in (False, True):
-        mine = [v for v in variants if (v["config"]["state_layout"] == "v_first") == v_first]
-        if not mine:
-            continue
-        s = seed + 900 + CASES.index(case) + 7 * v_first
-        x = _inputs(torch, lib, N, T, cu, H, HV, v_first, s)
+    for v_first, mine, s, x in _layouts(torch, lib, case, seed, 900):
         cpu = {k: t.detach().double().cpu().numpy() for k, t in x.items() if k in ("q", "k", "v", "g", "beta",
                                                                                    "A_log", "dt_bias", "h0")}
         if not cu:   # dense: N sequences of T tokens, back to back
@@ -138,13 +142,7 @@ def test_overlap_replays_under_a_cuda_graph(chunk_lib, torch_cuda, seed, case):
 
     torch, lib = torch_cuda, chunk_lib
     name, N, T, cu, H, HV = case
-    variants = lib.manifest["variants"]
-    for v_first in (False, True):
-        mine = [v for v in variants if (v["config"]["state_layout"] == "v_first") == v_first]
-        if not mine:
-            continue
-        s = seed + 950 + CASES.index(case) + 7 * v_first
-        x = _inputs(torch, lib, N, T, cu, H, HV, v_first, s)
+    for v_first, mine, s, x in _layouts(torch, lib, case, seed, 950):
         items = -(-x["args"].max_seqlen // abi.CHUNK) * HV * N   # the overlapped prep's grid
         for v in mine:
             ctx = f"{name} {v['id']} ({'v_first' if v_first else 'k_first'}) [{lib.spec}] seed {s} (--seed={seed})"

@@ -2,8 +2,8 @@
 # Device call 2 (H200): the state pass's loop rewritten (descriptors by one add, o staged by stmatrix.trans, v_new
 # formed while O's products run, one barrier less per chunk with two stages). Same operations in the same order:
 # every variant's o and ht must equal main's bits, plain and overlapped (same_bits_variants.py); the chunk GPU tests
-# (fp64 reference; graph replay of the overlap included) on kimi_linear_chunk and small_head_chunk (K = 64 wgmma
-# variants); main / this build alternating on P1-P6, both gates; the per-kernel split on P1-P6 (ncu).
+# (fp64 reference; graph replay of the overlap included) on kimi_linear_chunk and small_head_chunk (K = 64, whose
+# state variants are all mma_sync); main / this build alternating on P1-P6, both gates; the per-kernel split on P1-P6 (ncu).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 ROOT=$PWD; O=/tmp/o; rm -rf $O; mkdir -p $O

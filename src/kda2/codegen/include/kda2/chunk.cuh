@@ -1448,6 +1448,9 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     uint8_t* stp = smem + stage * S_STAGE;
     const uint32_t sd = base16 + stage * (S_STAGE / 16);   // the stage in 16-byte units
     const uint32_t kd = desc_k128_lo(sd), nd = desc_mn128_lo(sd, BT);
+    // k-step ks of a K-major tile of the stage (w, qg, Aqk), and of kg read N-major
+    auto kslice = [&](int tile, int ks) { return desc128(kd + (tile + k128_slice_bytes(16 * ks, BT)) / 16); };
+    auto nslice = [&](int tile, int ks) { return desc128(nd + (tile + mn128_slice_bytes(16 * ks)) / 16); };
 
     // Sᵀ as 16-bit A fragments, k-steps over channels
     uint32_t Sb[K / 16][4];
@@ -1463,11 +1466,11 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < K / 16; ++ks)
-      WgmmaRS<E, BT>::run(P, Sb[ks], desc128(kd + (S_W + k128_slice_bytes(16 * ks, BT)) / 16), ks > 0);
+      WgmmaRS<E, BT>::run(P, Sb[ks], kslice(S_W, ks), ks > 0);
     wgmma_commit();
 #pragma unroll
     for (int ks = 0; ks < K / 16; ++ks)
-      WgmmaRS<E, BT>::run(O, Sb[ks], desc128(kd + (S_QG + k128_slice_bytes(16 * ks, BT)) / 16), ks > 0);
+      WgmmaRS<E, BT>::run(O, Sb[ks], kslice(S_QG, ks), ks > 0);
     wgmma_commit();
     wgmma_wait<1>();
     wgmma_hold(P);
@@ -1493,10 +1496,10 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
 #pragma unroll
     for (int ks = 0; ks < BT / 16; ++ks)
-      WgmmaRS<E, BT>::run(O, Vb[ks], desc128(kd + (S_AQ + k128_slice_bytes(16 * ks, BT)) / 16), true);
+      WgmmaRS<E, BT>::run(O, Vb[ks], kslice(S_AQ, ks), true);
 #pragma unroll
     for (int ks = 0; ks < BT / 16; ++ks)
-      WgmmaRS<E, K, true>::run(S, Vb[ks], desc128(nd + (S_KG + mn128_slice_bytes(16 * ks)) / 16), true);
+      WgmmaRS<E, K, true>::run(S, Vb[ks], nslice(S_KG, ks), true);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_hold(O);

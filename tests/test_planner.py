@@ -43,15 +43,18 @@ def groups(plan: SpecPlan) -> dict[tuple[str, int], list[str]]:
 
 def budget_groups(plan: SpecPlan) -> dict[tuple[str, int, str], list[str]]:
     """Candidate ids per (layout, bucket, kind): what budget.max_candidates counts (BudgetAgent); kind is "" for
-    the per-token grid candidates, "preload" (multi-token decode), "persistent" (decode), "preload persistent", or
-    "latency" (the T = 1 bucket's latency tiles)."""
+    the per-token grid candidates, "preload" (multi-token decode), "persistent" (decode), "preload persistent",
+    "bulk" (decode, bulk-staged; "preload bulk" too), and "latency" after any of them for the T = 1 bucket's
+    latency tiles."""
     cfg = {v.id: v.config for v in plan.variants}
     out: dict[tuple[str, int, str], list[str]] = {}
     for (layout, bucket), ids in groups(plan).items():
         for i in ids:
-            kind = ("preload " if cfg[i].get("preload") else "") + ("persistent" if cfg[i].get("persistent") else "")
-            kind = (kind + (" latency" if cfg[i]["v_per_warp"] in latency_vpws(plan.spec, cfg[i]["k_map"], bucket)
-                            else "")).strip()
+            kind = " ".join(k for k, on in (("preload", cfg[i].get("preload")), ("persistent", cfg[i].get("persistent")),
+                                             ("bulk", cfg[i]["staging"] == "bulk"),
+                                             ("latency", cfg[i]["v_per_warp"] in latency_vpws(plan.spec, cfg[i]["k_map"],
+                                                                                            bucket)))
+                            if on)
             out.setdefault((layout, bucket, kind), []).append(i)
     return out
 
@@ -297,7 +300,8 @@ def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None
         assert any(len(ids) > cap for ids in full.values())
         for (layout, bucket), ids in groups(plan_spec(capped, arch, rules)).items():
             grid = small[layout, bucket, ""]
-            assert ids[:len(grid)] == grid and len(ids) <= 4 * cap
+            kinds = sum(1 for (lay, b, _) in small if (lay, b) == (layout, bucket))
+            assert ids[:len(grid)] == grid and len(ids) <= kinds * cap
 
 
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
@@ -309,6 +313,7 @@ def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
             assert f"rank {rank} of max 2" in why and "budget 255" in why
             assert ("preload candidates" in why) == kind.startswith("preload")
             assert why.endswith(" (persistent)") == kind.endswith("persistent")
+            assert why.endswith(" (bulk staging)") == ("bulk" in kind)
 
 
 # ---- preload (multi-token decode) -------------------------------------------------------------

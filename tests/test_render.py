@@ -230,7 +230,7 @@ def test_cu_is_config_and_entry_without_reasons_spec_version_or_bucket() -> None
         "HAS_VARLEN": str(cfg["varlen"]).lower(), "SCATTER": str(cfg["reduce"] == "scatter").lower(),
         "PREFETCH": str(cfg["prefetch"]).lower(), "INTERMEDIATE": str(cfg["intermediate"]).lower(),
         "MIN_CTAS": str(cfg.get("min_ctas", 1)), "PRELOAD": str(cfg.get("preload", 0)),
-        "PERSISTENT": "false", "PF_VEC": "1", "PF_ROW": "1",
+        "PERSISTENT": "false", "PF_VEC": "1", "PF_ROW": "1", "BULK": "false", "BULK_PITCH": "1",
     }, text
 
 

@@ -441,6 +441,54 @@ def test_persistent_budget_and_bad_configs():
         plan_variant(cfg(staging="direct", persistent=1), BUDGET)
 
 
+def _bulk_reads(c: dict) -> list:
+    """Independent model of a bulk-staged kernel's tile reads (recurrent.cuh bulk_tile_regs / run_all_k): per warp
+    instruction, (vector floats, [per lane (row, col)]) on the [rows, row] tile of the state's own rows."""
+    k, vpw, warps = c["k"], c["v_per_warp"], c["warps"]
+    kpl, out = k // 32, []
+    for w in range(warps):
+        if c["k_map"] == "all":
+            cw = c["lane_cols"]
+            cg = vpw // cw
+            rpl = k // (32 // cg)
+            out += [(cw, [((lane // cg) * rpl + r, w * vpw + (lane % cg) * cw) for lane in range(32)])
+                    for r in range(rpl)]
+        elif c["state_layout"] == "v_first":  # blocked: value row w * vpw + j, key rows lane * K/32 ..
+            out += [(kpl, [(w * vpw + j, lane * kpl) for lane in range(32)]) for j in range(vpw)]
+    return out
+
+
+@pytest.mark.parametrize("over,rows,row,pad", [
+    (dict(state_layout="v_first", k_map="blocked", v_per_warp=8), 32, 128, 0),   # one 16 KB copy
+    (dict(k_map="all", v_per_warp=16, lane_cols=2), 128, 64, 0),                  # K rows of 64 floats
+    (dict(k_map="all", v_per_warp=4, lane_cols=4), 128, 16, 4),                   # rows 4 apart: padded
+])
+def test_bulk_tile_is_the_states_rows_at_the_pass_pitch(over, rows, row, pad):
+    """The plan of a bulk-staged variant: the tile is the state's own rows (v_first: BV value rows of K; k_first: K
+    key rows of BV), the pitch the pass's least-wavefront pad, and the reads' degree what the independent model
+    computes at that pitch; bf16 states keep rows on 16-byte boundaries (pads of 8 elements)."""
+    c = cfg(staging="bulk", bucket=1, **{"lane_cols": 1, **over})
+    plan = plan_variant(c, 48 * 1024)
+    assert (plan["bulk_rows"], plan["bulk_pitch"], plan["bulk_pad"]) == (rows, row + pad, pad)
+    assert plan["bulk_bytes"] == rows * (row + pad) * 4
+    assert plan["conflicts_after"]["read"] == brute_force_degree(_bulk_reads(c), row + pad)
+    if c["k_map"] == "all":
+        assert plan["stage_row"] >= c["k"] // (32 // (c["v_per_warp"] // c["lane_cols"]))
+    b16 = plan_variant({**c, "state_dtypes": ["bf16", "fp32"]}, 48 * 1024)
+    assert b16["bulk_pad"] % 8 == 0 and (b16["bulk_pad"] == pad or pad % 8)
+
+
+def test_bulk_budget_and_bad_configs():
+    """A bulk tile must fit the budget beside the token stage (one line, with the numbers); it is one tile per CTA
+    (no persistent form) and needs a state layout."""
+    with pytest.raises(TirBudgetError, match="65536"):
+        plan_variant(cfg(staging="bulk", state_layout="v_first", k_map="blocked", v_per_warp=16, warps=8), 48 * 1024)
+    with pytest.raises(TirConfigError, match="persistent"):
+        plan_variant(cfg(staging="bulk", k_map="all", v_per_warp=16, lane_cols=2, persistent=True), BUDGET)
+    with pytest.raises(TirConfigError, match="state_layout"):
+        plan_variant({**cfg(staging="bulk", k_map="blocked"), "state_layout": None}, BUDGET)
+
+
 def test_import_is_lazy():
     """`import kda2.tir` must not import TVM (other stages import it cheaply)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))

@@ -67,7 +67,7 @@ class Device:
 
 
 def run_case(lib, dev: Device, rng, *, name, N, T, cu_seqlens, H, ratio, gate, v_first, pool_rows, slots,
-             g_bf16, beta_bf16, h0, final) -> None:
+             g_bf16, beta_bf16, h0, final, index=None) -> None:
     K, V, HV = lib.k, lib.v, H * ratio
     if cu_seqlens:
         N = len(cu_seqlens) - 1
@@ -120,7 +120,10 @@ def run_case(lib, dev: Device, rng, *, name, N, T, cu_seqlens, H, ratio, gate, v
     flags |= (abi.FLAG_HAS_A_LOG | abi.FLAG_HAS_DT_BIAS) if in_kernel else 0
     a.flags, a.state_v_first = flags, int(v_first)
 
-    lib.launch_raw(a, longest, 0)
+    if index is None:
+        lib.launch_raw(a, longest, 0)
+    else:  # this variant, not the routed one (kda2_launch)
+        lib.launch_variant(index, a, 0)
     ok(cu.cuCtxSynchronize())
     o = from_bf16(dev.get(a.o, o_host))
     assert np.isfinite(o).all(), f"{name}: o has unwritten/NaN elements"
@@ -179,6 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         cases.append(dict(name="varlen", N=None, T=0, cu_seqlens=[0, 3, 3, min(40, lib.max_bucket + 3)], H=1,
                           ratio=ratio, gate=modes[-1], v_first=layouts[-1], pool_rows=0, slots=None, g_bf16=True,
                           beta_bf16=True, h0=True, final=True))
+    # every bulk-staged variant (a tuning candidate that a route may or may not pick), forced: its shared tile
+    # arrives and leaves by bulk copies on an mbarrier, which racecheck and memcheck see only when it runs
+    for v in lib.variants:
+        if v["config"].get("staging") == "bulk":
+            cases.append(dict(name=f"bulk-{v['id']}", N=3, T=2, cu_seqlens=None, H=2, ratio=2, gate=modes[-1],
+                              v_first=v["config"]["state_layout"] == "v_first", pool_rows=5, slots=[4, -1, 1],
+                              g_bf16=False, beta_bf16=False, h0=True, final=True, index=int(v["index"])))
     for c in cases:
         run_case(lib, dev, rng, **c)
     print("SMALL-CASE-OK")

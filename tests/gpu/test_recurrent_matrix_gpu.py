@@ -407,15 +407,22 @@ def _forced(lib, index: int):
         lib._fwd = fwd
 
 
-def _persistent(lib, v_first: bool) -> list[dict]:
+#: Decode variant kinds a route may or may not pick, each forced by index below: the persistent kernels
+#: (agents.schedule) and the bulk-staged ones (agents.staging: bulk, sm_90).
+FORCED_KINDS = {"persistent": ("agents.schedule", lambda c: c.get("persistent")),
+                "bulk": ("agents.staging", lambda c: c.get("staging") == "bulk")}
+
+
+def _forced_variants(lib, v_first: bool, kind: str) -> list[dict]:
     from feature_matrix import NotBuilt
 
     layout = "v_first" if v_first else "k_first"
     if layout not in lib.features.state_layouts:
         raise NotBuilt(f"not built into spec {lib.spec}: state layout {layout}")
-    found = [v for v in lib.variants if v.get("config", {}).get("persistent") and v["config"]["state_layout"] == layout]
+    knob, pick = FORCED_KINDS[kind]
+    found = [v for v in lib.variants if pick(v.get("config", {})) and v["config"]["state_layout"] == layout]
     if not found:
-        raise NotBuilt(f"not built into spec {lib.spec}: no persistent {layout} variant (agents.schedule)")
+        raise NotBuilt(f"not built into spec {lib.spec}: no {kind} {layout} variant ({knob})")
     return found
 
 
@@ -424,18 +431,20 @@ def _persistent(lib, v_first: bool) -> list[dict]:
 PERSISTENT_N = 256
 
 
+@pytest.mark.parametrize("kind", list(FORCED_KINDS))
 @pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
-def test_persistent_variants_pool_decode_with_padding(lib, ref, torch_cuda, seed, v_first):
-    """Every persistent variant, forced, on a T = 1 pool call whose tiles outnumber the resident CTAs: the tile loop,
-    the next-tile copies and the pool rows read a tile ahead. Sequences map to a permutation of a larger pool with
-    padding slots (-1: zero output, no row touched); fp32 pool, and the bf16 pool where the spec builds it."""
+def test_forced_decode_variants_pool_decode_with_padding(lib, ref, torch_cuda, seed, v_first, kind):
+    """Every persistent (bulk-staged) variant, forced, on a T = 1 pool call whose tiles outnumber the resident CTAs:
+    the tile loop, the next-tile copies and the pool rows read a tile ahead (the tile's bulk copies in and out of
+    shared memory). Sequences map to a permutation of a larger pool with padding slots (-1: zero output, no row
+    touched); fp32 pool, and the bf16 pool where the spec builds it."""
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda_pool
 
-    variants = _persistent(lib, v_first)
+    variants = _forced_variants(lib, v_first, kind)
     f = lib.features
     gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
-    c = Case("persistent-pool", B=PERSISTENT_N, T=1, H=4, ratio=2, gate=gate, v_first=v_first)
+    c = Case("forced-pool", B=PERSISTENT_N, T=1, H=4, ratio=2, gate=gate, v_first=v_first)
     require_built(lib, c)
     x = make_inputs(torch, lib, c, seed + 71)
     P = PERSISTENT_N + 40
@@ -452,7 +461,7 @@ def test_persistent_variants_pool_decode_with_padding(lib, ref, torch_cuda, seed
     pad = [n for n, s in enumerate(slots) if s < 0]
     for v in variants:
         for name, pool0 in pools.items():
-            ctx = f"persistent {v['id']} {name} pool [{lib.spec}] --seed={seed}"
+            ctx = f"{kind} {v['id']} {name} pool [{lib.spec}] --seed={seed}"
             pool = pool0.clone()
             out = torch.full_like(x["v"], math.nan)
             with _forced(lib, int(v["index"])):
@@ -466,28 +475,29 @@ def test_persistent_variants_pool_decode_with_padding(lib, ref, torch_cuda, seed
             assert torch.equal(pool[untouched], pool0[untouched]), f"{ctx}: a pool row no sequence names changed"
 
 
+@pytest.mark.parametrize("kind", list(FORCED_KINDS))
 @pytest.mark.parametrize("v_first", [False, True], ids=["kf", "vf"])
-def test_persistent_variants_dense_and_varlen_forms(lib, ref, torch_cuda, seed, v_first):
-    """The persistent variants, forced, beyond their bucket's calls: three tokens per sequence from no initial state
-    (h0 == nullptr) in 16-bit inputs and gate parameters where built; varlen with an empty sequence and no final
-    state (ht == nullptr: the state is read, never written)."""
+def test_forced_decode_variants_dense_and_varlen_forms(lib, ref, torch_cuda, seed, v_first, kind):
+    """The persistent (bulk-staged) variants, forced, beyond their bucket's calls: three tokens per sequence from no
+    initial state (h0 == nullptr) in 16-bit inputs and gate parameters where built; varlen with an empty sequence
+    and no final state (ht == nullptr: the state is read, never written)."""
     torch = torch_cuda
     from kda2.runtime import fused_recurrent_kda
 
-    variants = _persistent(lib, v_first)
+    variants = _forced_variants(lib, v_first, kind)
     f = lib.features
     gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
-    dense = Case("persistent-T3-noh0", B=PERSISTENT_N // 2, T=3, H=4, ratio=2, gate=gate, v_first=v_first, h0=False,
+    dense = Case("forced-T3-noh0", B=PERSISTENT_N // 2, T=3, H=4, ratio=2, gate=gate, v_first=v_first, h0=False,
                  dtype="fp16" if "fp16" in f.input_dtypes else "bf16", param_bf16=True, g_bf16=True, beta_bf16=True)
     cu = tuple(int(t) for t in np.cumsum([0] + [(n * 5) % 4 for n in range(PERSISTENT_N)]))  # lengths 0..3
-    var = Case("persistent-varlen-noht", cu=cu, H=4, ratio=2, gate=gate, v_first=v_first, final=False)
+    var = Case("forced-varlen-noht", cu=cu, H=4, ratio=2, gate=gate, v_first=v_first, final=False)
     for c in (dense, var):
         require_built(lib, c)
         x = make_inputs(torch, lib, c, seed + 81)
         o_ref, ht_ref = run_ref(ref, x, c)
         h0 = None if x["initial_state"] is None else x["initial_state"].clone()
         for v in variants:
-            ctx = f"persistent {v['id']} {c.id} [{lib.spec}] --seed={seed}"
+            ctx = f"{kind} {v['id']} {c.id} [{lib.spec}] --seed={seed}"
             out = torch.full_like(x["v"], math.nan)
             fso = torch.full(x["sshape"], math.nan, device="cuda") if c.final else None
             with _forced(lib, int(v["index"])):

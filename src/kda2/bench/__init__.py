@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,M1,D2h,D3h,S1,S2,S3,S4; default all)")
     r.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     r.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
+    r.add_argument("--variant", help="comma list of variant ids (at most one per state layout): every call of that "
+                                     "layout launches it instead of the routed one (a same-run A/B of a candidate)")
     c = sub.add_parser("chunk", help="chunk KDA prefill (docs/DESIGN.md §1.1 P1-P6) vs FLA chunk_kda")
     c.add_argument("--out", type=Path, default=Path("bench_out"),
                    help="directory for bench_chunk.json / .md / .png (default: ./bench_out)")
@@ -74,4 +76,5 @@ def main(argv: list[str] | None = None) -> int:
                          head_dim=args.head_dim)
     from kda2.bench.recurrent import run
 
-    return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv)
+    return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv,
+               variants=split(args.variant))

@@ -308,8 +308,37 @@ def pick_library(library: str | None):
     return fit[0]
 
 
+def force_variants(lib, ids: list[str]) -> dict[str, str]:
+    """Every call of a layout launches the variant named for it (kda2_launch by index) instead of the routed one;
+    {layout: id}. Raises ValueError naming an unknown id, or two for one layout."""
+    from kda2.runtime import abi
+
+    by_id = {v["id"]: v for v in lib.variants}
+    chosen: dict[bool, int] = {}
+    named: dict[str, str] = {}
+    for vid in ids:
+        v = by_id.get(vid)
+        if v is None:
+            raise ValueError(f"--variant {vid}: no such variant in {lib.spec}/{lib.arch}; allowed: ids of its manifest "
+                             f"({len(by_id)}, e.g. {', '.join(sorted(by_id)[:4])}; `kda2 plan` lists them)")
+        layout = v["config"]["state_layout"]
+        if layout in named:
+            raise ValueError(f"--variant: {named[layout]} and {vid} are both {layout}; allowed: one per state layout")
+        named[layout] = vid
+        chosen[layout == "v_first"] = int(v["index"])
+    routed = lib._fwd
+
+    def fwd(args_ptr, max_seqlen, stream):
+        v_first = bool(abi.KDA2RecurrentArgs.from_address(args_ptr).state_v_first)
+        return lib._launch(chosen[v_first], args_ptr, stream) if v_first in chosen else routed(args_ptr, max_seqlen,
+                                                                                              stream)
+
+    lib._fwd = fwd  # (args_ptr: the address of the packed args, as the runtime passes it)
+    return named
+
+
 def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: list[str] | None, quick: bool,
-        use_fla: bool, argv: list[str]) -> int:
+        use_fla: bool, argv: list[str], variants: list[str] | None = None) -> int:
     import torch
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -326,6 +355,12 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
         lib = pick_library(library)
     except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
         return host.fail(result, json_path, f"kda2 library: {exc}", 1)
+    if variants:
+        try:
+            result["forced_variants"] = force_variants(lib, variants)
+        except ValueError as exc:
+            return host.fail(result, json_path, str(exc), 2)
+        print(f"forced variants (not the routes): {result['forced_variants']}", flush=True)
     so_sha = hashlib.sha256(lib.so_path.read_bytes()).hexdigest()
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "arch": lib.arch, "so_sha256": so_sha,
                          "variants": [{"id": v["id"], "name": v.get("name")} for v in lib.variants]}

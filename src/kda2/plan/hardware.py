@@ -12,6 +12,10 @@ ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 #: launch that way (codegen/templates/library.cpp.j2 kPdl, include/kda2/recurrent.cuh Kernel::run).
 PDL_ARCHS = ("sm_90", "sm_90a")
 
+#: Archs with bulk copies (cp.async.bulk between global and shared memory, on an mbarrier): the recurrent decode
+#: kernels' `staging: bulk` (include/kda2/recurrent.cuh Kernel::bulk_in) is planned for these only.
+BULK_ARCHS = ("sm_90", "sm_90a")
+
 #: The upper bound of a spec's `budget.max_smem_bytes` (the largest per-block opt-in of any arch above,
 #: Hopper's 227 KB): a sanity bound on the input only; the planner's limit is the target profile's.
 MAX_SMEM_PER_BLOCK = 232448

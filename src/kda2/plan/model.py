@@ -178,12 +178,15 @@ def stage_bytes(cfg: Mapping[str, Any], stage_row: int | None = None) -> int:
 
 
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
-    """Shared memory per CTA of a recurrent kernel: the staged state tile (smem staging) or the per-warp input rows
-    (k_map all, per-token kernels), the preload buffer and table, and for a persistent kernel its copy of the next
+    """Shared memory per CTA of a recurrent kernel: the staged state tile (smem or bulk staging) and / or the per-warp
+    input rows (k_map all, per-token kernels), the preload buffer and table, and for a persistent kernel its copy of the next
     tile's state (the CTA's [K, warps*v_per_warp] fp32 tile, every thread's share side by side: no pad,
     kda2.tir.recurrent.prefetch_stage_func)."""
     copy = cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("persistent") else 0
     tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem" else stage_bytes(cfg)
+    if cfg["staging"] == "bulk":  # the tile (k_first rows padded as smem staging's, at most) and its mbarrier
+        bv = cfg["warps"] * cfg["v_per_warp"]
+        tile += (bv * cfg["k"] if cfg["state_layout"] == "v_first" else cfg["k"] * (bv + 8)) * 4 + 8
     return tile + preload_bytes(cfg) + copy
 
 

@@ -26,7 +26,7 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "state_dtypes": tuple,               # state dtypes with entries: ("fp32",), or ("fp32", "bf16") (opt-in decode)
     "v_per_warp": (2, 4, 8, 16, 32),     # value columns one warp owns (32: one per lane, k_map all)
     "warps": (1, 2, 4, 8),               # warps per CTA (they share one smem state tile)
-    "staging": ("smem", "direct"),       # state tile: through shared memory, or straight to registers
+    "staging": ("smem", "direct", "bulk"),  # state tile: through shared memory, straight to registers, or bulk copies
     "k_map": ("strided", "blocked", "all"),  # key rows of a lane: l + 32*i, l*K/32 + i, or all K
     "lane_cols": (1, 2, 4),              # adjacent value columns per lane (k_map all; 1 otherwise)
     "reduce": ("butterfly", "scatter"),  # warp reduction of the per-column sums: xor all-reduce or reduce-scatter

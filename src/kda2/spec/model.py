@@ -297,10 +297,11 @@ class Tile(_Strict):
 
 
 class Staging(_Strict):
-    """State staging per layout. Defaults: k_first [smem, direct], v_first [direct]."""
+    """State staging per layout. Defaults: k_first [smem, direct], v_first [direct]. `bulk` (decode buckets, archs
+    with bulk copies): the state tile in and out of shared memory by the copy engine."""
 
-    k_first: Choices[Literal["smem", "direct"]] = ["smem", "direct"]
-    v_first: Choices[Literal["smem", "direct"]] = ["direct"]
+    k_first: Choices[Literal["smem", "direct", "bulk"]] = ["smem", "direct"]
+    v_first: Choices[Literal["smem", "direct", "bulk"]] = ["direct"]
 
 
 def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):

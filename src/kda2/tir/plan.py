@@ -14,7 +14,7 @@ from kda2.tir.errors import TirBudgetError, TirConfigError
 
 PLAN_SCHEMA = 1
 PASS_NAME = "kda2.bank_pad"           # mirrors bankpass.PASS_NAME without importing TVM
-_STAGINGS = ("smem", "direct")
+_STAGINGS = ("smem", "direct", "bulk")
 _K_MAPS = ("strided", "blocked")
 
 
@@ -77,7 +77,14 @@ def check_config(config: Mapping[str, Any]) -> dict:
     k_map = c.get("k_map")
     if staging == "smem" and k_map not in _K_MAPS:
         raise TirConfigError(f"config field 'k_map' must be one of {_K_MAPS}, got {k_map!r}")
+    if staging == "bulk" and k_map not in _K_MAPS + ("all",):
+        raise TirConfigError(f"config field 'k_map' must be one of {_K_MAPS + ('all',)}, got {k_map!r}")
     out = {"k": k, "warps": warps, "v_per_warp": vpw, "staging": staging, "k_map": k_map}
+    if staging == "bulk":
+        layout = c.get("state_layout")
+        if layout not in ("k_first", "v_first"):
+            raise TirConfigError(f"config field 'state_layout' must be one of ('k_first', 'v_first'), got {layout!r}")
+        out["state_layout"] = layout
     if k_map == "all":  # the per-warp token stage of the k_map=all kernel (kda2.tir.recurrent.all_k_stage_func)
         lane_cols = _int_field(c, "lane_cols")
         if vpw % lane_cols or 32 % (vpw // lane_cols) or k % (32 // (vpw // lane_cols) * 4):
@@ -120,6 +127,9 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
     geo = staging.tile_geometry(c["k"], c["warps"], c["v_per_warp"])
     if c["staging"] == "direct":
         func = staging.direct_staging_func(c["k"], c["warps"], c["v_per_warp"])
+    elif c["staging"] == "bulk":
+        func = staging.bulk_stage_func(c["k"], c["warps"], c["v_per_warp"], c["k_map"],
+                                       c["state_layout"] == "v_first", c.get("lane_cols", 1))
     else:
         func = staging.smem_staging_func(c["k"], c["warps"], c["v_per_warp"], c["k_map"])
     mod = tvm.IRModule({"main": func})
@@ -132,7 +142,9 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         "threads": geo["NT"],
         "smem_budget": smem_budget,
     }
-    if c["staging"] == "direct" and c["k_map"] == "all":
+    if c["staging"] == "bulk":
+        pass  # below, once the tile's own dumps are in the plan
+    elif c["staging"] == "direct" and c["k_map"] == "all":
         # no state tile; the token stage's row stride is the pass's decision (STAGE_ROW of recurrent.cuh)
         sfunc = staging.all_k_stage_func(c["k"], c["v_per_warp"], c["lane_cols"])
         safter = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": sfunc}))["main"]
@@ -175,9 +187,54 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         })
     plan["tir_before"] = func.script()
     plan["tir_after"] = after.script()
+    if c["staging"] == "bulk":
+        _plan_bulk(config, c, plan, after, smem_budget, enable_pass)
     if c["persistent"]:
         _plan_prefetch(config, c, plan, smem_budget, enable_pass)
     return plan
+
+
+def _plan_bulk(config: Mapping[str, Any], c: dict, plan: dict, after: Any, smem_budget: int, enable_pass: bool) -> None:
+    """Bulk-staged variants: the tile's row pitch is the pass's decision (``bulk_pitch``, recurrent.cuh BULK_PITCH);
+    k_map=all kernels also keep their per-warp token stage (``stage_row``, as the direct ones). The whole shared
+    memory (tile, stage, preload buffer and table, the mbarrier) is checked against the budget."""
+    import tvm
+
+    from kda2.plan.model import preload_bytes, stage_bytes
+    from kda2.tir import bankpass, recurrent as staging
+
+    record = bankpass.to_python(after.attrs[bankpass.ATTR])
+    (buf,) = record["buffers"].values()
+    geo = staging.bulk_geometry({**c, "lane_cols": c.get("lane_cols", 1)})
+    # A bulk copy moves whole 16-byte pieces, so each row starts on one in every state dtype the kernel has an
+    # entry for: with bf16 states the pad is a multiple of 8 elements, the pass's best-ranked such pad.
+    step = 8 if "bf16" in config.get("state_dtypes", ()) else 4
+    ranked = sorted((int(p), w) for p, w in buf["candidate_wavefronts"].items() if int(p) % step == 0)
+    pad = min(ranked, key=lambda pw: (pw[1], pw[0]))[0] if ranked else 0
+    pitch = geo["ROW"] + pad
+    plan.update({
+        "smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "vector_width": 0, "coop_vector_width": 0,
+        "bulk_pitch": pitch, "bulk_pad": pad, "bulk_rows": geo["ROWS"], "bulk_bytes": geo["ROWS"] * pitch * 4,
+        "conflicts_before": buf["conflicts_before"], "conflicts_after": buf["conflicts_after"],
+        "wavefronts_before": buf["wavefronts_before"], "wavefronts_after": buf["wavefronts_after"],
+        "pass": {"name": PASS_NAME, "enabled": enable_pass, "candidates": buf["candidate_wavefronts"],
+                 "misaligned": buf["misaligned"],
+                 "note": "bulk staging: the copy engine fills and drains the tile; one copy when rows stay contiguous"},
+    })
+    if c["k_map"] == "all":
+        sfunc = staging.all_k_stage_func(c["k"], c["v_per_warp"], c["lane_cols"])
+        safter = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": sfunc}))["main"]
+        (sbuf,) = bankpass.to_python(safter.attrs[bankpass.ATTR])["buffers"].values()
+        plan["stage_row"] = sbuf["row_stride"]
+        plan["tir_before"] += "\n" + sfunc.script()
+        plan["tir_after"] += "\n" + safter.script()
+    stage_row = plan.get("stage_row")
+    full = {**c, "preload": config.get("preload", 0)}
+    need = plan["bulk_bytes"] + 8 + stage_bytes(full, stage_row) + preload_bytes(full, stage_row)
+    if not record["fits"] or need > smem_budget:
+        raise TirBudgetError(f"{_label(config)}: the bulk-staged state tile needs {plan['bulk_bytes']} bytes "
+                             f"({geo['ROWS']} rows of {pitch} fp32), {need} bytes of shared memory in "
+                             f"all, budget is {smem_budget} bytes")
 
 
 def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: int, enable_pass: bool) -> None:

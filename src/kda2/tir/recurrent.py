@@ -201,3 +201,86 @@ def prefetch_stage_func(runs: int, run: int, threads: int) -> "tvm.tirx.PrimFunc
                 reg[r * vec + e] = pf[r, tx * vec + e]
 
     return kda2_prefetch_stage
+
+
+BULK_SYMBOL = "kda2_bulk_stage"
+
+
+def bulk_geometry(config: dict) -> dict:
+    """The bulk-staged kernels' shared state tile (recurrent.cuh BK_*): the state's own rows — v_first: BV value
+    rows of K; k_first: K key rows of BV — and what one thread moves between it and its registers (the elements its
+    direct loads would read): ROWS x ROW fp32 tile, NT threads."""
+    k, vpw, warps = config["k"], config["v_per_warp"], config["warps"]
+    bv = vpw * warps
+    v_first = config["state_layout"] == "v_first"
+    geo = {"K": k, "BV": bv, "NT": 32 * warps, "KPL": k // 32, "V_FIRST": v_first,
+           "ROWS": bv if v_first else k, "ROW": k if v_first else bv}
+    if config["k_map"] == "all":
+        geo.update(all_k_geometry(k, vpw, config["lane_cols"]), CW=config["lane_cols"])
+    return geo
+
+
+@functools.lru_cache(maxsize=64)
+def bulk_stage_func(k: int, warps: int, v_per_warp: int, k_map: str, v_first: bool,
+                    lane_cols: int = 1) -> "tvm.tirx.PrimFunc":
+    """PrimFunc of the bulk-staged tile: bulk copies fill and drain it (the copy engine: no thread access, so no
+    bank cost), each thread reads its share into registers after the fill and writes it back before the drain
+    (``read`` / ``write``, the same addresses). The pass pads the rows (the kernel then copies row by row; unpadded
+    contiguous rows go as one copy). Modelled in fp32 (bf16 states: the same element layout in half the bytes)."""
+    geo = bulk_geometry({"k": k, "warps": warps, "v_per_warp": v_per_warp, "k_map": k_map,
+                         "state_layout": "v_first" if v_first else "k_first", "lane_cols": lane_cols})
+    ROWS, ROW, NT, KPL = geo["ROWS"], geo["ROW"], geo["NT"], geo["KPL"]
+    VPW = v_per_warp
+    all_k, strided = k_map == "all", k_map == "strided"
+    CG, RPL, CW = geo.get("CGROUPS", 1), geo.get("RPL", 1), geo.get("CW", 1)
+    model = {"family": "recurrent", "k": k, "warps": warps, "v_per_warp": VPW, "k_map": k_map,
+             "state_layout": "v_first" if v_first else "k_first", "tile": [ROWS, ROW], "threads": NT,
+             "note": "bulk staging: the tile arrives and leaves by bulk copies; threads read and write their share"}
+    # k_map, v_first: Python constants; the parser keeps one branch of each `if`.
+    if all_k:
+        NI, NE = RPL, CW          # rows of the lane's share, elements per vector
+    elif v_first:
+        NI, NE = VPW, (1 if strided else KPL)
+    else:
+        NI, NE = KPL, VPW
+
+    @T.prim_func
+    def kda2_bulk_stage():
+        T.func_attr({"global_symbol": BULK_SYMBOL, "kda2.model": model})
+        T.device_entry()
+        tx = T.thread_id([NT])
+        sm = T.alloc_shared((ROWS, ROW), "float32")
+        reg = T.alloc_local((NI * KPL * NE,), "float32")
+        for i in T.serial(NI, annotations={"kda2.access": "read"}):
+            for s in T.serial(KPL if (v_first and strided) else 1):
+                for e in T.vectorized(NE):
+                    if all_k:
+                        reg[i * NE + e] = sm[tx % 32 // CG * RPL + i, tx // 32 * VPW + tx % 32 % CG * CW + e]
+                    elif v_first:
+                        if strided:
+                            reg[i * KPL + s] = sm[tx // 32 * VPW + i, tx % 32 + 32 * s]
+                        else:
+                            reg[i * NE + e] = sm[tx // 32 * VPW + i, tx % 32 * KPL + e]
+                    else:
+                        if strided:
+                            reg[i * NE + e] = sm[tx % 32 + 32 * i, tx // 32 * VPW + e]
+                        else:
+                            reg[i * NE + e] = sm[tx % 32 * KPL + i, tx // 32 * VPW + e]
+        # (the token loop updates the registers here)
+        for i in T.serial(NI, annotations={"kda2.access": "write"}):
+            for s in T.serial(KPL if (v_first and strided) else 1):
+                for e in T.vectorized(NE):
+                    if all_k:
+                        sm[tx % 32 // CG * RPL + i, tx // 32 * VPW + tx % 32 % CG * CW + e] = reg[i * NE + e]
+                    elif v_first:
+                        if strided:
+                            sm[tx // 32 * VPW + i, tx % 32 + 32 * s] = reg[i * KPL + s]
+                        else:
+                            sm[tx // 32 * VPW + i, tx % 32 * KPL + e] = reg[i * NE + e]
+                    else:
+                        if strided:
+                            sm[tx % 32 + 32 * i, tx // 32 * VPW + e] = reg[i * NE + e]
+                        else:
+                            sm[tx % 32 * KPL + i, tx // 32 * VPW + e] = reg[i * NE + e]
+
+    return kda2_bulk_stage

@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 from kda2.artifact.atomic import write_text
 from kda2.plan.lock import RECORD_SCHEMA, partial_path, read_baselines, record_path
-from kda2.plan.model import (Resources, estimate, estimate_resources, prune_reason, resources_from_ptxas, spearman,
-                             workloads)
+from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, estimate_resources, prune_reason, resources_from_ptxas,
+                             spearman, workloads)
 
 #: The accuracy bar (docs/DESIGN.md §1.1): relative L2 error of o and of the final state vs float64.
 MAX_REL_L2 = 5e-3
@@ -314,8 +314,11 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
 
 # ---- measuring one candidate (runs on a GPU, in this process or a Dask worker) ----------------------
 
-def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, seed: int) -> dict:
-    """Random inputs of one shape in the library's layout (outputs poisoned), plus the packed arguments."""
+def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, seed: int,
+          pool: bool = False) -> dict:
+    """Random inputs of one shape in the library's layout (outputs poisoned), plus the packed arguments. pool: the
+    states updated in place through state_indices (rows 0..N-1), as a serving step runs decode (the benchmark's
+    decode rows too); else h0 in, ht out to a separate buffer."""
     from kda2.artifact.abi import GATE_MODES
 
     K, V = cfg["k"], cfg["v"]
@@ -348,6 +351,10 @@ def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, s
     a.A_log, a.dt_bias, a.o = c["A_log"].data_ptr(), c["dt_bias"].data_ptr(), c["o"].data_ptr()
     a.h0, a.ht = c["h0"].data_ptr(), c["ht"].data_ptr()
     a.cu_seqlens = a.state_indices = None
+    if pool:
+        c["ht"] = c["h0"]
+        c["idx"] = torch.arange(N, dtype=torch.int32, device="cuda")
+        a.ht, a.state_indices = a.h0, c["idx"].data_ptr()
     a.N, a.T, a.H, a.HV = N, T, H, HV
     a.scale, a.lower_bound = K ** -0.5, -5.0
     a.gate_mode, a.flags, a.state_v_first = GATE_MODES[mode], flags, int(v_first)
@@ -434,12 +441,17 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
         err = max(err, loop_err)
     timer = Timer(torch)
     classes: dict[str, float] = {}
+    # Decode buckets are timed as serving runs them: the state pool read and written in place (an in-place 128 MiB
+    # read + write reaches less of the copy bandwidth than a copy between two buffers, and not by the same amount
+    # for every kernel form: H200, experiments/2026-12-01-decode/copy_ceiling.cu; a bulk-staged kernel tuned out of
+    # place won N = 64 by 0.3 % and lost it by 4 % in place, bench/results/h200-2026-12-01-decode/call6)
+    pool = cfg["family"] == "recurrent" and task["bucket"] <= DECODE_MAX_T
     for w in workloads(cfg["family"], task["bucket"]):
-        one = _case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=100)
+        one = _case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=100, pool=pool)
         # enough input sets that one round of them does not fit in L2 (2x its size), at most 8 (graph-timed
         # one-sequence steps: 32, about what the benchmark's D1 rotates through)
         n_sets = max(2, min(32 if w.graph else 8, math.ceil(2 * l2_bytes / max(one["bytes"], 1))))
-        cases = [one] + [_case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=101 + r)
+        cases = [one] + [_case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=101 + r, pool=pool)
                          for r in range(n_sets - 1)]
         try:
             if w.graph:  # captured on the timer's side stream: each launch asks for the stream it runs on

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
+from kda2.plan.hardware import BULK_ARCHS
 from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, preload_bytes, register_cap,
                              registers_estimate, smem_estimate, workloads)
 
@@ -39,6 +40,19 @@ class PipelineAgent:
         return [c.extend(self.name, why, prefetch=bucket > 1, intermediate=inter, state_dtypes=states) for c in cands]
 
 
+#: Why a decode candidate gets a bulk-staged twin (StagingAgent).
+BULK_WHY = ("decode: the state tile in and out of shared memory by bulk copies on an mbarrier, so the copy engine, "
+            "not registers, holds the bytes in flight (an in-place read + write of 128 MiB on the H200: 90 % of the "
+            "1 GiB copy by bulk copies of 16 KB tiles, 84 % by 16-B loads and stores, one run, "
+            "experiments/2026-12-01-decode/copy_ceiling.cu)")
+
+
+def bulk_ok(allowed: Sequence[str], hw: Any, bucket: int) -> bool:
+    """Bulk staging is planned where the spec allows it, for decode buckets (a state read and written once per
+    call) on archs with bulk copies."""
+    return "bulk" in allowed and bucket <= DECODE_MAX_T and hw.arch in BULK_ARCHS
+
+
 class StagingAgent:
     name = "staging"
 
@@ -53,6 +67,9 @@ class StagingAgent:
                     out.append(c.extend(self.name, "v_first: lanes span the contiguous K axis, so direct 16-B "
                                         "loads are coalesced; blocked key rows make them vectors",
                                         staging="direct", k_map="blocked"))
+                if bulk_ok(allowed, hw, bucket):
+                    out.append(c.extend(self.name, BULK_WHY + "; v_first value rows of K, contiguous: one copy "
+                                        "per tile, read by blocked lanes", staging="bulk", k_map="blocked"))
                 continue
             decode = bucket <= DECODE_MAX_T
             options = []
@@ -69,6 +86,9 @@ class StagingAgent:
                                 "barrier, at the price of strided 16-B state loads (kept as a tuning candidate)"))
             if not decode:  # per-token latency: the shuffle-reduced layouts first, all-K last
                 options = options[1:] + options[:1] if options and options[0][1] == "all" else options
+            if bulk_ok(allowed, hw, bucket):
+                options.append(("bulk", "all", BULK_WHY + "; k_first key rows of the CTA's columns, one copy per "
+                                "row, read by the k_map=all lanes"))
             for staging, k_map, why in options:
                 if k_map == "all":  # its token loop has no prefetch pipeline: one kernel for every decode bucket
                     out.append(c.extend(self.name, why + " (no next-token prefetch in this loop)", staging=staging,
@@ -132,6 +152,13 @@ class TileAgent:
                         continue  # a CTA tile must divide V; other sizes are simply not candidates
                     if c.config["staging"] == "smem" and bv % 4:
                         continue
+                    if c.config["staging"] == "bulk" and (bulk_row_bytes(c.config, k, bv) % 16 or
+                                                          (c.config["state_layout"] == "k_first" and bv != v)):
+                        # a bulk copy moves whole 16-byte pieces; and a k_first tile narrower than V is K separate
+                        # rows, one copy each, which the copy engine serves at a per-copy rate: 128 copies of 256 B
+                        # per CTA took 130.9 us at N = 64 against 76.7 us by direct loads (kda2 tune, H200,
+                        # 2026-12-01, bench/results/h200-2026-12-01-decode/call4)
+                        continue
                     state_regs = (k // 32) * vpw
                     why = (f"T<={bucket}: " + ("bandwidth-bound decode, " if decode else "serial token chain, ")
                            + f"v_per_warp={vpw} -> {state_regs} state registers/lane; {warps} warps -> "
@@ -148,6 +175,12 @@ class TileAgent:
                                 "state registers instead of the wide tiles' more")
                     out.append(c.extend(self.name, why, v_per_warp=vpw, warps=warps, lane_cols=cw))
         return out
+
+
+def bulk_row_bytes(cfg: dict, k: int, bv: int) -> int:
+    """Bytes of one row of a bulk-staged tile in its narrowest state dtype (v_first: K, k_first: BV elements)."""
+    elem = 2 if "bf16" in cfg.get("state_dtypes", ("fp32",)) else 4
+    return (k if cfg["state_layout"] == "v_first" else bv) * elem
 
 
 def latency_vpws(spec: Any, k_map: str, bucket: int) -> list[int]:
@@ -230,6 +263,8 @@ class OccupancyAgent:
             need = est + self.HEADROOM
             threads = 32 * cfg["warps"]
             m = min(hw.registers_per_sm // (threads * need), hw.threads_per_sm_max // threads)
+            while m > 1 and register_cap({**cfg, "min_ctas": m}, hw) < need:  # the cap is in whole 8-register steps
+                m -= 1
             if m <= 1:
                 continue
             cap = register_cap({**cfg, "min_ctas": m}, hw)
@@ -285,7 +320,8 @@ class ScheduleAgent:
             ok = cfg["staging"] == "direct" and copy_run(cfg) >= 2 and not latency
             if "grid" in modes or not ok:
                 grid.append(c.extend(self.name, f"T<={bucket}: one CTA per tile, grid (V/BV, HV, N)" + (
-                    "" if ok else ("; no persistent form: " + ("a latency tile" if latency else "smem staging"
+                    "" if ok else ("; no persistent form: " + ("a latency tile" if latency else
+                                                                f"{cfg['staging']} staging"
                                                                 if cfg["staging"] != "direct" else
                                                                 "a bf16 state piece would be 2 bytes")))))
             if not ok:
@@ -319,8 +355,9 @@ class BudgetAgent:
     block); each kept candidate's reason records its estimated occupancy on the profile's SMs and the static
     model's time at the bucket's routing workload (kda2.plan.model), so a plan says what it assumed of
     the hardware. The agents' order is kept (the tune record, not the estimate, decides the route). The cap holds
-    per state layout and kind: preload candidates (PreloadAgent) and persistent ones (ScheduleAgent) are ranked
-    among their own kind, so they are measured beside a bucket's per-token grid candidates rather than push them
+    per state layout and kind: preload candidates (PreloadAgent), persistent ones (ScheduleAgent) and bulk-staged
+    ones (StagingAgent) are ranked among their own kind, so they are measured beside a bucket's per-token grid
+    candidates rather than push them
     (and their tuning records) out of it.
     """
     name = "budget"
@@ -344,8 +381,10 @@ class BudgetAgent:
             if occ.ctas_per_sm < 1:
                 continue
             model = estimate(cfg, res, hw, w)
-            kind = (("preload " if cfg.get("preload") else "") + ("persistent" if cfg.get("persistent") else "")
-                    + (" latency" if cfg["v_per_warp"] in latency_vpws(spec, cfg["k_map"], bucket) else ""))
+            kind = " ".join(k for k, on in (("preload", cfg.get("preload")), ("persistent", cfg.get("persistent")),
+                                             ("bulk", cfg["staging"] == "bulk"),
+                                             ("latency", cfg["v_per_warp"] in latency_vpws(spec, cfg["k_map"], bucket)))
+                            if on)
             group = kept.setdefault((cfg["state_layout"], kind), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{est} registers (budget {b.max_registers}; "
@@ -356,6 +395,7 @@ class BudgetAgent:
                                       f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "
                                       f"rank {len(group) + 1} of max {b.max_candidates}"
                                       + (" preload candidates" if cfg.get("preload") else "")
+                                      + (" (bulk staging)" if cfg["staging"] == "bulk" else "")
                                       + (" (persistent)" if cfg.get("persistent") else "")))
         return [c for group in kept.values() for c in group]
 

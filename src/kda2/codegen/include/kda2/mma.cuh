@@ -1,5 +1,5 @@
 // KDA² PTX wrappers of the tensor-core kernels: mma.sync, ldmatrix, sm_90 bulk copies on an
-// mbarrier, the SFU's ex2 / lg2, bf16 / fp16 packing (cp.async: kda2/cp_async.cuh). Configuration-free; every one
+// mbarrier (kda2/cp_async.cuh), the SFU's ex2 / lg2, bf16 / fp16 packing. Configuration-free; every one
 // is inlined at its call site.
 #pragma once
 #include <stdint.h>
@@ -10,9 +10,6 @@
 
 namespace kda2 {
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
@@ -111,31 +108,6 @@ __device__ __forceinline__ void stsm_x4_t(const uint32_t (&r)[4], uint32_t addr)
 #endif
 }
 
-// sm_90 bulk-copy / mbarrier helpers (empty below sm_90, where the kernels never call them).
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n .reg .pred p;\n WAIT_%=:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-               ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-#endif
-}
 // 2^x for x ≤ 0 (the kernels' only use): the SFU's ex2, flushing results below 2^-126 to zero.
 __device__ __forceinline__ float ex2(float x) {
   float y;

@@ -35,6 +35,8 @@
 //                          copy the next tile's state to shared memory while this one computes (Kernel::tiles)
 //   int  PF_VEC, PF_ROW    persistent: the state copy buffer's piece width and row stride (elements), from the
 //                          TIR pass (tir/recurrent.py prefetch_stage_func)
+//   bool BULK              sm_90 decode: the state tile in and out of shared memory by bulk copies (Kernel::bulk_issue)
+//   int  BULK_PITCH        its shared row stride (elements): the TIR pass's choice for k_first rows, K for v_first
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -329,6 +331,24 @@ struct Kernel {
   static constexpr int V_PIECE = (BV * 2) % 16 == 0 ? 16 : (BV * 2) % 8 == 0 ? 8 : 4;  // cp.async size for v rows
   static_assert(PRELOAD == 0 || (!PREFETCH && PRELOAD <= WARPS * 32 && (BV * 2) % 4 == 0),
                 "preload replaces the next-token prefetch; one thread per token's beta; v rows in 4-byte pieces");
+
+  // Bulk staging (sm_90 decode kernels): the CTA's state tile comes into shared memory by bulk copies on an mbarrier
+  // and leaves by bulk copies; the threads move it between shared memory and registers once each way. The copy
+  // engine, not the threads' registers, then holds the bytes in flight: an in-place read and write of a D2-size
+  // state pool on the H200 reached 90 % of the 1 GiB copy by bulk copies of 16 KB tiles and 84 % by 16-byte loads
+  // and stores of the same tiles, in one run (experiments/2026-12-01-decode/copy_ceiling.cu). Tile rows are the
+  // state's rows (v_first: BV value rows of K; k_first: K key rows of BV), BULK_PITCH elements apart in shared
+  // memory; one copy when the rows are contiguous on both sides, else one per row (issued by warp 0's lanes).
+  static constexpr bool BULK = Cfg::BULK;
+  static constexpr int BK_ROWS = V_FIRST ? BV : K;
+  static constexpr int BK_ROW = V_FIRST ? K : BV;
+  static constexpr long BK_GROW = V_FIRST ? K : V;  // global row stride (elements)
+  static constexpr int BK_PITCH = Cfg::BULK_PITCH;
+  static constexpr bool BK_ONE = BK_PITCH == BK_ROW && (V_FIRST || BV == V);
+  static constexpr unsigned BK_BYTES = BK_ROWS * BK_ROW * sizeof(SE);
+  static_assert(!BULK || (!PERSISTENT && !SMEM_STAGING && BK_PITCH >= BK_ROW && (BK_ROW * sizeof(SE)) % 16 == 0 &&
+                          (BK_PITCH * sizeof(SE)) % 16 == 0),
+                "bulk staging: one tile per CTA, rows of whole 16-byte pieces both sides");
 
   static __device__ __forceinline__ int key_row(int lane, int i) { return STRIDED ? lane + 32 * i : lane * KPL + i; }
 
@@ -671,14 +691,29 @@ struct Kernel {
       __syncwarp();  // orders the reads above before the next tile's copies into the same places
       prefetch_state(a, next);
     } else if (a.h0 != nullptr) {
+      if constexpr (BULK) {
+        bulk_issue(reinterpret_cast<const SE*>(a.h0) + bulk_base(a, srow, hv, at.vb));  // landed by `land` below
+      } else {
 #pragma unroll
-      for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
+        for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < RPL; ++r)
 #pragma unroll
         for (int c = 0; c < CW; ++c) S[r][c] = 0.f;
     }
+    // Bulk staging: the state lands where it is first needed (the first token's step, or the store of a call
+    // without tokens), once its inputs are in flight too. Uniform over the CTA (len, h0 are).
+    const auto land = [&]() {
+      if constexpr (BULK) {
+        if (a.h0 != nullptr) {
+          bulk_wait();
+#pragma unroll
+          for (int r = 0; r < RPL; ++r) tile_ld<CW>(bulk_smem() + (part * RPL + r) * BK_PITCH + (col - v_cta), S[r]);
+        }
+      }
+    };
     // One token on the state: decay, k^T S and q^T S over this lane's rows (q̂, k̂ and the decay as rows of RPL
     // floats, one address per lane group: a broadcast), the shares of K combined, then v', o and the update.
     const auto step = [&](long tok, const float* my_q, const float* my_k, const float* my_d, const float (&v_in)[CW],
@@ -740,6 +775,7 @@ struct Kernel {
           land_block<P16>(a, t, len, bos, hv, at.vb, pre_b);
           u = 0;
         }
+        if (t == 0) land();
         float v_in[CW];
         load_e16<E, CW>(reinterpret_cast<const E*>(buf + PL_V) + u * BV + (col - v_cta), v_in);
         const float4 sc = *reinterpret_cast<const float4*>(tb + TB_SCAL + 4 * u);  // rq, rk, q̂·k̂, beta
@@ -777,6 +813,7 @@ struct Kernel {
         load_e16<E, CW>(reinterpret_cast<const E*>(a.v) + (tok * a.HV + hv) * (long)V + col, v_in);
         const long bi = tok * a.HV + hv;
         const float b_in = b_bf16 ? X::to_f(reinterpret_cast<const E*>(a.beta)[bi]) : reinterpret_cast<const float*>(a.beta)[bi];
+        if (t == 0) land();
         float rq, rk, sqk;
         qk_norms(q, k, l2, rq, rk, sqk);
         const float qk = sqk * rq * rk;
@@ -793,7 +830,14 @@ struct Kernel {
         step(tok, my_q, my_k, my_d, v_in, b_in, bsig, qk);
       }
     }
+    if (len <= 0) land();
     if (a.ht == nullptr) return;
+    if constexpr (BULK) {
+#pragma unroll
+      for (int r = 0; r < RPL; ++r) tile_st<CW>(bulk_smem() + (part * RPL + r) * BK_PITCH + (col - v_cta), S[r]);
+      bulk_out(reinterpret_cast<SE*>(a.ht) + bulk_base(a, srow, hv, at.vb));
+      return;
+    }
 #pragma unroll
     for (int r = 0; r < RPL; ++r) st_state<SE, CW>(reinterpret_cast<SE*>(a.ht) + state_off + (long)r * V, S[r]);
   }
@@ -842,6 +886,94 @@ struct Kernel {
   static __device__ __forceinline__ SE (&prefetch_smem())[PF_ELEMS] {
     __shared__ __align__(16) SE buf[PF_ELEMS];
     return buf;
+  }
+
+  static __device__ __forceinline__ SE (&bulk_smem())[BULK ? BK_ROWS * BK_PITCH : 8] {
+    __shared__ __align__(128) SE tile[BULK ? BK_ROWS * BK_PITCH : 8];
+    return tile;
+  }
+  static __device__ __forceinline__ uint64_t& bulk_bar() {
+    __shared__ __align__(8) uint64_t bar;
+    return bar;
+  }
+
+  // The bulk tile of (pool row srow, head hv, V-block vb): its first element in the state.
+  static __device__ __forceinline__ long bulk_base(const KDA2RecurrentArgs& a, int srow, int hv, int vb) {
+    return ((long)srow * a.HV + hv) * (long)K * V + (V_FIRST ? (long)vb * BV * K : (long)vb * BV);
+  }
+  // Every thread (a uniform point of the CTA): the tile from global memory (g: its first element) into bulk_smem().
+  // Thread 0 initialises the mbarrier, and after a barrier (every thread sees it initialised before any touches it)
+  // warp 0 arms it and issues the copies; nothing waits for them here. The kernels issue first and land the tile
+  // (bulk_wait) where the state is first needed, after the token's input loads are issued: landing at once
+  // serialised the two round trips (kda2 tune, H200: 105 vs 74 us at N = 64 v_first). One phase per CTA: parity 0.
+  static __device__ __forceinline__ void bulk_issue(const SE* g) {
+    const uint32_t bar = smem_u32(&bulk_bar());
+    SE* tile = bulk_smem();
+    if (threadIdx.x == 0) {
+      mbar_init(bar, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the copy engine
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      if (threadIdx.x == 0) {
+        mbar_expect_tx(bar, BK_BYTES);
+        if constexpr (BK_ONE) bulk_copy(smem_u32(tile), g, BK_BYTES, bar);
+      }
+      if constexpr (!BK_ONE) {
+        __syncwarp();  // the expected bytes are armed before any copy can complete
+        for (int r = threadIdx.x; r < BK_ROWS; r += 32)
+          bulk_copy(smem_u32(tile + r * BK_PITCH), g + r * BK_GROW, BK_ROW * sizeof(SE), bar);
+      }
+    }
+  }
+  // Every thread: the issued tile has landed and is visible on return.
+  static __device__ __forceinline__ void bulk_wait() { mbar_wait(smem_u32(&bulk_bar()), 0); }
+  // Every thread, after writing its share back into bulk_smem(): the tile to global memory (g: its first element).
+  // The issuing lanes wait until the copies have read shared memory (the CTA may exit then); the writes complete
+  // before the grid does.
+  static __device__ __forceinline__ void bulk_out(SE* g) {
+    fence_proxy_async();  // this thread's shared stores, before the copy engine reads them
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      const SE* tile = bulk_smem();
+      if constexpr (BK_ONE) {
+        if (threadIdx.x == 0) bulk_store(g, smem_u32(tile), BK_BYTES);
+      } else {
+        for (int r = threadIdx.x; r < BK_ROWS; r += 32)
+          bulk_store(g + r * BK_GROW, smem_u32(tile + r * BK_PITCH), BK_ROW * sizeof(SE));
+      }
+      bulk_commit();
+      bulk_wait_read<0>();
+    }
+  }
+  // N contiguous state elements of the bulk tile at p, widened to fp32 / rounded back (pieces as aligned as N allows).
+  template <int N>
+  static __device__ __forceinline__ void tile_ld(const SE* p, float (&out)[N]) {
+    if constexpr (sizeof(SE) == 4) {
+      load_f32<N, false>(reinterpret_cast<const float*>(p), out);
+    } else {
+      constexpr int P = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
+#pragma unroll
+      for (int c = 0; c < N; c += P) {
+        float x[P];
+        ld_state_smem<SE, P>(p + c, x);
+#pragma unroll
+        for (int e = 0; e < P; ++e) out[c + e] = x[e];
+      }
+    }
+  }
+  template <int N>
+  static __device__ __forceinline__ void tile_st(SE* p, const float (&in)[N]) {
+    if constexpr (sizeof(SE) == 4) {
+      store_f32<N, false>(reinterpret_cast<float*>(p), in);
+    } else if constexpr (N % 2 == 0) {
+#pragma unroll
+      for (int c = 0; c < N; c += 2)
+        *reinterpret_cast<unsigned int*>(p + c) = Elem16<__nv_bfloat16>::pack(in[c], in[c + 1]);
+    } else {
+#pragma unroll
+      for (int c = 0; c < N; ++c) p[c] = __float2bfloat16_rn(in[c]);
+    }
   }
 
   // The entry: one uniform branch picks the body compiled for the call's gate-parameter dtypes (load_param).
@@ -955,6 +1087,42 @@ struct Kernel {
     }
   }
 
+  // body: this lane's state registers (key rows key_row(lane, i), value columns v0 + j) from (LOAD) or to the bulk
+  // tile — the elements its direct loads and stores would move.
+  template <bool LOAD>
+  static __device__ __forceinline__ void bulk_tile_regs(int lane, int warp, float (&S)[KPL][VPW]) {
+    SE* tile = bulk_smem();
+    if constexpr (V_FIRST) {
+#pragma unroll
+      for (int j = 0; j < VPW; ++j) {
+        SE* row = tile + (warp * VPW + j) * BK_PITCH;
+        if constexpr (STRIDED) {
+#pragma unroll
+          for (int i = 0; i < KPL; ++i) {
+            if constexpr (LOAD) S[i][j] = ld_state1(row + key_row(lane, i)); else st_state1(row + key_row(lane, i), S[i][j]);
+          }
+        } else {
+          float col[KPL];
+          if constexpr (!LOAD) {
+#pragma unroll
+            for (int i = 0; i < KPL; ++i) col[i] = S[i][j];
+            tile_st<KPL>(row + lane * KPL, col);
+          } else {
+            tile_ld<KPL>(row + lane * KPL, col);
+#pragma unroll
+            for (int i = 0; i < KPL; ++i) S[i][j] = col[i];
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < KPL; ++i) {
+        SE* p = tile + key_row(lane, i) * BK_PITCH + warp * VPW;
+        if constexpr (LOAD) tile_ld<VPW>(p, S[i]); else tile_st<VPW>(p, S[i]);
+      }
+    }
+  }
+
   template <bool P16>
   static __device__ __forceinline__ void body(const KDA2RecurrentArgs& a, const TileAt& at, const TileAt& next) {
     const int warp = threadIdx.x >> 5;
@@ -1021,6 +1189,13 @@ struct Kernel {
       }
       __syncwarp();  // orders the reads above before the next tile's copies into the same places
       prefetch_state(a, next);
+    } else if constexpr (BULK) {
+      // landed before the token loop, once the first token's inputs are in flight (zeros without h0)
+      if (a.h0 != nullptr) bulk_issue(reinterpret_cast<const SE*>(a.h0) + bulk_base(a, srow, hv, at.vb));
+#pragma unroll
+      for (int i = 0; i < KPL; ++i)
+#pragma unroll
+        for (int j = 0; j < VPW; ++j) S[i][j] = 0.f;
     } else if constexpr (SMEM_STAGING) {
       if (a.h0 != nullptr) {
         // Coalesced: consecutive threads take consecutive float4 of a tile row (BV floats wide). All
@@ -1098,6 +1273,12 @@ struct Kernel {
     TokenIn cur, nxt;
     int u = 0;  // preload: the token's slot in the buffer and the table
     if (PRELOAD == 0 && len > 0) load_token(a, bos, h, hv, v0, lane, cur);
+    if constexpr (BULK) {  // the state lands once the first token's inputs (and the gate constants) are in flight
+      if (a.h0 != nullptr) {
+        bulk_wait();
+        bulk_tile_regs<true>(lane, warp, S);
+      }
+    }
     for (long t = 0; t < len; ++t) {
       float decay[KPL];
       float4 sc = make_float4(1.f, 1.f, 0.f, 0.f);  // preload: the token's prepared rq, rk, q̂·k̂, beta
@@ -1205,7 +1386,10 @@ struct Kernel {
 
     // ---- state out -----------------------------------------------------------------------------
     if (a.ht == nullptr) return;
-    if constexpr (SMEM_STAGING) {
+    if constexpr (BULK) {
+      bulk_tile_regs<false>(lane, warp, S);
+      bulk_out(reinterpret_cast<SE*>(a.ht) + bulk_base(a, srow, hv, at.vb));
+    } else if constexpr (SMEM_STAGING) {
 #pragma unroll
       for (int i = 0; i < KPL; ++i) store_f32<VPW, false>(&tile[key_row(lane, i) * SMEM_STRIDE + warp * VPW], S[i]);
       __syncthreads();

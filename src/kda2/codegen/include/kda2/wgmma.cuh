@@ -18,6 +18,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kda2/cp_async.cuh"
+
 namespace kda2 {
 
 // Element offset of (row, k) in a panel tile of `rows` rows (16-bit elements, 64 k per panel).
@@ -76,11 +78,6 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#endif
-}
-__device__ __forceinline__ void fence_proxy_async() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
 

@@ -72,6 +72,9 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         # the state comes in by cp.async into the next-tile copy buffer (no L2 cache hint: recurrent.cuh,
         # cp_async), and is read back from shared memory
         expected = [e for e in expected if e != "LDG.E.EF"] + ["LDGSTS", "LDS"]
+    if family == "recurrent" and config.get("staging") == "bulk":
+        # the state tile in and out by bulk copies on an mbarrier, not by streaming loads and stores
+        expected = [e for e in expected if e not in ("LDG.E.EF", "STG.E.EF")] + ["UBLKCP", "SYNCS"]
     return expected
 
 

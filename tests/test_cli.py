@@ -80,7 +80,7 @@ def test_no_command_is_a_usage_error() -> None:
 
 # ---- plan --------------------------------------------------------------------------------------
 
-ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+(?:x\d)?) +(\d+) +(\d+|-) +(\d+|-) +(smem|direct) "
+ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+(?:x\d)?) +(\d+) +(\d+|-) +(\d+|-) +(smem|direct|bulk) "
                  r"+(strided|blocked|all) "
                  r"+(butterfly|scatter) +(grid|pers) +(.+)$")
 

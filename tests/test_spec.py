@@ -67,7 +67,7 @@ def test_load_specs_default_dir() -> None:
 def test_canonical_and_digest(tmp_path: Path) -> None:
     spec = load_spec(DEFAULT)
     canon = spec.canonical()
-    assert canon["agents"]["staging"] == {"k_first": ["smem", "direct", "bulk"], "v_first": ["direct", "bulk"]}
+    assert canon["agents"]["staging"] == {"k_first": ["smem", "direct"], "v_first": ["direct", "bulk"]}
     assert "source" not in canon
     assert spec.digest() == hashlib.sha256(canonical_json(canon).encode()).hexdigest()
     # another path, comments and key order: same content, same digest

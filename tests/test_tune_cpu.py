@@ -369,8 +369,9 @@ def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_cta
     lib = types.SimpleNamespace(preload=lambda dev: None,
                                 launch_variant=lambda idx, args, stream: launched.append((idx, args["N"])))
     monkeypatch.setattr(loader, "load", lambda manifest: lib)
-    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed: {
-        "args": {"N": N}, "N": N, "T": T, "bytes": 1 << 20})
+    pools: list[bool] = []  # how each timed case holds its states (checks: always h0 -> ht)
+    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed, pool=False: (
+        pools.append(pool) or {"args": {"N": N}, "N": N, "T": T, "bytes": 1 << 20}))
     bad_n: list[int] = []
     monkeypatch.setattr(tune, "_reference_error", lambda c: 1.0 if c["N"] in bad_n else 1e-4)
 
@@ -400,6 +401,8 @@ def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_cta
     assert got["classes"]["decode-n1"] == 4.0 and timed[-1][2] > 8, (got, timed)
     checks = [n for _, n in launched if n not in (256, 64, 1)]
     assert checks == [2, tune.PERSISTENT_CHECK_N]
+    # the checks run h0 -> ht; a decode bucket is timed in place through a pool, as a serving step runs it
+    assert pools[:2] == [False, False] and pools[2:] and all(pools[2:]), pools
     bad_n.append(tune.PERSISTENT_CHECK_N)
     launched.clear()
     got = tune.measure(task, quick=True)
@@ -408,3 +411,6 @@ def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_cta
     launched.clear()
     got = tune.measure({**task, "config": {**cfg, "persistent": False}}, quick=True)
     assert "failure" not in got and [n for _, n in launched if n not in (256, 64, 1)] == [2]
+    pools.clear()
+    got = tune.measure({**task, "bucket": 64, "config": {**cfg, "persistent": False}}, quick=True)
+    assert "failure" not in got and pools and not any(pools), pools  # a prefill bucket: h0 -> ht

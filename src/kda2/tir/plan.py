@@ -142,9 +142,7 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
         "threads": geo["NT"],
         "smem_budget": smem_budget,
     }
-    if c["staging"] == "bulk":
-        pass  # below, once the tile's own dumps are in the plan
-    elif c["staging"] == "direct" and c["k_map"] == "all":
+    if c["staging"] == "direct" and c["k_map"] == "all":
         # no state tile; the token stage's row stride is the pass's decision (STAGE_ROW of recurrent.cuh)
         sfunc = staging.all_k_stage_func(c["k"], c["v_per_warp"], c["lane_cols"])
         safter = bankpass.make_bank_pad_pass(smem_budget, enable=enable_pass)(tvm.IRModule({"main": sfunc}))["main"]
@@ -167,7 +165,7 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
             "pass": {"name": PASS_NAME, "enabled": enable_pass, "candidates": {},
                      "note": "no shared buffer: nothing to pad"},
         })
-    else:
+    elif c["staging"] == "smem":  # (bulk: _plan_bulk below, once the tile's own dumps are in the plan)
         record = bankpass.to_python(after.attrs[bankpass.ATTR])
         if not record["fits"]:
             need = geo["K"] * geo["BV"] * 4

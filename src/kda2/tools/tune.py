@@ -342,7 +342,7 @@ def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, s
     c["A_log"], c["dt_bias"] = randn(HV) * 0.5, randn(HV * K)
     c["h0"] = randn(N, HV, *((V, K) if v_first else (K, V))) * 0.1
     c["o"] = torch.full_like(c["v"], float("nan"))
-    c["ht"] = torch.full_like(c["h0"], float("nan"))
+    c["ht"] = c["h0"] if pool else torch.full_like(c["h0"], float("nan"))
     flags = (abi.FLAG_HAS_A_LOG | abi.FLAG_HAS_DT_BIAS) if mode != "precomputed" else 0
     flags |= abi.FLAG_QK_L2NORM if l2norm else 0
     flags |= abi.FLAG_BETA_SIGMOID if beta_sig else 0
@@ -352,9 +352,8 @@ def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, s
     a.h0, a.ht = c["h0"].data_ptr(), c["ht"].data_ptr()
     a.cu_seqlens = a.state_indices = None
     if pool:
-        c["ht"] = c["h0"]
         c["idx"] = torch.arange(N, dtype=torch.int32, device="cuda")
-        a.ht, a.state_indices = a.h0, c["idx"].data_ptr()
+        a.state_indices = c["idx"].data_ptr()
     a.N, a.T, a.H, a.HV = N, T, H, HV
     a.scale, a.lower_bound = K ** -0.5, -5.0
     a.gate_mode, a.flags, a.state_v_first = GATE_MODES[mode], flags, int(v_first)

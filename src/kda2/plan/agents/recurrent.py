@@ -87,8 +87,8 @@ class StagingAgent:
             if not decode:  # per-token latency: the shuffle-reduced layouts first, all-K last
                 options = options[1:] + options[:1] if options and options[0][1] == "all" else options
             if bulk_ok(allowed, hw, bucket):
-                options.append(("bulk", "all", BULK_WHY + "; k_first key rows of the CTA's columns, one copy per "
-                                "row, read by the k_map=all lanes"))
+                options.append(("bulk", "all", BULK_WHY + "; k_first key rows, read by the k_map=all lanes (tiles of "
+                                "whole rows only, BV = V: TileAgent)"))
             for staging, k_map, why in options:
                 if k_map == "all":  # its token loop has no prefetch pipeline: one kernel for every decode bucket
                     out.append(c.extend(self.name, why + " (no next-token prefetch in this loop)", staging=staging,

@@ -304,6 +304,32 @@ def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None
             assert ids[:len(grid)] == grid and len(ids) <= kinds * cap
 
 
+def test_all_k_latency_widths_are_planned_apart_from_the_usual_tiles(kimi, rules, tmp_path) -> None:
+    """A k_map=all width listed in tile.latency_v_per_warp is planned at T = 1 as a latency tile in a budget group of
+    its own, whatever the usual group's cap (so the 8-column one-sequence tile reaches the build), and stays among the
+    usual shapes in the other buckets; without the listing the T = 1 bucket's cap leaves no 8-column k_map=all grid
+    tile (only persistent ones, a group of their own)."""
+    def all_k(plan: SpecPlan, bucket: int) -> dict[str, dict[str, Any]]:
+        cfg = {v.id: v.config for v in plan.variants}
+        return {i: cfg[i] for d in plan.dispatch if d["bucket"] == bucket for i in d["candidates"]
+                if cfg[i]["k_map"] == "all"}
+
+    assert 8 in kimi.agents.tile.latency_v_per_warp
+    for arch in kimi.archs:
+        plan = plan_spec(kimi, arch, rules)
+        t1 = all_k(plan, 1)
+        narrow = [c for c in t1.values() if c["v_per_warp"] == 8]
+        assert narrow and all(c["lane_cols"] == 4 and not c.get("persistent") for c in narrow)
+        lat = budget_groups(plan)["k_first", 1, "latency"]
+        assert {i for i, c in t1.items() if c["v_per_warp"] == 8} <= set(lat)
+        assert any(c["v_per_warp"] == 8 for c in all_k(plan, 8).values())   # usual shape in the multi-token bucket
+    text = KIMI.read_text().replace("latency_v_per_warp: [8, 4]", "latency_v_per_warp: [4]")
+    assert text != KIMI.read_text()
+    (tmp_path / "kimi_linear_recurrent.yaml").write_text(text)
+    without = plan_spec(load_spec(tmp_path / "kimi_linear_recurrent.yaml"), "sm_90a", rules)
+    assert not any(c["v_per_warp"] == 8 and not c.get("persistent") for c in all_k(without, 1).values())
+
+
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
     spec = load_spec(spec_variant(tmp_path, max_candidates=2))
     for (_, _, kind), ids_group in budget_groups(plan := plan_spec(spec, "sm_90a", rules)).items():

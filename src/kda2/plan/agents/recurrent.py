@@ -133,7 +133,8 @@ class TileAgent:
             # registers + 200 B spills, sm_90a, 2026-11-29). Widest vectors first. The spec's v_per_warp
             # list is for the lanes-over-K layouts.
             if c.config["k_map"] == "all":
-                shapes = [(vpw, cw) for vpw in (16, 8) for cw in (4, 2, 1)
+                # (at T = 1 the spec's latency widths are planned as latency tiles below, not among these)
+                shapes = [(vpw, cw) for vpw in all_k_vpws(spec, bucket) for cw in (4, 2, 1)
                           if 32 % (vpw // cw) == 0 and (k // (32 // (vpw // cw))) % 4 == 0
                           and (k // (32 // (vpw // cw))) * cw <= 64]
             else:
@@ -183,13 +184,29 @@ def bulk_row_bytes(cfg: dict, k: int, bv: int) -> int:
     return (k if cfg["state_layout"] == "v_first" else bv) * elem
 
 
+#: The widths of k_map=all tiles (their lanes hold lane_cols adjacent columns over a share of K).
+ALL_K_VPWS = (16, 8)
+
+
 def latency_vpws(spec: Any, k_map: str, bucket: int) -> list[int]:
-    """The spec's latency tiles (tile.latency_v_per_warp) a T = 1 candidate of this k_map gets beyond its usual
-    shapes (k_map=all: v_per_warp 16 and 8; else the spec's v_per_warp), narrowest last; none for other buckets."""
+    """The spec's latency tiles (tile.latency_v_per_warp) a T = 1 candidate of this k_map gets, narrowest last; none
+    for other buckets. Lanes-over-K maps: those beyond the spec's v_per_warp. k_map=all: every listed width, planned
+    as a latency tile instead of among the usual shapes (all_k_vpws): its tile group is capped apart (BudgetAgent), so
+    a width the usual group's cap would cut still reaches the one-sequence class. Measured on the H200 (kda2 tune,
+    2026-12-02, bench/results/h200-2026-12-02-decode/call3): k_first 8-column tiles (8x4, four warps) at N = 1 took
+    3.81-3.97 us against 4.30 us for the best 16-column tile, which the cap of 8 had kept from the build."""
     if bucket != 1:
         return []
-    usual = (16, 8) if k_map == "all" else spec.agents.tile.v_per_warp
-    return sorted((v for v in set(spec.agents.tile.latency_v_per_warp) if v not in usual), reverse=True)
+    listed = set(spec.agents.tile.latency_v_per_warp)
+    if k_map == "all":
+        return sorted(listed, reverse=True)
+    return sorted((v for v in listed if v not in spec.agents.tile.v_per_warp), reverse=True)
+
+
+def all_k_vpws(spec: Any, bucket: int) -> list[int]:
+    """The usual widths of k_map=all tiles in this bucket: ALL_K_VPWS less the T = 1 latency widths."""
+    lat = latency_vpws(spec, "all", bucket)
+    return [v for v in ALL_K_VPWS if v not in lat]
 
 
 class ReduceAgent:

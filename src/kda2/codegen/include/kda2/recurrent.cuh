@@ -692,7 +692,7 @@ struct Kernel {
       prefetch_state(a, next);
     } else if (a.h0 != nullptr) {
       if constexpr (BULK) {
-        bulk_issue(reinterpret_cast<const SE*>(a.h0) + bulk_base(a, srow, hv, at.vb));  // landed by `land` below
+        bulk_issue(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, at.vb));  // landed by `land` below
       } else {
 #pragma unroll
         for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
@@ -835,7 +835,7 @@ struct Kernel {
     if constexpr (BULK) {
 #pragma unroll
       for (int r = 0; r < RPL; ++r) tile_st<CW>(bulk_smem() + (part * RPL + r) * BK_PITCH + (col - v_cta), S[r]);
-      bulk_out(reinterpret_cast<SE*>(a.ht) + bulk_base(a, srow, hv, at.vb));
+      bulk_out(reinterpret_cast<SE*>(a.ht) + tile_base(a, srow, hv, at.vb));
       return;
     }
 #pragma unroll
@@ -897,8 +897,9 @@ struct Kernel {
     return bar;
   }
 
-  // The bulk tile of (pool row srow, head hv, V-block vb): its first element in the state.
-  static __device__ __forceinline__ long bulk_base(const KDA2RecurrentArgs& a, int srow, int hv, int vb) {
+  // The state tile of (pool row srow, head hv, V-block vb): its first element in the state (v_first: BV rows of K,
+  // contiguous; k_first: K rows of BV, V apart).
+  static __device__ __forceinline__ long tile_base(const KDA2RecurrentArgs& a, int srow, int hv, int vb) {
     return ((long)srow * a.HV + hv) * (long)K * V + (V_FIRST ? (long)vb * BV * K : (long)vb * BV);
   }
   // Every thread (a uniform point of the CTA): the tile from global memory (g: its first element) into bulk_smem().
@@ -976,14 +977,45 @@ struct Kernel {
     }
   }
 
+  // sm_90, before griddepcontrol.wait: warp 0 asks L2 for the lines of its state tile, so that under a programmatic
+  // launch the tile's DRAM latency overlaps the previous kernel's tail instead of following it. Only an address
+  // hint: the pool row is read before the previous kernel's writes are ordered (a stale row prefetches lines no one
+  // reads), and L2 is where every write lands, so no load after the wait sees a stale line. Compiled into the
+  // one-token kernels only (one tile per CTA, no preload, no per-token states): in a multi-token kernel its code
+  // took registers (c361e1aa103f 164 -> 198, two CTAs per SM instead of three: M1 k_first 92.3 -> 111.6 us, H200,
+  // same run, bench/results/h200-2026-12-02-decode/call1). Run only by grids of at most two CTAs per SM (one-sequence
+  // decode; a D2 grid has thousands): on every CTA of D2 it cost 3-4 % (h200-2026-12-01-decode/call9). As built,
+  // same run (h200-2026-12-02-decode/call5): D1 under graph replay v_first 3.83 -> 3.22 us, k_first (with the
+  // 8-column tile the tuner now routes there) 4.25 -> 3.62 us; D2, D3 within 1 %.
+  static constexpr bool L2_PREFETCH = !PERSISTENT && !INTERMEDIATE && PRELOAD == 0 && !PREFETCH;
+  static __device__ __forceinline__ void prefetch_tile_l2(const KDA2RecurrentArgs& a) {
+    if constexpr (L2_PREFETCH) {
+      unsigned nsm;
+      asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+      if (gridDim.x * gridDim.y * gridDim.z > 2 * nsm) return;
+      if (threadIdx.x >= 32 || a.h0 == nullptr || (int)blockIdx.z >= a.N) return;
+      const int n = blockIdx.z;
+      const int srow = a.state_indices != nullptr ? a.state_indices[n] : n;
+      if (srow < 0) return;
+      constexpr int ROWS = V_FIRST ? BV : K;
+      constexpr long ROW_B = (V_FIRST ? K : BV) * (long)sizeof(SE), GROW_B = (V_FIRST ? K : V) * (long)sizeof(SE);
+      constexpr int LPR = (int)((ROW_B + 127) / 128);  // 128-byte lines per row
+      const char* base = reinterpret_cast<const char*>(a.h0) + tile_base(a, srow, blockIdx.y, blockIdx.x) * (long)sizeof(SE);
+      for (int l = threadIdx.x; l < ROWS * LPR; l += 32)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(base + (l / LPR) * GROW_B + (l % LPR) * 128));
+    }
+  }
+
   // The entry: one uniform branch picks the body compiled for the call's gate-parameter dtypes (load_param).
   // sm_90+: the library launches these kernels as programmatic dependents of the stream's previous kernel
-  // (library.cpp.j2 launch_recurrent): griddepcontrol.wait before any global access (the previous kernel's
-  // writes — this step's inputs, the state pool — are then visible; without a PDL launch it returns at once), and
-  // launch_dependents right away: a dependent grid starts only once every CTA of this one is resident and has
-  // signalled, and waits for this grid's completion before it reads, so it takes no slot a CTA of ours needs.
+  // (library.cpp.j2 launch_recurrent): griddepcontrol.wait before any global access but the L2 prefetch above (the
+  // previous kernel's writes — this step's inputs, the state pool — are then visible; without a PDL launch it
+  // returns at once), and launch_dependents right away: a dependent grid starts only once every CTA of this one is
+  // resident and has signalled, and waits for this grid's completion before it reads, so it takes no slot a CTA
+  // of ours needs.
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    prefetch_tile_l2(a);
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
@@ -1191,7 +1223,7 @@ struct Kernel {
       prefetch_state(a, next);
     } else if constexpr (BULK) {
       // landed before the token loop, once the first token's inputs are in flight (zeros without h0)
-      if (a.h0 != nullptr) bulk_issue(reinterpret_cast<const SE*>(a.h0) + bulk_base(a, srow, hv, at.vb));
+      if (a.h0 != nullptr) bulk_issue(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, at.vb));
 #pragma unroll
       for (int i = 0; i < KPL; ++i)
 #pragma unroll
@@ -1388,7 +1420,7 @@ struct Kernel {
     if (a.ht == nullptr) return;
     if constexpr (BULK) {
       bulk_tile_regs<false>(lane, warp, S);
-      bulk_out(reinterpret_cast<SE*>(a.ht) + bulk_base(a, srow, hv, at.vb));
+      bulk_out(reinterpret_cast<SE*>(a.ht) + tile_base(a, srow, hv, at.vb));
     } else if constexpr (SMEM_STAGING) {
 #pragma unroll
       for (int i = 0; i < KPL; ++i) store_f32<VPW, false>(&tile[key_row(lane, i) * SMEM_STRIDE + warp * VPW], S[i]);

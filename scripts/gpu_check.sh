@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# GPU check: run on the GPU host from the repository root, with the artifacts already built under
-# build/ (carried from the build host). Installs carried wheels (.whl/*.whl, e.g. fla-core) into a
-# private target, runs the GPU tests (any skip is a failure, except a case the spec does not build by
-# tests/gpu/feature_matrix.py), then the recurrent benchmark, then the
-# chunk-family GPU tests (every case, accuracy table to $OUT/chunk-accuracy.{json,md}) and the chunk
+# GPU check: run on the GPU host from the repository root, with the artifacts already built under build/ by
+# `scons CANDIDATES=all` (every candidate: the forced-variant tests run each one; carried from the build host).
+# Installs carried wheels (.whl/*.whl, e.g. fla-core) into a private target, runs the GPU tests (any skip is a
+# failure, except a case the spec does not build by tests/gpu/feature_matrix.py), then the recurrent benchmark,
+# then the chunk-family GPU tests (every case, accuracy table to $OUT/chunk-accuracy.{json,md}) and the chunk
 # (prefill) benchmark ($OUT/bench_chunk.{json,md,png}).
 #   OUT=/some/dir scripts/gpu_check.sh        (default OUT: ./gpu_check_out)
 #   GPU_CHECK_STEPS="fla-warm chunk-tests chunk-bench" (default: tests bench chunk-tests chunk-bench) runs a subset.

@@ -382,6 +382,35 @@ def test_spec_edit_rebuilds_only_that_spec(reference: Reference, tmp_path: Path)
     assert {k: now.get(k) for k in before} == before
 
 
+def test_default_build_compiles_the_routed_variants_and_all_adds_the_rest(reference: Reference, tmp_path: Path):
+    """`scons` compiles what the dispatch routes to (manifest "candidates": "routed"); `scons CANDIDATES=all` adds
+    the other candidates without recompiling those, and lists every one; another value fails with one line."""
+    text = (spec_text(SPEC_A).replace("max_candidates: 1", "max_candidates: 2")
+            .replace("  tile: {v_per_warp: [4], warps: [4]}\n", "  tile: {v_per_warp: [4], warps: [4]}\n"
+                     "  reduce: [scatter, butterfly]\n"))
+    co = warm_checkout(reference, tmp_path, {"a": text})
+    plan = co.plans()[SPEC_A]
+    routed = sorted({d["variant"] for d in plan.dispatch})
+    every = sorted(co.variant_ids())
+    assert len(routed) == 2 and len(every) == 4, (routed, every)
+    first = co.scons()
+    assert first.rc == 0, first.tail()
+    manifest = json.loads((co.out() / "manifest.json").read_text())
+    assert manifest["candidates"] == "routed" and sorted(v["id"] for v in manifest["variants"]) == routed
+    cached = set(reference.checkout.variant_ids())  # the reference build's kernels come from the shared cache
+    assert sorted(first.compiled()) == sorted(set(routed) - cached), first.tools_run()
+    rest = co.scons("CANDIDATES=all")
+    assert rest.rc == 0, rest.tail()
+    assert sorted(rest.compiled()) == sorted(set(every) - set(routed) - cached), rest.tools_run()
+    assert not set(rest.compiled()) & set(routed)
+    manifest = json.loads((co.out() / "manifest.json").read_text())
+    assert manifest["candidates"] == "all" and sorted(v["id"] for v in manifest["variants"]) == every
+    bad = co.scons("CANDIDATES=some")
+    assert bad.rc == 2 and bad.stderr.strip().splitlines()[-1].startswith("kda2: error: CANDIDATES='some'; allowed: "
+                                                                          "routed, all"), bad.tail()
+    assert "Traceback" not in bad.stderr
+
+
 # ---- 4. rules: a version bump rebuilds exactly the variants it matches --------------------------
 
 def rule_text(version: int, pretty: bool = False) -> str:

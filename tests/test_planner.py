@@ -330,6 +330,33 @@ def test_all_k_latency_widths_are_planned_apart_from_the_usual_tiles(kimi, rules
     assert not any(c["v_per_warp"] == 8 and not c.get("persistent") for c in all_k(without, 1).values())
 
 
+def test_a_routed_build_keeps_the_routed_variants_and_reindexes_the_rows(kimi, rules) -> None:
+    """kda2.plan.planner.built: "routed" keeps exactly the variants some dispatch row routes to (library order kept),
+    every row's index points at its own variant in the reduced list and its candidates are the kept ones; "all" is
+    the plan itself; any other set is refused naming the allowed ones."""
+    from kda2.plan.planner import built
+
+    for arch in kimi.archs:
+        plan = plan_spec(kimi, arch, rules)
+        assert built(plan, "all") is plan
+        small = built(plan, "routed")
+        routed = {d["variant"] for d in plan.dispatch}
+        assert [v.id for v in small.variants] == [v.id for v in plan.variants if v.id in routed]
+        assert len(small.variants) < len(plan.variants)
+        for d, e in zip(plan.dispatch, small.dispatch):
+            assert small.variants[e["index"]].id == e["variant"] == d["variant"]
+            assert e["candidates"] == [c for c in d["candidates"] if c in routed] and d["variant"] in e["candidates"]
+    # a record routing a row to its last candidate: that variant is built
+    plan = plan_spec(kimi, "sm_90a", rules)
+    row = next(d for d in plan.dispatch if len(d["candidates"]) > 1 and d["class"] == "decode-n1")
+    other = row["candidates"][-1]
+    small = built(plan_spec(kimi, "sm_90a", rules, {f"{row['state_layout']}:{row['bucket']}:{row['class']}": other}),
+                  "routed")
+    assert other in {v.id for v in small.variants}
+    with pytest.raises(ValueError, match="allowed: routed, all"):
+        built(plan, "everything")
+
+
 def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
     spec = load_spec(spec_variant(tmp_path, max_candidates=2))
     for (_, _, kind), ids_group in budget_groups(plan := plan_spec(spec, "sm_90a", rules)).items():

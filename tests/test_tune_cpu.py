@@ -177,6 +177,23 @@ def test_run_resumes_records_failures_and_routes_the_build(built, tmp_path, monk
     assert check_lock(rules) == []
 
 
+def test_a_routed_build_is_refused_with_the_build_that_tunes(built, tmp_path) -> None:
+    """A library built with CANDIDATES=routed holds what the dispatch routes to, not the candidates: tuning it is
+    refused naming the rebuild; the same manifest marked "all" (or without the field: it predates it) is tuned."""
+    d, _ = built
+    m = json.loads((d / "manifest.json").read_text())
+    for mark, ok in (("routed", False), ("all", True), (None, True)):
+        m.pop("candidates", None)
+        if mark:
+            m["candidates"] = mark
+        (d / "manifest.json").write_text(json.dumps(m))
+        if ok:
+            assert tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tmp_path / "tuning"))
+            continue
+        with pytest.raises(tune.TuneError, match=r"CANDIDATES=routed .*kda2 build --candidates all kimi_linear_chunk"):
+            tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tmp_path / "tuning"))
+
+
 def test_propose_and_check_errors(tmp_path) -> None:
     rules = tmp_path / "rules"
     rules.mkdir()

@@ -11,6 +11,10 @@ from typing import Any, Iterable, Mapping
 
 #: Bumped with every change of the manifest's keys; the runtime refuses any other.
 SCHEMA = 2
+#: The manifest's "candidates": what of its plan a build compiled (`scons CANDIDATES=`, `kda2 build --candidates`).
+#: "routed": the variants its dispatch rows route to, what a deployment runs (the default); "all": every candidate the
+#: agents kept, which `kda2 tune` times. A manifest without the field predates it and holds every candidate.
+CANDIDATE_SETS = ("routed", "all")
 
 
 def sha256_file(path: str) -> str:

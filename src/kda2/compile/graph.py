@@ -24,12 +24,13 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 
 from kda2.artifact.abi import ABI_VERSION
 from kda2.artifact.canonical import canonical_json
-from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA
+from kda2.artifact.manifest import CANDIDATE_SETS, SCHEMA as MANIFEST_SCHEMA
 from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR
 from kda2.compile.nvcc import uses_arch_features
 from kda2.compile import actions, signature
 from kda2.compile.toolchain import Toolchain, find_toolchain
 from kda2.plan.cache import load_plans
+from kda2.plan.planner import built
 from kda2.spec.knobs import RUNTIME_FEATURES
 
 #: Headers are found by SCons' C scanner from each .cu's #include lines, so a kernel is rebuilt when
@@ -88,7 +89,7 @@ def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
             "log": cubin[1], "resources": res[0]}
 
 
-def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
+def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidates: str):
     env, spec, arch = n.env, plan.spec, plan.arch
     lib_name = f"lib{spec.name}.{arch}.so"
     chunk = spec.family == "chunk"
@@ -117,6 +118,7 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
             "abi_version": ABI_VERSION, "toolchain": n.tc_ident,
             "k": spec.head_dims.k, "v": spec.head_dims.v, "features": spec.features,
             "buckets": list(spec.seq_len_buckets), "spec_digest": spec.digest, "library": lib_name,
+            "candidates": candidates,
             "dispatch": [dict(d) for d in plan.dispatch],
             "variants": [{"id": pv.id, "index": i, "name": pv.name, "config": pv.config, "rules": list(pv.rules),
                           "flags": list(pv.flags), "cubin": rel(nodes[pv.id]["cubin"]),
@@ -134,12 +136,17 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path):
 
 def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", build_dir: str = "build",
             only: list[str] | None = None, verbose: bool = False, profiles_dir: str | None = None,
-            tuning_dir: str = "tuning") -> list:
+            tuning_dir: str = "tuning", candidates: str = "routed") -> list:
     """Declare every node for the specs in `specs_dir`; returns the manifests (the default targets).
 
     The tuning records reach the nodes through the plan: a changed winner changes the dispatch rows, which
-    are in the library render's and the manifest's signatures (docs/DESIGN.md §4)."""
+    are in the library render's and the manifest's signatures (docs/DESIGN.md §4). `candidates`: what of each plan
+    is compiled (kda2.artifact.manifest.CANDIDATE_SETS): the routed variants, or every candidate (for `kda2 tune`)."""
+    if candidates not in CANDIDATE_SETS:
+        raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)} (routed: the variants the "
+                         f"dispatch routes to; all: every candidate, for kda2 tune)")
     plans, warnings = load_plans(specs_dir, rules_dir, build_dir, only, profiles_dir, tuning_dir)
+    plans = [built(p, candidates) for p in plans]
     for w in warnings:
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()
@@ -152,6 +159,6 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
     for plan in plans:
         out = Path(build_dir) / plan.spec.name / plan.arch
         nodes = {pv.id: _variant_nodes(n, plan, pv, out) for pv in plan.variants}
-        _, man = _library_nodes(n, plan, nodes, out)
+        _, man = _library_nodes(n, plan, nodes, out, candidates)
         manifests.append(man)
     return manifests

@@ -7,9 +7,12 @@ the first surviving candidate; the others are built too, as tuning candidates re
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from kda2.artifact.manifest import CANDIDATE_SETS
 from kda2.plan.agents import FAMILY_AGENTS, Candidate
 from kda2.plan.model import class_rows
 from kda2.plan.profile import Profile, load_profiles, resolve_targets
@@ -127,6 +130,27 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                                  "candidates": [pv.id for pv in group]})
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
                     considered=tuple(considered), warnings=tuple(warnings), profile=profile)
+
+
+def built(plan: Any, candidates: str) -> Any:
+    """`plan` (a SpecPlan or the plan cache's plain-data form) reduced to what a `candidates` build compiles
+    (kda2.artifact.manifest.CANDIDATE_SETS; a routed build of the default specs compiles 44 of their 316 kernels):
+    "all" returns it as it is; "routed" keeps the routed variants in library index order, each dispatch row's index
+    and candidate list rewritten to them."""
+    if candidates not in CANDIDATE_SETS:
+        raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)}")
+    if candidates == "all":
+        return plan
+    keep = {d["variant"] for d in plan.dispatch}
+    variants = tuple(pv for pv in plan.variants if pv.id in keep)
+    index = {pv.id: i for i, pv in enumerate(variants)}
+    dispatch = tuple({**d, "index": index[d["variant"]], "candidates": [c for c in d["candidates"] if c in keep]}
+                     for d in plan.dispatch)
+    if dataclasses.is_dataclass(plan):
+        return dataclasses.replace(plan, variants=variants, dispatch=dispatch)
+    out = copy.copy(plan)
+    out.variants, out.dispatch = variants, dispatch
+    return out
 
 
 def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],

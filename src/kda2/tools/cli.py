@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from kda2.artifact.manifest import CANDIDATE_SETS
+
 def _fail(msg: str) -> int:
     print(f"kda2: error: {msg}", file=sys.stderr)
     return 2
@@ -32,6 +34,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         argv.append(f"SPECS={','.join(args.specs)}")
     if args.verbose:
         argv.append("VERBOSE=1")
+    argv.append(f"CANDIDATES={args.candidates}")
     argv += args.scons_args
     start = time.monotonic()
     counts: dict[str, int] = {}
@@ -288,6 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: CPUs)")
     b.add_argument("-C", "--directory", default=".", help="checkout holding SConstruct (default: .)")
     b.add_argument("-v", "--verbose", action="store_true", help="print full nvcc/nvlink command lines")
+    b.add_argument("--candidates", choices=CANDIDATE_SETS, default="routed",
+                   help="routed: the variants the dispatch routes to, what a deployment runs (default); all: every "
+                   "candidate the agents kept, which `kda2 tune` times")
     b.add_argument("scons_args", nargs=argparse.REMAINDER, help="arguments passed to scons after --")
     b.set_defaults(func=cmd_build)
 

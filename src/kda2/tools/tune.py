@@ -132,6 +132,10 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     missing = [k for k in ("spec", "arch", "variants", "dispatch", "library") if k not in m]
     if missing:
         raise TuneError(f"{path}: not a kda2 manifest (missing {', '.join(missing)}); rebuild it (`scons`)")
+    if m.get("candidates", "all") != "all":
+        raise TuneError(f"{path}: built with CANDIDATES={m.get('candidates')} ({len(m['variants'])} variants: what the "
+                        f"dispatch routes to); tuning times every candidate: rebuild with `kda2 build --candidates all "
+                        f"{m['spec']}` (or `scons CANDIDATES=all`)")
     cached = None if profile else _from_plan_cache(path, m["spec"], m["arch"])
     if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
         hw, budget = cached

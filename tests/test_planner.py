@@ -331,21 +331,28 @@ def test_all_k_latency_widths_are_planned_apart_from_the_usual_tiles(kimi, rules
 
 
 def test_a_routed_build_keeps_the_routed_variants_and_reindexes_the_rows(kimi, rules) -> None:
-    """kda2.plan.planner.built: "routed" keeps exactly the variants some dispatch row routes to (library order kept),
-    every row's index points at its own variant in the reduced list and its candidates are the kept ones; "all" is
-    the plan itself; any other set is refused naming the allowed ones."""
+    """kda2.plan.planner.built: "routed" keeps the variants some dispatch row routes to and, for the chunk family, per
+    layout the first that runs the exact split (where kda2_fwd sends a split call on a wgmma route), library order
+    kept; every row's index points at its own variant in the reduced list and its candidates are the kept ones;
+    "all" is the plan itself; any other set is refused naming the allowed ones."""
     from kda2.plan.planner import built
+    from kda2.plan.variant import splits
 
-    for arch in kimi.archs:
-        plan = plan_spec(kimi, arch, rules)
-        assert built(plan, "all") is plan
-        small = built(plan, "routed")
-        routed = {d["variant"] for d in plan.dispatch}
-        assert [v.id for v in small.variants] == [v.id for v in plan.variants if v.id in routed]
-        assert len(small.variants) < len(plan.variants)
-        for d, e in zip(plan.dispatch, small.dispatch):
-            assert small.variants[e["index"]].id == e["variant"] == d["variant"]
-            assert e["candidates"] == [c for c in d["candidates"] if c in routed] and d["variant"] in e["candidates"]
+    for spec in (kimi, load_spec(SPECS / "kimi_linear_chunk.yaml")):
+        for arch in spec.archs:
+            plan = plan_spec(spec, arch, rules)
+            assert built(plan, "all") is plan
+            small = built(plan, "routed")
+            keep = {d["variant"] for d in plan.dispatch}
+            for layout in spec.features.state_layouts:
+                split = [v.id for v in plan.variants if v.config["state_layout"] == layout and splits(v.config)]
+                keep |= set(split[:1])
+                assert spec.family == "recurrent" or split[0] in {v.id for v in small.variants}
+            assert [v.id for v in small.variants] == [v.id for v in plan.variants if v.id in keep]
+            assert len(small.variants) < len(plan.variants)
+            for d, e in zip(plan.dispatch, small.dispatch):
+                assert small.variants[e["index"]].id == e["variant"] == d["variant"]
+                assert e["candidates"] == [c for c in d["candidates"] if c in keep] and d["variant"] in e["candidates"]
     # a record routing a row to its last candidate: that variant is built
     plan = plan_spec(kimi, "sm_90a", rules)
     row = next(d for d in plan.dispatch if len(d["candidates"]) > 1 and d["class"] == "decode-n1")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kda2.artifact.abi import GATE_MODES
-from kda2.plan.variant import variant_id, variant_name
+from kda2.plan.variant import splits, variant_id, variant_name
 from kda2.spec.knobs import INPUT_DTYPES as KNOB_INPUT_DTYPES
 from kda2.spec.knobs import RUNTIME_FEATURES
 
@@ -155,7 +155,7 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]), dtype_kernel=_entry_table(v["config"]),
                  launch=_chunk_launch(v) if family == "chunk" else None,
-                 gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]),
+                 gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]), splits=splits(v["config"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.hardware import PDL_ARCHS
     from kda2.plan.smem import (OVERLAP_MIN_CHUNKS, OVERLAP_SM_SHARE, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS,

@@ -18,7 +18,7 @@ from kda2.plan.model import class_rows
 from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
 from kda2.spec.model import Spec
-from kda2.plan.variant import variant_id, variant_name
+from kda2.plan.variant import splits, variant_id, variant_name
 from kda2.spec.knobs import FAMILY_FIELDS, INPUT_DTYPES, MATCH_ONLY_FIELDS
 
 
@@ -134,14 +134,19 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
 
 def built(plan: Any, candidates: str) -> Any:
     """`plan` (a SpecPlan or the plan cache's plain-data form) reduced to what a `candidates` build compiles
-    (kda2.artifact.manifest.CANDIDATE_SETS; a routed build of the default specs compiles 44 of their 316 kernels):
-    "all" returns it as it is; "routed" keeps the routed variants in library index order, each dispatch row's index
-    and candidate list rewritten to them."""
+    (kda2.artifact.manifest.CANDIDATE_SETS): "all" returns it as it is; "routed" keeps, in library index order, the
+    variants the dispatch rows route to and every variant the library launches in their place — per state layout
+    the first that runs the exact split (a split call on a variant without a fold goes there, kda2_fwd) — each
+    dispatch row's index and candidate list rewritten to them."""
     if candidates not in CANDIDATE_SETS:
         raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)}")
     if candidates == "all":
         return plan
     keep = {d["variant"] for d in plan.dispatch}
+    for layout in {pv.config["state_layout"] for pv in plan.variants}:
+        first = next((pv for pv in plan.variants if pv.config["state_layout"] == layout and splits(pv.config)), None)
+        if first is not None:
+            keep.add(first.id)
     variants = tuple(pv for pv in plan.variants if pv.id in keep)
     index = {pv.id: i for i, pv in enumerate(variants)}
     dispatch = tuple({**d, "index": index[d["variant"]], "candidates": [c for c in d["candidates"] if c in keep]}

@@ -25,6 +25,12 @@ def variant_id(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def splits(config: Mapping[str, Any]) -> bool:
+    """Whether a chunk variant runs the exact split (has a fold kernel): the wgmma state variants do not
+    (docs/DESIGN.md §1); a call asking for the split runs on its layout's first variant that does."""
+    return config.get("family") == "chunk" and config.get("state_mma") != "wgmma"
+
+
 def variant_name(config: Mapping[str, Any]) -> str:
     """Procedural name that says what the variant is (CUTLASS style), plus its id."""
     c = config

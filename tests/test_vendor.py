@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -281,6 +282,33 @@ def _edit_manifest(d: Path, m: dict) -> Path:  # still valid JSON and still self
     m["spec_digest"] = "0" * 64  # e.g. provenance rewritten
     (d / "manifest.json").write_text(bundle.dumps(m))
     return d / "manifest.json"
+
+
+def test_revendor_clears_what_a_killed_vendor_of_the_spec_left(built: Built, tmp_path: Path) -> None:
+    """A vendor killed mid-way leaves its stage (and the old tree, if killed between the swaps) beside the bundle;
+    verify refuses the stray library. Vendoring that spec again removes what dead processes of it left, and only
+    that: a stage of a live process, or of another spec, stays (and keeps the bundle refused)."""
+    to = tmp_path / "b"
+    vend(built, to)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = [to / f".{built.spec}.vendor-{dead.pid}" / built.archs[0] / "lib.so",
+            to / f".{built.spec}.old-{dead.pid}" / built.archs[0] / "lib.so"]
+    live = to / f".{built.spec}.vendor-{os.getppid()}" / "x"   # a running process's stage: kept
+    other = to / f".{built.other}.vendor-{dead.pid}" / built.archs[0] / "lib.so"
+    for f in (*left, other):
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"\x7fELF")
+    live.parent.mkdir(parents=True)
+    live.write_text("")
+    with pytest.raises(bundle.BundleError, match="unlisted file"):
+        bundle.verify(to)
+    with pytest.raises(bundle.BundleError, match=re.escape(str(other))):
+        vend(built, to)   # the spec's own leftovers are gone; another spec's still makes the bundle refused
+    assert not any(f.parent.parent.exists() for f in left) and other.exists() and live.exists()
+    shutil.rmtree(other.parent.parent)
+    vend(built, to)
+    bundle.verify(to)
 
 
 def _stray_cubin(d: Path, m: dict) -> Path:  # e.g. what an interrupted vendor left beside the specs

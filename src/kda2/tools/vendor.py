@@ -69,8 +69,13 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
                                  build_files=build_files, rules=rules, kda2_version=kda2.__version__)
         made[arch] = (library, m, bundle.sha256_bytes(raw))
 
-    # write the spec's tree beside the old one, then swap it in: a killed vendor leaves the old bundle
+    # write the spec's tree beside the old one, then swap it in: a killed vendor leaves the old bundle (and its stage,
+    # which verify refuses as unlisted until this spec is vendored again: its stages from dead processes go here)
     to.mkdir(parents=True, exist_ok=True)
+    for left in sorted([*to.glob(f".{name}.vendor-*"), *to.glob(f".{name}.old-*")]):
+        pid = left.name.rsplit("-", 1)[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)
     stage = to / f".{name}.vendor-{os.getpid()}"
     shutil.rmtree(stage, ignore_errors=True)
     entries = {}
@@ -100,6 +105,17 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
     atomic.write_text(to / README, bundle.readme(index))
     bundle.verify(to)
     return index
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists (on this host: a bundle's stage is written by a local vendor)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def verify_bundle(root: str | os.PathLike) -> str:

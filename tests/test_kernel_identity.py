@@ -4,8 +4,10 @@ command (`scons`) produced, so it runs after the build in CI; cuobjdump comes fr
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,8 +38,12 @@ def test_no_two_kernels_share_machine_code():
         for v in json.loads(path.read_text())["variants"]:
             kernels.setdefault(v["id"], path.parent / v["cubin"])
     by_code: dict[str, list[str]] = defaultdict(list)
-    for vid, cubin in sorted(kernels.items()):
-        by_code[machine_code(cubin, vid)].append(f"{cubin.parent.parent.name}/{cubin.name}")
+    items = sorted(kernels.items())
+    # one cuobjdump per cubin, as many at once as there are CPUs (a CANDIDATES=all build holds some 300)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        codes = list(pool.map(lambda item: machine_code(item[1], item[0]), items))
+    for (vid, cubin), code in zip(items, codes):
+        by_code[code].append(f"{cubin.parent.parent.name}/{cubin.name}")
     dupes = [names for names in by_code.values() if len(names) > 1]
     print(f"\n[kernel identity] {len(kernels)} kernels in {len(manifests)} libraries, "
           f"{len(by_code)} distinct machine codes")

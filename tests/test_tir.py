@@ -441,6 +441,20 @@ def test_persistent_budget_and_bad_configs():
         plan_variant(cfg(staging="direct", persistent=1), BUDGET)
 
 
+def test_persistent_preload_budget_counts_the_preload_buffer():
+    """A persistent preload kernel's shared memory is the copy buffer plus the preload buffer and its prepared-token
+    table (no per-warp token stage), as the agents' estimate counts it: the budget check uses that sum."""
+    from kda2.plan.model import preload_bytes
+
+    c = cfg(staging="direct", k_map="all", v_per_warp=16, lane_cols=4, persistent=True, preload=8)
+    fits = plan_variant(c, 64 * 1024)
+    need = fits["prefetch_bytes"] + preload_bytes(c, fits["stage_row"])
+    assert preload_bytes(c, fits["stage_row"]) > 4 * 3 * 8 * fits["stage_row"] * 4   # more than the stage it replaces
+    assert plan_variant(c, need)["prefetch_bytes"] == fits["prefetch_bytes"]
+    with pytest.raises(TirBudgetError, match=str(need)):
+        plan_variant(c, need - 4)
+
+
 def _bulk_reads(c: dict) -> list:
     """Independent model of a bulk-staged kernel's tile reads (recurrent.cuh bulk_tile_regs / run_all_k): per warp
     instruction, (vector floats, [per lane (row, col)]) on the [rows, row] tile of the state's own rows."""

@@ -252,7 +252,8 @@ def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: 
     # beside it: the k_map=all token stage or, with preload, the copy buffer and the prepared table (rows laid
     # out like the stage), at the pass's stage_row
     stage_row = plan.get("stage_row")
-    stage = stage_bytes(c, stage_row) + preload_bytes(c, stage_row)
+    full = {**c, "preload": config.get("preload", 0)}   # the checked config leaves the preload knob out
+    stage = stage_bytes(full, stage_row) + preload_bytes(full, stage_row)
     need = buf["bytes"] + stage + plan["smem_bytes"]
     if not record["fits"] or need > smem_budget:
         raise TirBudgetError(f"{_label(config)}: the persistent state copy buffer needs {buf['bytes']} bytes "

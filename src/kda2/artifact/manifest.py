@@ -17,6 +17,13 @@ SCHEMA = 2
 CANDIDATE_SETS = ("routed", "all")
 
 
+def check_candidates(candidates: str) -> None:
+    """Raise ValueError naming the allowed sets unless `candidates` is one of CANDIDATE_SETS."""
+    if candidates not in CANDIDATE_SETS:
+        raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)} (routed: the variants the "
+                         f"dispatch routes to; all: every candidate, for kda2 tune)")
+
+
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -24,7 +24,7 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 
 from kda2.artifact.abi import ABI_VERSION
 from kda2.artifact.canonical import canonical_json
-from kda2.artifact.manifest import CANDIDATE_SETS, SCHEMA as MANIFEST_SCHEMA
+from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA, check_candidates
 from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR
 from kda2.compile.nvcc import uses_arch_features
 from kda2.compile import actions, signature
@@ -142,9 +142,7 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
     The tuning records reach the nodes through the plan: a changed winner changes the dispatch rows, which
     are in the library render's and the manifest's signatures (docs/DESIGN.md §4). `candidates`: what of each plan
     is compiled (kda2.artifact.manifest.CANDIDATE_SETS): the routed variants, or every candidate (for `kda2 tune`)."""
-    if candidates not in CANDIDATE_SETS:
-        raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)} (routed: the variants the "
-                         f"dispatch routes to; all: every candidate, for kda2 tune)")
+    check_candidates(candidates)   # before planning: a bad value fails at once
     plans, warnings = load_plans(specs_dir, rules_dir, build_dir, only, profiles_dir, tuning_dir)
     plans = [built(p, candidates) for p in plans]
     for w in warnings:

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from kda2.artifact.manifest import CANDIDATE_SETS
+from kda2.artifact.manifest import check_candidates
 from kda2.plan.agents import FAMILY_AGENTS, Candidate
 from kda2.plan.model import class_rows
 from kda2.plan.profile import Profile, load_profiles, resolve_targets
@@ -138,8 +138,7 @@ def built(plan: Any, candidates: str) -> Any:
     variants the dispatch rows route to and every variant the library launches in their place — per state layout
     the first that runs the exact split (a split call on a variant without a fold goes there, kda2_fwd) — each
     dispatch row's index and candidate list rewritten to them."""
-    if candidates not in CANDIDATE_SETS:
-        raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)}")
+    check_candidates(candidates)
     if candidates == "all":
         return plan
     keep = {d["variant"] for d in plan.dispatch}

@@ -98,6 +98,10 @@ def check_config(config: Mapping[str, Any]) -> dict:
         raise TirConfigError("config field 'persistent': the persistent kernels copy the next tile's state into "
                              f"their own buffer, so staging must be 'direct', got {staging!r}")
     out["persistent"] = persistent
+    preload = c.get("preload", 0)   # tokens of inputs in shared memory: part of the kernel's budget
+    if isinstance(preload, bool) or not isinstance(preload, int) or preload < 0:
+        raise TirConfigError(f"config field 'preload' must be a non-negative int, got {preload!r}")
+    out["preload"] = preload
     return out
 
 
@@ -227,8 +231,7 @@ def _plan_bulk(config: Mapping[str, Any], c: dict, plan: dict, after: Any, smem_
         plan["tir_before"] += "\n" + sfunc.script()
         plan["tir_after"] += "\n" + safter.script()
     stage_row = plan.get("stage_row")
-    full = {**c, "preload": config.get("preload", 0)}
-    need = plan["bulk_bytes"] + 8 + stage_bytes(full, stage_row) + preload_bytes(full, stage_row)
+    need = plan["bulk_bytes"] + 8 + stage_bytes(c, stage_row) + preload_bytes(c, stage_row)
     if not record["fits"] or need > smem_budget:
         raise TirBudgetError(f"{_label(config)}: the bulk-staged state tile needs {plan['bulk_bytes']} bytes "
                              f"({geo['ROWS']} rows of {pitch} fp32), {need} bytes of shared memory in "
@@ -252,8 +255,7 @@ def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: 
     # beside it: the k_map=all token stage or, with preload, the copy buffer and the prepared table (rows laid
     # out like the stage), at the pass's stage_row
     stage_row = plan.get("stage_row")
-    full = {**c, "preload": config.get("preload", 0)}   # the checked config leaves the preload knob out
-    stage = stage_bytes(full, stage_row) + preload_bytes(full, stage_row)
+    stage = stage_bytes(c, stage_row) + preload_bytes(c, stage_row)
     need = buf["bytes"] + stage + plan["smem_bytes"]
     if not record["fits"] or need > smem_budget:
         raise TirBudgetError(f"{_label(config)}: the persistent state copy buffer needs {buf['bytes']} bytes "

@@ -113,8 +113,8 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:   # exists, owned by another user
+        pass
     return True
 
 

@@ -320,7 +320,8 @@ def test_all_k_latency_widths_are_planned_apart_from_the_usual_tiles(kimi, rules
         t1 = all_k(plan, 1)
         narrow = [c for c in t1.values() if c["v_per_warp"] == 8]
         assert narrow and all(c["lane_cols"] == 4 and not c.get("persistent") for c in narrow)
-        lat = budget_groups(plan)["k_first", 1, "latency"]
+        lat = [i for (lay, b, kind), ids in budget_groups(plan).items() if (lay, b) == ("k_first", 1)
+               and kind.endswith("latency") for i in ids]   # the grid tiles' group and the bulk ones' ("bulk latency")
         assert {i for i, c in t1.items() if c["v_per_warp"] == 8} <= set(lat)
         assert any(c["v_per_warp"] == 8 for c in all_k(plan, 8).values())   # usual shape in the multi-token bucket
     text = KIMI.read_text().replace("latency_v_per_warp: [8, 4]", "latency_v_per_warp: [4]")
@@ -373,7 +374,7 @@ def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
             assert f"rank {rank} of max 2" in why and "budget 255" in why
             assert ("preload candidates" in why) == kind.startswith("preload")
             assert why.endswith(" (persistent)") == kind.endswith("persistent")
-            assert why.endswith(" (bulk staging)") == ("bulk" in kind)
+            assert ("(bulk staging" in why) == ("bulk" in kind)
 
 
 # ---- preload (multi-token decode) -------------------------------------------------------------
@@ -539,3 +540,24 @@ def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
     large = load_spec(tmp_path / "large_head_chunk.yaml")
     assert large.agents.chunk.state_mma == ["mma_sync", "wgmma"]
     assert not any(v.config.get("state_mma") for v in plan_spec(large, "sm_90a", rules).variants)
+
+
+def test_bulk_k_first_tiles_take_tensor_maps_and_dynamic_shared_memory(kimi, rules) -> None:
+    """sm_90a decode: the k_first bulk candidates (any BV: one tensor-map box per tile) take the state tensor maps,
+    their unpadded K x BV tile the dynamic part of their shared memory; every candidate's static shared memory
+    (everything but that tile) stays within CUDA's 48 KB, and so does the whole of every non-bulk recurrent kernel.
+    sm_80 has no bulk copies."""
+    from kda2.codegen.render import takes_state_maps
+    from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
+    from kda2.plan.model import bulk_tile_bytes, smem_estimate
+
+    plan = plan_spec(kimi, "sm_90a", rules)
+    bulk = [v.config for v in plan.variants if v.config["staging"] == "bulk"]
+    kf = [c for c in bulk if c["state_layout"] == "k_first"]
+    assert kf and {c["warps"] * c["v_per_warp"] for c in kf} > {128}   # narrower tiles than V too
+    assert all(takes_state_maps(c) == (c["state_layout"] == "k_first") for c in bulk)
+    assert all(bulk_tile_bytes(c) == 128 * c["warps"] * c["v_per_warp"] * 4 for c in bulk)
+    for v in plan.variants:
+        assert smem_estimate(v.config) - bulk_tile_bytes(v.config) <= STATIC_SMEM_PER_BLOCK, v.id
+        assert takes_state_maps(v.config) == (v.config in kf)
+    assert not any(v.config["staging"] == "bulk" for v in plan_spec(kimi, "sm_80", rules).variants)

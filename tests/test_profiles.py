@@ -270,7 +270,7 @@ def test_schedule_agent_adds_persistent_candidates_to_the_decode_buckets_only(tm
     piece of 4 bytes or more), their smem estimate holds the CTA's fp32 tile, their reasons cite the profile. With
     `schedule: [grid]` the plan is the same minus them; the untuned route of every row stays a grid kernel."""
     from kda2.plan.agents.recurrent import copy_run
-    from kda2.plan.model import smem_estimate
+    from kda2.plan.model import smem_budget, smem_estimate
 
     hw = profiles["h200"]
     spec = load_spec(KIMI)
@@ -297,7 +297,8 @@ def test_schedule_agent_adds_persistent_candidates_to_the_decode_buckets_only(tm
         assert c["staging"] == "direct" and copy_run(c) >= 2
         grid_twin = {k: x for k, x in c.items() if k != "persistent"}
         tile_bytes = c["k"] * c["warps"] * c["v_per_warp"] * 4
-        assert smem_estimate(c) == smem_estimate(grid_twin) + tile_bytes <= spec.budget.max_smem_bytes
+        assert smem_estimate(c) == smem_estimate(grid_twin) + tile_bytes <= smem_budget(c, spec.budget.max_smem_bytes,
+                                                                                        hw.smem_per_block_bytes)
         (why,) = [w for a, w in v.reasons if a == "schedule"]
         assert "persistent" in why and "sm_count=132" in why and "decode-n64" in why, why
     # a smaller GPU holds fewer CTAs: the reasons say so (the persistent grid is the resident CTA slots)

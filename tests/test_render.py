@@ -24,6 +24,7 @@ from kda2.codegen.render import INCLUDE_DIR, kernel_symbol, render_library, rend
 from kda2.compile.ptxas import check, parse_ptxas
 from kda2.compile.toolchain import find_toolchain
 from kda2.plan.profile import load_profiles, resolve_targets
+from kda2.plan.model import smem_budget
 from kda2.plan.planner import plan_spec
 from kda2.plan.variant import variant_id, variant_name
 from kda2.spec.model import load_spec
@@ -56,6 +57,12 @@ PRELOAD_CASES = {"preload_all_k": {**ALL_K_CFG, "intermediate": True, "preload":
                  "preload_smem": {**SMEM_CFG, "prefetch": False, "intermediate": True, "preload": 5}}
 # Persistent decode kernels (issue 13 item 5), bf16 and fp32 states: k_map=all under the launch bounds the occupancy
 # agent gives them, v_first blocked, k_first direct strided (two cp.async pieces per run).
+# Bulk-staged decode kernels (sm_90a only), bf16 and fp32 states: a k_first tile by the state tensor maps, a v_first one
+# by linear copies; both tiles in dynamic shared memory.
+BULK_CASES = {
+    "bulk_k_first": {**ALL_K_CFG, "prefetch": False, "staging": "bulk", "lane_cols": 4, "state_dtypes": ["fp32", "bf16"]},
+    "bulk_v_first": {**V_FIRST_CFG, "prefetch": False, "staging": "bulk", "v_per_warp": 16, "state_dtypes": ["fp32", "bf16"]},
+}
 PERSISTENT_CASES = {
     "all_k_ps": {**ALL_K_CFG, "persistent": True, "min_ctas": 3, "state_dtypes": ["fp32", "bf16"]},
     "v_first_ps": {**V_FIRST_CFG, "prefetch": False, "persistent": True, "state_dtypes": ["fp32", "bf16"]},
@@ -102,6 +109,8 @@ def built(tmp_path_factory) -> dict[str, dict[str, Any]]:
     for name, cfg in PERSISTENT_CASES.items():
         for arch in ("sm_90a", "sm_80"):
             cases[f"{name}-{arch}"] = (with_arch(cfg, arch), plan_variant(with_arch(cfg, arch), BUDGET))
+    for name, cfg in BULK_CASES.items():
+        cases[name] = (cfg, plan_variant(cfg, BUDGET))
     out: dict[str, dict[str, Any]] = {}
     for key, (cfg, plan) in cases.items():
         text = render_variant(cfg, plan)
@@ -343,8 +352,8 @@ def planned_variants() -> list[tuple[str, str, Any, dict[str, Any]]]:
     for path in sorted((REPO / "kernel_specs").glob("*.yaml")):
         spec = load_spec(path)
         for arch, hw in resolve_targets(spec, load_profiles()).items():
-            budget = min(spec.budget.max_smem_bytes, hw.smem_per_block_bytes)
             for pv in plan_spec(spec, arch, rules).variants:
+                budget = smem_budget(pv.config, spec.budget.max_smem_bytes, hw.smem_per_block_bytes)
                 out.append((spec.name, arch, pv, plan_variant(pv.config, budget)))
     return out
 
@@ -372,6 +381,33 @@ def test_planned_kernels_with_different_ids_render_different_code() -> None:
 
 
 # ---- library TU --------------------------------------------------------------------------------
+
+def test_render_library_bulk_tile_is_dynamic_shared_memory(tmp_path) -> None:
+    """A bulk-staged recurrent variant is launched with its tile as dynamic shared memory (recurrent.cuh bulk_smem):
+    rows x pitch elements of each entry's state dtype, from its TIR plan; other recurrent variants take none. A k_first
+    one's entries take the state tensor maps as a second parameter."""
+    from kda2.runtime import abi
+
+    bulk = {**ALL_K_CFG, "staging": "bulk", "lane_cols": 4, "dtypes": ["bf16", "fp16"], "state_dtypes": ["fp32", "bf16"]}
+    plan = plan_variant(bulk, 227 * 1024)
+    variants = [{"id": variant_id(c), "config": c, "cubin_path": str(tmp_path / "x.cubin"),
+                 **({"plan": {k: plan[k] for k in ("bulk_rows", "bulk_pitch")}} if c is bulk else {})}
+                for c in (ALL_K_CFG, bulk)]
+    dispatch = [{"state_layout": "k_first", "bucket": 1, "class": "c", "min_chains": 0, "index": 1}]
+    lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
+                "variants": [v["id"] for v in variants], "dispatch": dispatch}
+    text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
+    rows = {m[0]: (m[1], m[2], m[3]) for m in
+            re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n\s+\{ ([\d, ]+) \}, \{ ([\d, ]+) \},\n.*\n.*, (\d)\},$',
+                       text, re.M)}
+    assert rows[variants[0]["id"]] == ("128", "0", "0")
+    # entries: (bf16, fp32), (fp16, fp32), (bf16, bf16 state), (fp16, bf16 state); the tile is 128 key rows of 64
+    # columns, moved by the h0 / ht tensor maps the launcher encodes (the last field)
+    assert rows[variants[1]["id"]] == ("128, 128, 128, 128", "32768, 32768, 16384, 16384", "1")
+    cu = render_variant(bulk, plan)
+    assert cu.count("const __grid_constant__ kda2::recurrent::StateMaps maps") == 4 and cu.count("::run(a, &maps)") == 4
+    assert "StateMaps" not in render_variant(ALL_K_CFG, plan_variant(ALL_K_CFG, 227 * 1024))
+
 
 @pytest.mark.compile  # real nvcc / g++
 def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_path) -> None:
@@ -488,6 +524,36 @@ def test_persistent_kernels_compile_without_spills(built, name: str, arch: str) 
             assert r["registers"] <= 65536 // (32 * cfg["warps"] * cfg.get("min_ctas", 1)) // 8 * 8
 
 
+# ---- bulk-staged decode kernels ------------------------------------------------------------------------
+
+@pytest.mark.compile  # real nvcc / g++
+@pytest.mark.parametrize("name", list(BULK_CASES))
+def test_bulk_kernels_copy_by_tensor_maps_or_linear_copies(built, name: str) -> None:
+    """A bulk-staged variant compiles without spills for both state dtypes; its static shared memory is what stays
+    beside the tile (the k_map=all token stage and the mbarrier: the tile is dynamic, so ptxas does not count it),
+    and its SASS moves the tile as planned: a k_first tile by tensor-map boxes (UTMALDG / UTMASTG), a v_first one by
+    linear bulk copies (UBLKCP), both completing on an mbarrier — never by per-thread global loads and stores."""
+    from kda2.compile.sass import check as sass_check, sass_opcodes
+
+    case = built[name]
+    cfg, plan = case["config"], case["plan"]
+    assert plan["bulk_pad"] == 0 and plan["bulk_pitch"] == (cfg["k"] if cfg["state_layout"] == "v_first"
+                                                            else cfg["warps"] * cfg["v_per_warp"])
+    res = case["resources"]
+    assert check(res, allow_spills=False, max_registers=255) == [], case["ptxas"]
+    stage = 0
+    if cfg["k_map"] == "all":
+        stage = cfg["warps"] * 3 * (32 // (cfg["v_per_warp"] // cfg["lane_cols"])) * plan["stage_row"] * 4
+    for sym, r in res.items():
+        # the token stage and the mbarrier, not the tile (which starts 128-byte aligned after them)
+        assert stage + 8 <= r["smem"] <= stage + 128, (sym, case["ptxas"])
+    ops = sass_opcodes(case["cu"].with_suffix(".cubin"))
+    expected, missing, local = sass_check(ops, "recurrent", "sm_90a", cfg)
+    assert not missing and not local, (expected, missing, local)
+    tensor = {op for op in ops if op.startswith(("UTMALDG", "UTMASTG"))}
+    assert bool(tensor) == (cfg["state_layout"] == "k_first") and "LDG.E.EF" not in ops
+
+
 @pytest.mark.compile  # real nvcc / g++
 def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_path) -> None:
     """The library TU marks each variant persistent or not (the config's knob, absent = grid), asks the driver for a
@@ -508,9 +574,9 @@ def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_p
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
-    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d)\},$', text, re.M)
-    # (intermediate, persistent, splits: recurrent rows never split)
-    assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent")))), "0") for v in variants], text
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d)\},$', text, re.M)
+    # (intermediate, persistent, splits: recurrent rows never split, state maps: direct kernels take none)
+    assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent")))), "0", "0") for v in variants], text
     launch = text[text.index('extern "C" int kda2_launch('):]
     assert "if (v.persistent)" in launch and "slots[e] > 0 && slots[e] < tiles ? slots[e] : tiles" in launch
     assert "static_cast<int64_t>(kValueDim / v.block_v) * a.HV * a.N" in launch
@@ -832,8 +898,9 @@ def test_chunk_wgmma_variant_renders_and_has_no_split() -> None:
         variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": "x.cubin", "plan": p})
     dispatch = [{"state_layout": "v_first", "bucket": 2048, "class": "c", "min_chains": 0, "index": 1}]
     lib = render_library("c", "sm_90a", variants, dispatch, '"{}"', ALL_FEATURES)
-    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d)\},$', lib, re.M)
-    assert rows == [(variants[0]["id"], "0", "0", "1"), (variants[1]["id"], "0", "0", "0")], lib
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d)\},$', lib, re.M)
+    # (intermediate, persistent, splits, state maps: chunk rows take none)
+    assert rows == [(variants[0]["id"], "0", "0", "1", "0"), (variants[1]["id"], "0", "0", "0", "0")], lib
     fwd = lib[lib.index('extern "C" int kda2_fwd('):]
     assert "index = splittable(index, args);" in fwd
     assert "if (a->split > 1 && !kVariants[index].splits) return KDA2_ERR_FEATURE;" in lib

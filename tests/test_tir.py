@@ -475,12 +475,13 @@ def _bulk_reads(c: dict) -> list:
 @pytest.mark.parametrize("over,rows,row,pad", [
     (dict(state_layout="v_first", k_map="blocked", v_per_warp=8), 32, 128, 0),   # one 16 KB copy
     (dict(k_map="all", v_per_warp=16, lane_cols=2), 128, 64, 0),                  # K rows of 64 floats
-    (dict(k_map="all", v_per_warp=4, lane_cols=4), 128, 16, 4),                   # rows 4 apart: padded
+    (dict(k_map="all", v_per_warp=4, lane_cols=4), 128, 16, 0),                   # one tensor-map box, unpadded
 ])
 def test_bulk_tile_is_the_states_rows_at_the_pass_pitch(over, rows, row, pad):
     """The plan of a bulk-staged variant: the tile is the state's own rows (v_first: BV value rows of K; k_first: K
-    key rows of BV), the pitch the pass's least-wavefront pad, and the reads' degree what the independent model
-    computes at that pitch; bf16 states keep rows on 16-byte boundaries (pads of 8 elements)."""
+    key rows of BV), unpadded (one copy: a pad would cost one copy per row), and the reads' degree what the
+    independent model computes at that pitch, for bf16 states too. (The 16-column k_first tile's reads are
+    conflicted at that pitch — a pad of 4 would clear them — which the one copy outweighs.)"""
     c = cfg(staging="bulk", bucket=1, **{"lane_cols": 1, **over})
     plan = plan_variant(c, 48 * 1024)
     assert (plan["bulk_rows"], plan["bulk_pitch"], plan["bulk_pad"]) == (rows, row + pad, pad)
@@ -488,8 +489,31 @@ def test_bulk_tile_is_the_states_rows_at_the_pass_pitch(over, rows, row, pad):
     assert plan["conflicts_after"]["read"] == brute_force_degree(_bulk_reads(c), row + pad)
     if c["k_map"] == "all":
         assert plan["stage_row"] >= c["k"] // (32 // (c["v_per_warp"] // c["lane_cols"]))
-    b16 = plan_variant({**c, "state_dtypes": ["bf16", "fp32"]}, 48 * 1024)
-    assert b16["bulk_pad"] % 8 == 0 and (b16["bulk_pad"] == pad or pad % 8)
+    assert plan_variant({**c, "state_dtypes": ["bf16", "fp32"]}, 48 * 1024)["bulk_pad"] == 0
+    if row == 16:
+        assert plan["pass"]["candidates"]["4"] < plan["pass"]["candidates"]["0"]
+
+
+@pytest.mark.parametrize("lane_cols", [1, 2, 4])
+def test_bulk_k_first_whole_rows_stay_one_copy(lane_cols):
+    """A k_first tile of BV = V columns is the state's contiguous K x V block: it stays unpadded (one bulk copy)
+    whatever the bank model ranks (a pad turns the copy into K per-row copies, measured 1.7x slower); the plan
+    records the reads' degree at that pitch. Its 64 KB fit only a budget past 48 KB."""
+    c = cfg(staging="bulk", bucket=1, k_map="all", v_per_warp=16, warps=8, lane_cols=lane_cols)
+    plan = plan_variant(c, BUDGET)
+    assert (plan["bulk_rows"], plan["bulk_pitch"], plan["bulk_pad"], plan["bulk_bytes"]) == (128, 128, 0, 128 * 128 * 4)
+    assert plan["conflicts_after"]["read"] == brute_force_degree(_bulk_reads(c), 128)
+    with pytest.raises(TirBudgetError, match="65536"):
+        plan_variant(c, 48 * 1024)
+
+
+def test_bulk_static_part_within_cudas_limit():
+    """Only the bulk tile is dynamic: the token stage, preload buffer and mbarrier beside it are static `__shared__`
+    arrays and must stay within CUDA's 48 KB, whatever the budget."""
+    c = cfg(staging="bulk", bucket=8, k_map="all", v_per_warp=16, warps=8, lane_cols=4, preload=24)
+    with pytest.raises(TirBudgetError, match="static shared memory"):
+        plan_variant(c, BUDGET)
+    assert plan_variant({**c, "preload": 8}, BUDGET)["bulk_pad"] == 0
 
 
 def test_bulk_budget_and_bad_configs():

@@ -105,6 +105,7 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
         extra = {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
                              for sym, (d, s) in zip(symbols, recurrent_entries(config))]}
     return tmpl.render(config=dict(config), plan=dict(plan), vid=vid, name=variant_name(config),
+                       state_maps=takes_state_maps(config),
                        ns=f"kda2_{vid}", kernel_symbol=symbols[0], **extra)
 
 
@@ -133,6 +134,34 @@ def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
 
 #: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
 CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes")
+#: What it reads from a bulk-staged recurrent variant's plan: the tile's rows and row pitch (its dynamic shared memory).
+BULK_LAUNCH_KEYS = ("bulk_rows", "bulk_pitch")
+
+
+def launch_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The plan keys the library TU needs of a variant (none for recurrent kernels without a bulk tile)."""
+    if config["family"] == "chunk":
+        return CHUNK_LAUNCH_KEYS
+    return BULK_LAUNCH_KEYS if config.get("staging") == "bulk" else ()
+
+
+def takes_state_maps(config: Mapping[str, Any]) -> bool:
+    """Whether a variant's entries take the tensor maps of h0 and ht as a second parameter (recurrent.cuh StateMaps,
+    which the library encodes per call): the k_first bulk-staged kernels, whose tile is K rows of BV columns."""
+    return config["family"] == "recurrent" and config.get("staging") == "bulk" and config["state_layout"] == "k_first"
+
+
+def _recurrent_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
+    """Block size and dynamic shared memory of each entry of a recurrent variant: a bulk-staged kernel's tile
+    (recurrent.cuh bulk_smem: rows x pitch elements of the entry's state dtype), nothing for the others."""
+    cfg = v["config"]
+    entries = recurrent_entries(cfg)
+    if cfg.get("staging") == "bulk":
+        p = v["plan"]
+        smem = [p["bulk_rows"] * p["bulk_pitch"] * (4 if s == "fp32" else 2) for _, s in entries]
+    else:
+        smem = [0] * len(entries)
+    return [32 * cfg["warps"]] * len(entries), smem
 
 
 def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, Any]],
@@ -141,8 +170,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
     """The per-(spec, arch) host translation unit: C ABI, dispatch table, embedded cubins.
 
     `variants` are {"id", "config", "cubin_path"} in library index order (cubin_path as the compiler
-    will see it from the build's working directory), chunk variants also "plan" (at least
-    CHUNK_LAUNCH_KEYS of their TIR plan); `dispatch` rows are {"state_layout", "bucket", "index"}
+    will see it from the build's working directory), and "plan" (at least the launch_keys of their TIR plan) where
+    launch_keys names any; `dispatch` rows are {"state_layout", "bucket", "index"}
     sorted by (layout, bucket). `library_json` is a C string literal. `features` are the spec's
     RUNTIME_FEATURES (q/k l2norm, β-sigmoid, varlen), for the variants whose config does not fix them.
     All variants share one family and one (K, V).
@@ -154,8 +183,9 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]), dtype_kernel=_entry_table(v["config"]),
-                 launch=_chunk_launch(v) if family == "chunk" else None,
+                 launch=_chunk_launch(v) if family == "chunk" else _recurrent_launch(v),
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]), splits=splits(v["config"]),
+                 state_maps=takes_state_maps(v["config"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.hardware import PDL_ARCHS
     from kda2.plan.smem import (OVERLAP_MIN_CHUNKS, OVERLAP_SM_SHARE, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS,

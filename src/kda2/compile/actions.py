@@ -102,16 +102,16 @@ def resources_action(target, source, env):
 
 
 def library_render_action(target, source, env):
-    """source[0]: Value {"spec", "arch", "variants", "dispatch", "library_json"}; chunk variants name
-    their plan.json (a source too), whose launch shapes the host code needs."""
-    from kda2.codegen.render import CHUNK_LAUNCH_KEYS, render_library
+    """source[0]: Value {"spec", "arch", "variants", "dispatch", "library_json"}; variants whose launch needs their
+    plan (chunk variants, bulk-staged recurrent ones: codegen.render.launch_keys) name its plan.json (a source too)."""
+    from kda2.codegen.render import launch_keys, render_library
 
     d = _json(source[0])
     variants = []
     for v in d["variants"]:
         if "plan_path" in v:
             plan = json.loads(Path(v["plan_path"]).read_text())
-            v = dict(v, plan={k: plan[k] for k in CHUNK_LAUNCH_KEYS})
+            v = dict(v, plan={k: plan[k] for k in launch_keys(v["config"])})
         variants.append(v)
     write_text(str(target[0]), render_library(d["spec"], d["arch"], variants, d["dispatch"],
                                                   json.dumps(d["library_json"]), d["features"]))

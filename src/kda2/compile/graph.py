@@ -25,11 +25,12 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 from kda2.artifact.abi import ABI_VERSION
 from kda2.artifact.canonical import canonical_json
 from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA, check_candidates
-from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR
+from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR, launch_keys
 from kda2.compile.nvcc import uses_arch_features
 from kda2.compile import actions, signature
 from kda2.compile.toolchain import Toolchain, find_toolchain
 from kda2.plan.cache import load_plans
+from kda2.plan.model import smem_budget as variant_smem_budget
 from kda2.plan.planner import built
 from kda2.spec.knobs import RUNTIME_FEATURES
 
@@ -65,7 +66,7 @@ class _Nodes:
 def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
     env, spec = n.env, plan.spec
     base = out / pv.name
-    smem_budget = min(spec.budget.max_smem_bytes, plan.profile.smem_per_block_bytes)  # the target's profile
+    smem_budget = variant_smem_budget(pv.config, spec.budget.max_smem_bytes, plan.profile.smem_per_block_bytes)
     tir = n.command("tir", actions.tir_action,
                     [f"{base}.plan.json", f"{base}.tir_before.tir", f"{base}.tir_after.tir"],
                     [env.Value(canonical_json({"config": pv.config, "smem_budget": smem_budget}))])
@@ -92,9 +93,9 @@ def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
 def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidates: str):
     env, spec, arch = n.env, plan.spec, plan.arch
     lib_name = f"lib{spec.name}.{arch}.so"
-    chunk = spec.family == "chunk"
+    with_plan = [pv for pv in plan.variants if launch_keys(pv.config)]   # launches that need their plan
     variants = [{"id": pv.id, "name": pv.name, "config": pv.config, "cubin_path": str(nodes[pv.id]["cubin"]),
-                 **({"plan_path": str(nodes[pv.id]["plan"])} if chunk else {})} for pv in plan.variants]
+                 **({"plan_path": str(nodes[pv.id]["plan"])} if launch_keys(pv.config) else {})} for pv in plan.variants]
     # the library's table is routing only; tuned latencies (the monitor's baseline) live in the manifest
     dispatch = [{k: v for k, v in d.items() if k != "tuned"} for d in plan.dispatch]
     library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
@@ -104,7 +105,7 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidate
                                      "library_json": canonical_json(library_json),
                                      "features": {f: spec.features[f] for f in RUNTIME_FEATURES}}))
     templates = [env.File(str(TEMPLATE_DIR / t)) for t in LIBRARY_TEMPLATES]
-    plans = [nodes[pv.id]["plan"] for pv in plan.variants] if chunk else []
+    plans = [nodes[pv.id]["plan"] for pv in with_plan]
     cpp = n.command("render", actions.library_render_action, str(out / "library.cpp"), [desc, *templates, *plans])
     lib_obj = n.command("c++", actions.cxx_action, str(out / "library.o"), [cpp[0], n.tc_value],
                         source_scanner=_C_SCANNER, CPPPATH=[str(INCLUDE_DIR)])

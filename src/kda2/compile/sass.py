@@ -73,8 +73,10 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         # cp_async), and is read back from shared memory
         expected = [e for e in expected if e != "LDG.E.EF"] + ["LDGSTS", "LDS"]
     if family == "recurrent" and config.get("staging") == "bulk":
-        # the state tile in and out by bulk copies on an mbarrier, not by streaming loads and stores
-        expected = [e for e in expected if e not in ("LDG.E.EF", "STG.E.EF")] + ["UBLKCP", "SYNCS"]
+        # the state tile in and out by bulk copies on an mbarrier, not by streaming loads and stores: a v_first tile
+        # by linear copies, a k_first one by tensor-map boxes (recurrent.cuh StateMaps)
+        copies = ["UBLKCP"] if config.get("state_layout") == "v_first" else ["UTMALDG", "UTMASTG"]
+        expected = [e for e in expected if e not in ("LDG.E.EF", "STG.E.EF")] + copies + ["SYNCS"]
     return expected
 
 

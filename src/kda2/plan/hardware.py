@@ -16,6 +16,11 @@ PDL_ARCHS = ("sm_90", "sm_90a")
 #: kernels' `staging: bulk` (include/kda2/recurrent.cuh Kernel::bulk_in) is planned for these only.
 BULK_ARCHS = ("sm_90", "sm_90a")
 
+#: Statically declared shared memory per block (`__shared__` arrays), every arch: CUDA's fixed limit, beyond which a
+#: kernel must take dynamic shared memory and opt in at load. The recurrent kernels' tiles and stages are static; the
+#: bulk-staged state tile is dynamic (include/kda2/recurrent.cuh bulk_smem), so it alone may exceed this.
+STATIC_SMEM_PER_BLOCK = 49152
+
 #: The upper bound of a spec's `budget.max_smem_bytes` (the largest per-block opt-in of any arch above,
 #: Hopper's 227 KB): a sanity bound on the input only; the planner's limit is the target profile's.
 MAX_SMEM_PER_BLOCK = 232448

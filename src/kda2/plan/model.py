@@ -177,17 +177,36 @@ def stage_bytes(cfg: Mapping[str, Any], stage_row: int | None = None) -> int:
     return cfg["warps"] * 3 * ks * (stage_row if stage_row is not None else cfg["k"] // ks + 4) * 4
 
 
+def bulk_tile_bytes(cfg: Mapping[str, Any]) -> int:
+    """The bulk-staged state tile of a recurrent kernel (recurrent.cuh bulk_smem, dynamic shared memory), sized in
+    fp32: the CTA's K x BV share of the state, unpadded — the TIR stage keeps these rows contiguous so that one bulk
+    copy moves the tile (kda2.tir.plan._plan_bulk); 0 for other stagings."""
+    return cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("staging") == "bulk" else 0
+
+
 def smem_estimate(cfg: Mapping[str, Any]) -> int:
     """Shared memory per CTA of a recurrent kernel: the staged state tile (smem or bulk staging) and / or the per-warp
     input rows (k_map all, per-token kernels), the preload buffer and table, and for a persistent kernel its copy of the next
     tile's state (the CTA's [K, warps*v_per_warp] fp32 tile, every thread's share side by side: no pad,
-    kda2.tir.recurrent.prefetch_stage_func)."""
+    kda2.tir.recurrent.prefetch_stage_func). Of that, bulk_tile_bytes is dynamic, the rest static."""
     copy = cfg["k"] * cfg["warps"] * cfg["v_per_warp"] * 4 if cfg.get("persistent") else 0
     tile = cfg["k"] * (cfg["warps"] * cfg["v_per_warp"] + 8) * 4 if cfg["staging"] == "smem" else stage_bytes(cfg)
-    if cfg["staging"] == "bulk":  # the tile (k_first rows padded as smem staging's, at most) and its mbarrier
-        bv = cfg["warps"] * cfg["v_per_warp"]
-        tile += (bv * cfg["k"] if cfg["state_layout"] == "v_first" else cfg["k"] * (bv + 8)) * 4 + 8
+    if cfg["staging"] == "bulk":  # the tile and its mbarrier
+        tile += bulk_tile_bytes(cfg) + 8
     return tile + preload_bytes(cfg) + copy
+
+
+def smem_budget(cfg: Mapping[str, Any], spec_max: int, per_block: int) -> int:
+    """A variant's shared-memory budget (the TIR stage's and the BudgetAgent's): the spec's and the profile's per-block
+    limit, and for recurrent kernels other than bulk-staged ones CUDA's static limit as well (their buffers are
+    `__shared__` arrays; kda2.plan.hardware.STATIC_SMEM_PER_BLOCK). Chunk kernels and the bulk tile take dynamic
+    shared memory, opted in at load."""
+    from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
+
+    limit = min(spec_max, per_block)
+    if cfg["family"] == "recurrent" and cfg.get("staging") != "bulk":
+        limit = min(limit, STATIC_SMEM_PER_BLOCK)
+    return limit
 
 
 #: Registers assumed for a chunk kernel before ptxas reports (its occupancy is bounded by shared memory).

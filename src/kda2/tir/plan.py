@@ -197,31 +197,36 @@ def plan_variant(config: Mapping[str, Any], smem_budget: int, *, enable_pass: bo
 
 
 def _plan_bulk(config: Mapping[str, Any], c: dict, plan: dict, after: Any, smem_budget: int, enable_pass: bool) -> None:
-    """Bulk-staged variants: the tile's row pitch is the pass's decision (``bulk_pitch``, recurrent.cuh BULK_PITCH);
+    """Bulk-staged variants: the tile's row pitch (``bulk_pitch``, recurrent.cuh BULK_PITCH) is its row: one copy per tile;
     k_map=all kernels also keep their per-warp token stage (``stage_row``, as the direct ones). The whole shared
     memory (tile, stage, preload buffer and table, the mbarrier) is checked against the budget."""
     import tvm
 
+    from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
     from kda2.plan.model import preload_bytes, stage_bytes
     from kda2.tir import bankpass, recurrent as staging
 
     record = bankpass.to_python(after.attrs[bankpass.ATTR])
     (buf,) = record["buffers"].values()
     geo = staging.bulk_geometry({**c, "lane_cols": c.get("lane_cols", 1)})
-    # A bulk copy moves whole 16-byte pieces, so each row starts on one in every state dtype the kernel has an
-    # entry for: with bf16 states the pad is a multiple of 8 elements, the pass's best-ranked such pad.
-    step = 8 if "bf16" in config.get("state_dtypes", ()) else 4
-    ranked = sorted((int(p), w) for p, w in buf["candidate_wavefronts"].items() if int(p) % step == 0)
-    pad = min(ranked, key=lambda pw: (pw[1], pw[0]))[0] if ranked else 0
+    # Bulk tiles stay unpadded whatever the bank model ranks: a v_first tile is contiguous in the state and moves by
+    # one linear copy, a k_first one by one tensor-map box, which lands its rows back to back (recurrent.cuh
+    # StateMaps). A pad would take one copy per row, served at the copy engine's per-copy rate (128 copies of 256 B
+    # per CTA: 130.9 us at N = 64 against 76.7 us by direct loads, kda2 tune, H200, 2026-12-01) — a cost the bank
+    # model does not see. The pass's ranking stays in the plan (candidates); the tile's conflicts and wavefronts, and
+    # its TIR, are those of the unpadded layout.
+    pad = 0
     pitch = geo["ROW"] + pad
+    plan["tir_after"] = plan["tir_before"]
     plan.update({
         "smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "vector_width": 0, "coop_vector_width": 0,
         "bulk_pitch": pitch, "bulk_pad": pad, "bulk_rows": geo["ROWS"], "bulk_bytes": geo["ROWS"] * pitch * 4,
-        "conflicts_before": buf["conflicts_before"], "conflicts_after": buf["conflicts_after"],
-        "wavefronts_before": buf["wavefronts_before"], "wavefronts_after": buf["wavefronts_after"],
+        "conflicts_before": buf["conflicts_before"], "conflicts_after": buf["conflicts_before"],
+        "wavefronts_before": buf["wavefronts_before"], "wavefronts_after": buf["wavefronts_before"],
         "pass": {"name": PASS_NAME, "enabled": enable_pass, "candidates": buf["candidate_wavefronts"],
                  "misaligned": buf["misaligned"],
-                 "note": "bulk staging: the copy engine fills and drains the tile; one copy when rows stay contiguous"},
+                 "note": "bulk staging: the copy engine fills and drains the tile by one copy (v_first: linear, "
+                         "k_first: a tensor-map box), so its rows stay unpadded"},
     })
     if c["k_map"] == "all":
         sfunc = staging.all_k_stage_func(c["k"], c["v_per_warp"], c["lane_cols"])
@@ -231,11 +236,15 @@ def _plan_bulk(config: Mapping[str, Any], c: dict, plan: dict, after: Any, smem_
         plan["tir_before"] += "\n" + sfunc.script()
         plan["tir_after"] += "\n" + safter.script()
     stage_row = plan.get("stage_row")
-    need = plan["bulk_bytes"] + 8 + stage_bytes(c, stage_row) + preload_bytes(c, stage_row)
+    static = 8 + stage_bytes(c, stage_row) + preload_bytes(c, stage_row)
+    need = plan["bulk_bytes"] + static
     if not record["fits"] or need > smem_budget:
         raise TirBudgetError(f"{_label(config)}: the bulk-staged state tile needs {plan['bulk_bytes']} bytes "
                              f"({geo['ROWS']} rows of {pitch} fp32), {need} bytes of shared memory in "
                              f"all, budget is {smem_budget} bytes")
+    if static > STATIC_SMEM_PER_BLOCK:
+        raise TirBudgetError(f"{_label(config)}: {static} bytes of static shared memory beside the bulk tile "
+                             f"(token stage, preload buffer, mbarrier); CUDA allows {STATIC_SMEM_PER_BLOCK}")
 
 
 def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: int, enable_pass: bool) -> None:
@@ -244,6 +253,7 @@ def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: 
     budget (the buffer beside the k_map=all token stage or the preload buffer and table)."""
     import tvm
 
+    from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
     from kda2.plan.model import preload_bytes, stage_bytes
     from kda2.tir import bankpass, recurrent as staging
 

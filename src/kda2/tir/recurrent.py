@@ -225,8 +225,9 @@ def bulk_stage_func(k: int, warps: int, v_per_warp: int, k_map: str, v_first: bo
                     lane_cols: int = 1) -> "tvm.tirx.PrimFunc":
     """PrimFunc of the bulk-staged tile: bulk copies fill and drain it (the copy engine: no thread access, so no
     bank cost), each thread reads its share into registers after the fill and writes it back before the drain
-    (``read`` / ``write``, the same addresses). The pass pads the rows (the kernel then copies row by row; unpadded
-    contiguous rows go as one copy). Modelled in fp32 (bf16 states: the same element layout in half the bytes)."""
+    (``read`` / ``write``, the same addresses). The plan keeps the rows unpadded (one copy per tile: kda2.tir.plan
+    _plan_bulk); the pass's wavefronts say what that costs. Modelled in fp32 (bf16 states: the same element layout in
+    half the bytes)."""
     geo = bulk_geometry({"k": k, "warps": warps, "v_per_warp": v_per_warp, "k_map": k_map,
                          "state_layout": "v_first" if v_first else "k_first", "lane_cols": lane_cols})
     ROWS, ROW, NT, KPL = geo["ROWS"], geo["ROW"], geo["NT"], geo["KPL"]

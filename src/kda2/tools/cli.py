@@ -58,7 +58,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     if rc:
         from kda2.tools.feedback import record_build_failures
 
-        for f in record_build_failures(seen, top=top, command="kda2 build " + " ".join(sys.argv[2:])):
+        # the plan cache the failed kernels' knobs come from is under the build dir the scons arguments name
+        build_dir = next((x.split("=", 1)[1] for x in args.scons_args if x.startswith("BUILD_DIR=")), "build")
+        for f in record_build_failures(seen, top=top, build_dir=build_dir,
+                                       command="kda2 build " + " ".join(sys.argv[2:])):
             print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
                   f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; `kda2 rules propose {f['id']}` makes it a rule")
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"

@@ -12,9 +12,9 @@ from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-from kda2.plan.hardware import BULK_ARCHS
-from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, occupancy, preload_bytes, register_cap,
-                             registers_estimate, smem_estimate, workloads)
+from kda2.plan.hardware import BULK_ARCHS, STATIC_SMEM_PER_BLOCK
+from kda2.plan.model import (DECODE_MAX_T, Resources, bulk_tile_bytes, estimate, occupancy, preload_bytes,
+                             register_cap, registers_estimate, smem_budget, smem_estimate, workloads)
 
 
 class PipelineAgent:
@@ -87,8 +87,9 @@ class StagingAgent:
             if not decode:  # per-token latency: the shuffle-reduced layouts first, all-K last
                 options = options[1:] + options[:1] if options and options[0][1] == "all" else options
             if bulk_ok(allowed, hw, bucket):
-                options.append(("bulk", "all", BULK_WHY + "; k_first key rows, read by the k_map=all lanes (tiles of "
-                                "whole rows only, BV = V: TileAgent)"))
+                options.append(("bulk", "all", BULK_WHY + "; k_first: K key rows of BV columns, one tensor-map box "
+                                "per tile (as K linear copies of a row each it was 1.7x slower than direct loads: the "
+                                "copy engine's per-copy rate), read by the k_map=all lanes"))
             for staging, k_map, why in options:
                 if k_map == "all":  # its token loop has no prefetch pipeline: one kernel for every decode bucket
                     out.append(c.extend(self.name, why + " (no next-token prefetch in this loop)", staging=staging,
@@ -153,13 +154,8 @@ class TileAgent:
                         continue  # a CTA tile must divide V; other sizes are simply not candidates
                     if c.config["staging"] == "smem" and bv % 4:
                         continue
-                    if c.config["staging"] == "bulk" and (bulk_row_bytes(c.config, k, bv) % 16 or
-                                                          (c.config["state_layout"] == "k_first" and bv != v)):
-                        # a bulk copy moves whole 16-byte pieces; and a k_first tile narrower than V is K separate
-                        # rows, one copy each, which the copy engine serves at a per-copy rate: 128 copies of 256 B
-                        # per CTA took 130.9 us at N = 64 against 76.7 us by direct loads (kda2 tune, H200,
-                        # 2026-12-01, bench/results/h200-2026-12-01-decode/call4)
-                        continue
+                    if c.config["staging"] == "bulk" and bulk_row_bytes(c.config, k, bv) % 16:
+                        continue  # a bulk copy (and a tensor-map box row) moves whole 16-byte pieces
                     state_regs = (k // 32) * vpw
                     why = (f"T<={bucket}: " + ("bandwidth-bound decode, " if decode else "serial token chain, ")
                            + f"v_per_warp={vpw} -> {state_regs} state registers/lane; {warps} warps -> "
@@ -382,7 +378,6 @@ class BudgetAgent:
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         b = spec.budget
         reg_limit = min(b.max_registers, hw.registers_per_thread_max)
-        smem_limit = min(b.max_smem_bytes, hw.smem_per_block_bytes)
         w = workloads("recurrent", bucket)[0]
         kept: dict[str, list[Candidate]] = {}
         for c in cands:
@@ -391,8 +386,10 @@ class BudgetAgent:
             if est > reg_limit:
                 continue
             smem = smem_estimate(cfg)
-            if smem > smem_limit:
+            if smem > smem_budget(cfg, b.max_smem_bytes, hw.smem_per_block_bytes):
                 continue
+            if smem - bulk_tile_bytes(cfg) > STATIC_SMEM_PER_BLOCK:
+                continue  # static buffers past CUDA's limit (only the bulk tile is dynamic)
             res = Resources(est, smem, 0, 32 * cfg["warps"], "estimate")
             occ = occupancy(res, hw)
             if occ.ctas_per_sm < 1:
@@ -412,7 +409,8 @@ class BudgetAgent:
                                       f"{hw.cite('copy_bandwidth_bytes_per_s', 'launch_latency_us')}); "
                                       f"rank {len(group) + 1} of max {b.max_candidates}"
                                       + (" preload candidates" if cfg.get("preload") else "")
-                                      + (" (bulk staging)" if cfg["staging"] == "bulk" else "")
+                                      + (f" (bulk staging; its {bulk_tile_bytes(cfg)} B tile in dynamic shared memory, the rest static, "
+                                         f"<= {STATIC_SMEM_PER_BLOCK} B)" if cfg["staging"] == "bulk" else "")
                                       + (" (persistent)" if cfg.get("persistent") else "")))
         return [c for group in kept.values() for c in group]
 

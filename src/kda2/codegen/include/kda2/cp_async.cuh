@@ -75,6 +75,21 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
                ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 #endif
 }
+// A 3-D tensor-map box (coordinates c0 fastest) into shared memory, completing on `bar`; `map`: the generic address
+// of a __grid_constant__ CUtensorMap kernel parameter.
+__device__ __forceinline__ void tensor_load_3d(uint32_t dst, const void* map, int c0, int c1, int c2, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+               ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+#endif
+}
+// The store side: shared memory to the box at (c0, c1, c2), in the current bulk group (bulk_commit / bulk_wait_read).
+__device__ __forceinline__ void tensor_store_3d(const void* map, int c0, int c1, int c2, uint32_t src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+               ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+#endif
+}
 // Shared -> global bulk copy (the store side), one bulk group per commit; bulk_wait_read<N>: at most N of this
 // thread's groups still read their shared source (the source may be overwritten, or the CTA exit, after N = 0).
 __device__ __forceinline__ void bulk_store(void* dst, uint32_t src, uint32_t bytes) {

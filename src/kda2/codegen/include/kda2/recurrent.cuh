@@ -35,9 +35,12 @@
 //                          copy the next tile's state to shared memory while this one computes (Kernel::tiles)
 //   int  PF_VEC, PF_ROW    persistent: the state copy buffer's piece width and row stride (elements), from the
 //                          TIR pass (tir/recurrent.py prefetch_stage_func)
-//   bool BULK              sm_90 decode: the state tile in and out of shared memory by bulk copies (Kernel::bulk_issue)
-//   int  BULK_PITCH        its shared row stride (elements): the TIR pass's choice for k_first rows, K for v_first
+//   bool BULK              sm_90 decode: the state tile in and out of shared memory by bulk copies (Kernel::bulk_issue);
+//                          a k_first tile by a tensor map (StateMaps: the entry's second parameter, the library
+//                          encodes it per call), a v_first tile by one linear copy
+//   int  BULK_PITCH        its shared row stride (elements): the tile's own row (the TIR plan keeps bulk tiles unpadded)
 #pragma once
+#include <cuda.h>   // CUtensorMap (the k_first bulk kernels' StateMaps)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -263,6 +266,15 @@ __device__ __forceinline__ void ld_state_smem(const S* p, float (&out)[N]) {
 
 // ---- the kernel, on a config struct --------------------------------------------------------------
 
+// The k_first bulk kernels' second parameter (a __grid_constant__ kernel parameter; library.cpp.j2 encode_state_maps):
+// h0 and ht as 3-D tensors {V, K, states} (states = pool rows x HV, a row's heads consecutive), a box of {BV, K, 1}
+// elements, no swizzle: one tensor copy moves a tile of K rows of BV columns, which as linear copies took one copy
+// per 256-B row, served at the copy engine's per-copy rate (130.9 vs 76.7 us by direct loads at N = 64, kda2 tune,
+// H200, 2026-12-01).
+struct StateMaps {
+  CUtensorMap in, out;
+};
+
 template <class Cfg, class E, class SE = float>
 struct Kernel {
   using X = Elem16<E>;
@@ -340,15 +352,15 @@ struct Kernel {
   // state's rows (v_first: BV value rows of K; k_first: K key rows of BV), BULK_PITCH elements apart in shared
   // memory; one copy when the rows are contiguous on both sides, else one per row (issued by warp 0's lanes).
   static constexpr bool BULK = Cfg::BULK;
+  static constexpr bool TMAP = BULK && !V_FIRST;    // k_first tiles move by the tensor maps (StateMaps)
   static constexpr int BK_ROWS = V_FIRST ? BV : K;
   static constexpr int BK_ROW = V_FIRST ? K : BV;
-  static constexpr long BK_GROW = V_FIRST ? K : V;  // global row stride (elements)
   static constexpr int BK_PITCH = Cfg::BULK_PITCH;
-  static constexpr bool BK_ONE = BK_PITCH == BK_ROW && (V_FIRST || BV == V);
   static constexpr unsigned BK_BYTES = BK_ROWS * BK_ROW * sizeof(SE);
-  static_assert(!BULK || (!PERSISTENT && !SMEM_STAGING && BK_PITCH >= BK_ROW && (BK_ROW * sizeof(SE)) % 16 == 0 &&
-                          (BK_PITCH * sizeof(SE)) % 16 == 0),
-                "bulk staging: one tile per CTA, rows of whole 16-byte pieces both sides");
+  static_assert(!BULK || (!PERSISTENT && !SMEM_STAGING && BK_PITCH == BK_ROW && (BK_ROW * sizeof(SE)) % 16 == 0 &&
+                          BK_ROWS <= 256),
+                "bulk staging: one unpadded tile per CTA (one linear copy or one tensor-map box: the box lands its "
+                "rows back to back), rows of whole 16-byte pieces, at most 256 of them (a box dimension)");
 
   static __device__ __forceinline__ int key_row(int lane, int i) { return STRIDED ? lane + 32 * i : lane * KPL + i; }
 
@@ -692,7 +704,7 @@ struct Kernel {
       prefetch_state(a, next);
     } else if (a.h0 != nullptr) {
       if constexpr (BULK) {
-        bulk_issue(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, at.vb));  // landed by `land` below
+        bulk_issue(a, srow, hv, at.vb);  // landed by `land` below
       } else {
 #pragma unroll
         for (int r = 0; r < RPL; ++r) ld_state<SE, CW>(reinterpret_cast<const SE*>(a.h0) + state_off + (long)r * V, S[r]);
@@ -835,11 +847,11 @@ struct Kernel {
     if constexpr (BULK) {
 #pragma unroll
       for (int r = 0; r < RPL; ++r) tile_st<CW>(bulk_smem() + (part * RPL + r) * BK_PITCH + (col - v_cta), S[r]);
-      bulk_out(reinterpret_cast<SE*>(a.ht) + tile_base(a, srow, hv, at.vb));
-      return;
-    }
+      bulk_out(a, srow, hv, at.vb);
+    } else {
 #pragma unroll
-    for (int r = 0; r < RPL; ++r) st_state<SE, CW>(reinterpret_cast<SE*>(a.ht) + state_off + (long)r * V, S[r]);
+      for (int r = 0; r < RPL; ++r) st_state<SE, CW>(reinterpret_cast<SE*>(a.ht) + state_off + (long)r * V, S[r]);
+    }
   }
 
   // The register state of this lane (key rows key_row(lane, i), value columns v0 .. v0+VPW-1) to the
@@ -888,13 +900,22 @@ struct Kernel {
     return buf;
   }
 
-  static __device__ __forceinline__ SE (&bulk_smem())[BULK ? BK_ROWS * BK_PITCH : 8] {
-    __shared__ __align__(128) SE tile[BULK ? BK_ROWS * BK_PITCH : 8];
-    return tile;
+  // The bulk tile lives in dynamic shared memory (the library launches a bulk kernel with BK_BYTES of it, opted in at
+  // load): a k_first tile is contiguous, one copy, only at BV = V (64 KB at K = V = 128), past the 48 KB that static
+  // __shared__ arrays may take.
+  static __device__ __forceinline__ SE* bulk_smem() {
+    extern __shared__ __align__(128) unsigned char kda2_bulk_dyn[];
+    return reinterpret_cast<SE*>(kda2_bulk_dyn);
   }
   static __device__ __forceinline__ uint64_t& bulk_bar() {
     __shared__ __align__(8) uint64_t bar;
     return bar;
+  }
+  // The k_first bulk kernels' tensor maps (the kernel parameter's address, set by thread 0 in run: only thread 0
+  // issues tensor copies).
+  static __device__ __forceinline__ const StateMaps*& state_maps() {
+    __shared__ const StateMaps* maps;
+    return maps;
   }
 
   // The state tile of (pool row srow, head hv, V-block vb): its first element in the state (v_first: BV rows of K,
@@ -902,47 +923,38 @@ struct Kernel {
   static __device__ __forceinline__ long tile_base(const KDA2RecurrentArgs& a, int srow, int hv, int vb) {
     return ((long)srow * a.HV + hv) * (long)K * V + (V_FIRST ? (long)vb * BV * K : (long)vb * BV);
   }
-  // Every thread (a uniform point of the CTA): the tile from global memory (g: its first element) into bulk_smem().
+  // Every thread (a uniform point of the CTA): the tile of (pool row srow, head hv, V-block vb) of h0 into bulk_smem().
   // Thread 0 initialises the mbarrier, and after a barrier (every thread sees it initialised before any touches it)
-  // warp 0 arms it and issues the copies; nothing waits for them here. The kernels issue first and land the tile
-  // (bulk_wait) where the state is first needed, after the token's input loads are issued: landing at once
-  // serialised the two round trips (kda2 tune, H200: 105 vs 74 us at N = 64 v_first). One phase per CTA: parity 0.
-  static __device__ __forceinline__ void bulk_issue(const SE* g) {
+  // arms it and issues the copy; nothing waits for it here. The kernels issue first and land the tile (bulk_wait)
+  // where the state is first needed, after the token's input loads are issued: landing at once serialised the two
+  // round trips (kda2 tune, H200: 105 vs 74 us at N = 64 v_first). One phase per CTA: parity 0.
+  static __device__ __forceinline__ void bulk_issue(const KDA2RecurrentArgs& a, int srow, int hv, int vb) {
     const uint32_t bar = smem_u32(&bulk_bar());
-    SE* tile = bulk_smem();
     if (threadIdx.x == 0) {
       mbar_init(bar, 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the copy engine
     }
     __syncthreads();
-    if (threadIdx.x < 32) {
-      if (threadIdx.x == 0) {
-        mbar_expect_tx(bar, BK_BYTES);
-        if constexpr (BK_ONE) bulk_copy(smem_u32(tile), g, BK_BYTES, bar);
-      }
-      if constexpr (!BK_ONE) {
-        __syncwarp();  // the expected bytes are armed before any copy can complete
-        for (int r = threadIdx.x; r < BK_ROWS; r += 32)
-          bulk_copy(smem_u32(tile + r * BK_PITCH), g + r * BK_GROW, BK_ROW * sizeof(SE), bar);
-      }
+    if (threadIdx.x == 0) {
+      mbar_expect_tx(bar, BK_BYTES);
+      if constexpr (TMAP)  // the state index srow * HV + hv < 2^31: the pool's bytes bound it far below
+        tensor_load_3d(smem_u32(bulk_smem()), &state_maps()->in, vb * BV, 0, srow * a.HV + hv, bar);
+      else
+        bulk_copy(smem_u32(bulk_smem()), reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, vb), BK_BYTES, bar);
     }
   }
   // Every thread: the issued tile has landed and is visible on return.
   static __device__ __forceinline__ void bulk_wait() { mbar_wait(smem_u32(&bulk_bar()), 0); }
-  // Every thread, after writing its share back into bulk_smem(): the tile to global memory (g: its first element).
-  // The issuing lanes wait until the copies have read shared memory (the CTA may exit then); the writes complete
-  // before the grid does.
-  static __device__ __forceinline__ void bulk_out(SE* g) {
+  // Every thread, after writing its share back into bulk_smem(): the tile to ht. The issuing thread waits until the
+  // copy has read shared memory (the CTA may exit then); the writes complete before the grid does.
+  static __device__ __forceinline__ void bulk_out(const KDA2RecurrentArgs& a, int srow, int hv, int vb) {
     fence_proxy_async();  // this thread's shared stores, before the copy engine reads them
     __syncthreads();
-    if (threadIdx.x < 32) {
-      const SE* tile = bulk_smem();
-      if constexpr (BK_ONE) {
-        if (threadIdx.x == 0) bulk_store(g, smem_u32(tile), BK_BYTES);
-      } else {
-        for (int r = threadIdx.x; r < BK_ROWS; r += 32)
-          bulk_store(g + r * BK_GROW, smem_u32(tile + r * BK_PITCH), BK_ROW * sizeof(SE));
-      }
+    if (threadIdx.x == 0) {
+      if constexpr (TMAP)
+        tensor_store_3d(&state_maps()->out, vb * BV, 0, srow * a.HV + hv, smem_u32(bulk_smem()));
+      else
+        bulk_store(reinterpret_cast<SE*>(a.ht) + tile_base(a, srow, hv, vb), smem_u32(bulk_smem()), BK_BYTES);
       bulk_commit();
       bulk_wait_read<0>();
     }
@@ -1013,7 +1025,10 @@ struct Kernel {
   // returns at once), and launch_dependents right away: a dependent grid starts only once every CTA of this one is
   // resident and has signalled, and waits for this grid's completion before it reads, so it takes no slot a CTA
   // of ours needs.
-  static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a) {
+  static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a, const StateMaps* maps = nullptr) {
+    if constexpr (TMAP) {
+      if (threadIdx.x == 0) state_maps() = maps;
+    }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     prefetch_tile_l2(a);
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -1223,7 +1238,7 @@ struct Kernel {
       prefetch_state(a, next);
     } else if constexpr (BULK) {
       // landed before the token loop, once the first token's inputs are in flight (zeros without h0)
-      if (a.h0 != nullptr) bulk_issue(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, at.vb));
+      if (a.h0 != nullptr) bulk_issue(a, srow, hv, at.vb);
 #pragma unroll
       for (int i = 0; i < KPL; ++i)
 #pragma unroll
@@ -1420,7 +1435,7 @@ struct Kernel {
     if (a.ht == nullptr) return;
     if constexpr (BULK) {
       bulk_tile_regs<false>(lane, warp, S);
-      bulk_out(reinterpret_cast<SE*>(a.ht) + tile_base(a, srow, hv, at.vb));
+      bulk_out(a, srow, hv, at.vb);
     } else if constexpr (SMEM_STAGING) {
 #pragma unroll
       for (int i = 0; i < KPL; ++i) store_f32<VPW, false>(&tile[key_row(lane, i) * SMEM_STRIDE + warp * VPW], S[i]);

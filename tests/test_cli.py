@@ -436,3 +436,31 @@ def test_tune_refuses_an_unknown_family_and_a_broken_manifest(tmp_path) -> None:
     (tmp_path / "manifest.json").write_text(json.dumps({"family": "chunk", "spec": "c", "arch": "sm_90a"}))
     line = one_error_line(kda2("tune", tmp_path))
     assert "not a kda2 manifest" in line and "variants" in line
+
+
+def test_build_options_after_spec_names_are_parsed(monkeypatch, capsys) -> None:
+    """`kda2 build SPEC --candidates all -- -q`: options after the spec names are kda2's (they were once swallowed
+    into the scons words, building the routed set), the words after `--` go to scons whole, and a stray option
+    without `--` is refused by name."""
+    from kda2.tools import cli
+
+    seen: list[list[str]] = []
+
+    class FakeProc:
+        def __init__(self, argv, **kw):
+            seen.append(list(argv))
+            self.stdout = iter(())
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(cli.subprocess, "Popen", FakeProc)
+    assert cli.main(["build", "-C", str(REPO), "kimi_linear_chunk", "--candidates", "all", "-j", "3", "--", "-q",
+                     "BUILD_DIR=build/_x"]) == 0
+    argv = seen[-1]
+    assert "SPECS=kimi_linear_chunk" in argv and "CANDIDATES=all" in argv and "-j3" in argv
+    assert argv[-2:] == ["-q", "BUILD_DIR=build/_x"] and "--candidates" not in argv
+    assert cli.main(["build", "-C", str(REPO), "kimi_linear_chunk"]) == 0 and "CANDIDATES=routed" in seen[-1]
+    with pytest.raises(SystemExit):
+        cli.main(["build", "-C", str(REPO), "kimi_linear_chunk", "-k"])
+    assert "unrecognized arguments: -k" in capsys.readouterr().err

@@ -297,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--candidates", choices=CANDIDATE_SETS, default="routed",
                    help="routed: the variants the dispatch routes to, what a deployment runs (default); all: every "
                    "candidate the agents kept, which `kda2 tune` times")
-    b.add_argument("scons_args", nargs=argparse.REMAINDER, help="arguments passed to scons after --")
+    # (the words after `--` go to scons: main() splits them off before parsing; `scons_args` holds them)
+    b.set_defaults(scons_args=[])
     b.set_defaults(func=cmd_build)
 
     pl = sub.add_parser("plan", help="show the candidate variants of a spec and why",
@@ -424,8 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kda2 plan ... | head` ends quietly
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `kda2 build SPEC -- -k TARGET`: argparse gives a REMAINDER after a `nargs="*"` positional nothing once the
-    # positional has taken the words, so the words after `--` are split off here and handed over whole.
+    # `kda2 build SPEC --candidates all -- -k TARGET`: the words after `--` are split off here and handed to scons
+    # whole; everything before is parsed, options after the spec names too (a REMAINDER positional had swallowed
+    # them: `kda2 build SPEC --candidates all` built the routed set).
     passthrough = None
     if argv[:1] == ["build"] and "--" in argv:
         cut = argv.index("--")

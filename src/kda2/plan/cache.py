@@ -108,7 +108,8 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     rules = load_rules(rules_dir)
     profiles = load_profiles(profiles_dir)
     baselines = {s.name: read_spec_baselines(s.name, resolve_targets(s, profiles), tuning_dir) for s in specs}
-    plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()}, profiles)
+    plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()}, profiles,
+                               every_spec=not only)
     # the tuned latency of each route the lock decided: the manifest carries it for the runtime monitor
     for p in plans:
         base = baselines[p.spec.name].get(p.arch, {})

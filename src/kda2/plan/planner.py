@@ -159,11 +159,12 @@ def built(plan: Any, candidates: str) -> Any:
 
 def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
              locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
-             profiles: Mapping[str, Profile] | None = None) -> tuple[list[SpecPlan], list[str]]:
+             profiles: Mapping[str, Profile] | None = None, *, every_spec: bool = True) -> tuple[list[SpecPlan], list[str]]:
     """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tuning records.
 
     `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock);
-    `profiles`: {name: Profile} (default: profiles/), each spec's targets resolved in it.
+    `profiles`: {name: Profile} (default: profiles/), each spec's targets resolved in it; `every_spec`: False when
+    `specs` is a subset of the repository's (a rule may match only specs left out, so none is called unmatched).
     """
     locks = locks or {}
     profiles = load_profiles() if profiles is None else profiles
@@ -171,5 +172,5 @@ def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
              for s in specs for arch, hw in resolve_targets(s, dict(profiles)).items()]
     configs = [c for p in plans for c in p.considered]
     warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"
-                for r in unmatched(rules, configs)]
+                for r in (unmatched(rules, configs) if every_spec else ())]
     return plans, warnings + [w for p in plans for w in p.warnings]

@@ -900,9 +900,9 @@ struct Kernel {
     return buf;
   }
 
-  // The bulk tile lives in dynamic shared memory (the library launches a bulk kernel with BK_BYTES of it, opted in at
-  // load): a k_first tile is contiguous, one copy, only at BV = V (64 KB at K = V = 128), past the 48 KB that static
-  // __shared__ arrays may take.
+  // The bulk tile lives in dynamic shared memory (the library launches a bulk kernel with its bytes, opting in past
+  // 48 KB, the most static __shared__ arrays may take): the planner sizes the rest against that limit and the tile
+  // against the GPU's per-block shared memory (plan/model.py smem_budget).
   static __device__ __forceinline__ SE* bulk_smem() {
     extern __shared__ __align__(128) unsigned char kda2_bulk_dyn[];
     return reinterpret_cast<SE*>(kda2_bulk_dyn);

@@ -349,8 +349,8 @@ struct Kernel {
   // engine, not the threads' registers, then holds the bytes in flight: an in-place read and write of a D2-size
   // state pool on the H200 reached 90 % of the 1 GiB copy by bulk copies of 16 KB tiles and 84 % by 16-byte loads
   // and stores of the same tiles, in one run (experiments/2026-12-01-decode/copy_ceiling.cu). Tile rows are the
-  // state's rows (v_first: BV value rows of K; k_first: K key rows of BV), BULK_PITCH elements apart in shared
-  // memory; one copy when the rows are contiguous on both sides, else one per row (issued by warp 0's lanes).
+  // state's rows (v_first: BV value rows of K; k_first: K key rows of BV), back to back in shared memory; one copy
+  // each way: linear for a v_first tile (contiguous in the state), a tensor-map box for a k_first one (StateMaps).
   static constexpr bool BULK = Cfg::BULK;
   static constexpr bool TMAP = BULK && !V_FIRST;    // k_first tiles move by the tensor maps (StateMaps)
   static constexpr int BK_ROWS = V_FIRST ? BV : K;

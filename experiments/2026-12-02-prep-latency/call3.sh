@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device call (H200): EXPERIMENT — the prep asks L2 for the tiles of the item its SM takes a wave later
-# (build/_ab/vPF.tar.xz, chunk.cuh prefetch_item_l2 called at the top of prep() for plain launches; reverted) against the routed Kimi chunk library without it (vC): same bits on six cases (same_bits.py),
+# (build/_ab/vPF.tar.xz, prefetch_item_l2.patch on chunk.cuh, reverted) against the routed Kimi chunk library without it (vC): same bits on six cases (same_bits.py),
 # then P1-P6 softplus, kda2 alone, alternating, two rounds.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1

@@ -554,7 +554,7 @@ def test_bulk_k_first_tiles_take_tensor_maps_and_dynamic_shared_memory(kimi, rul
     plan = plan_spec(kimi, "sm_90a", rules)
     bulk = [v.config for v in plan.variants if v.config["staging"] == "bulk"]
     kf = [c for c in bulk if c["state_layout"] == "k_first"]
-    assert kf and {c["warps"] * c["v_per_warp"] for c in kf} > {128}   # narrower tiles than V too
+    assert kf and any(c["warps"] * c["v_per_warp"] < c["v"] for c in kf)   # tiles narrower than V: not contiguous
     assert all(takes_state_maps(c) == (c["state_layout"] == "k_first") for c in bulk)
     assert all(bulk_tile_bytes(c) == 128 * c["warps"] * c["v_per_warp"] * 4 for c in bulk)
     for v in plan.variants:

@@ -94,8 +94,9 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidate
     env, spec, arch = n.env, plan.spec, plan.arch
     lib_name = f"lib{spec.name}.{arch}.so"
     with_plan = [pv for pv in plan.variants if launch_keys(pv.config)]   # launches that need their plan
+    plan_paths = {pv.id: str(nodes[pv.id]["plan"]) for pv in with_plan}
     variants = [{"id": pv.id, "name": pv.name, "config": pv.config, "cubin_path": str(nodes[pv.id]["cubin"]),
-                 **({"plan_path": str(nodes[pv.id]["plan"])} if launch_keys(pv.config) else {})} for pv in plan.variants]
+                 **({"plan_path": plan_paths[pv.id]} if pv.id in plan_paths else {})} for pv in plan.variants]
     # the library's table is routing only; tuned latencies (the monitor's baseline) live in the manifest
     dispatch = [{k: v for k, v in d.items() if k != "tuned"} for d in plan.dispatch]
     library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,

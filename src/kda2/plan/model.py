@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
 from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_threads
 from kda2.spec.knobs import knob
 
@@ -201,8 +202,6 @@ def smem_budget(cfg: Mapping[str, Any], spec_max: int, per_block: int) -> int:
     limit, and for recurrent kernels other than bulk-staged ones CUDA's static limit as well (their buffers are
     `__shared__` arrays; kda2.plan.hardware.STATIC_SMEM_PER_BLOCK). Chunk kernels and the bulk tile take dynamic
     shared memory, opted in at load."""
-    from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
-
     limit = min(spec_max, per_block)
     if cfg["family"] == "recurrent" and cfg.get("staging") != "bulk":
         limit = min(limit, STATIC_SMEM_PER_BLOCK)

@@ -203,7 +203,7 @@ def _plan_bulk(config: Mapping[str, Any], c: dict, plan: dict, after: Any, smem_
     import tvm
 
     from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
-    from kda2.plan.model import preload_bytes, stage_bytes
+    from kda2.plan.model import bulk_tile_bytes, preload_bytes, stage_bytes
     from kda2.tir import bankpass, recurrent as staging
 
     record = bankpass.to_python(after.attrs[bankpass.ATTR])
@@ -215,12 +215,11 @@ def _plan_bulk(config: Mapping[str, Any], c: dict, plan: dict, after: Any, smem_
     # per CTA: 130.9 us at N = 64 against 76.7 us by direct loads, kda2 tune, H200, 2026-12-01) — a cost the bank
     # model does not see. The pass's ranking stays in the plan (candidates); the tile's conflicts and wavefronts, and
     # its TIR, are those of the unpadded layout.
-    pad = 0
-    pitch = geo["ROW"] + pad
+    pitch = geo["ROW"]
     plan["tir_after"] = plan["tir_before"]
     plan.update({
         "smem_stride": 0, "smem_pad": 0, "smem_bytes": 0, "vector_width": 0, "coop_vector_width": 0,
-        "bulk_pitch": pitch, "bulk_pad": pad, "bulk_rows": geo["ROWS"], "bulk_bytes": geo["ROWS"] * pitch * 4,
+        "bulk_pitch": pitch, "bulk_pad": 0, "bulk_rows": geo["ROWS"], "bulk_bytes": bulk_tile_bytes(c),
         "conflicts_before": buf["conflicts_before"], "conflicts_after": buf["conflicts_before"],
         "wavefronts_before": buf["wavefronts_before"], "wavefronts_after": buf["wavefronts_before"],
         "pass": {"name": PASS_NAME, "enabled": enable_pass, "candidates": buf["candidate_wavefronts"],

@@ -59,12 +59,11 @@
 #include <cuda_bf16.h>
 #include "kda2/abi.h"
 #include "kda2/elem16.cuh"
+#include "kda2/gate.cuh"
 #include "kda2/mma.cuh"
 #include "kda2/wgmma.cuh"
 
 namespace kda2::chunk {
-
-constexpr float LOG2E = 1.4426950408889634f;
 
 // The layout of w, qg, kg and Aqk (KDA2_CHUNK rows each) in a workspace slot and, after one linear copy of the
 // whole tile (one bulk copy on sm_90), in shared memory: with XOR on (the TIR stage's decision, Cfg::SWZ_*), the
@@ -80,20 +79,6 @@ __host__ __device__ constexpr int swz(int row, int col, int row_len) {
        : row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
 }
 
-__device__ __forceinline__ float sigmoid_stable(float z) {
-  // Only exponentials of non-positive arguments.
-  const float e = __expf(-fabsf(z));
-  return z >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
-}
-// log2(e)·softplus(y) = log2(e)·max(y, 0) + log2(1 + 2^(−|y|·log2 e)): one ex2 of a non-positive argument.
-__device__ __forceinline__ float softplus_log2(float y) {
-  return fmaf(fmaxf(y, 0.f), LOG2E, lg2(1.f + ex2(-fabsf(y) * LOG2E)));
-}
-// sigmoid(z) with one ex2 of a non-positive argument and an approximate reciprocal.
-__device__ __forceinline__ float sigmoid_fast(float z) {
-  const float e = ex2(-fabsf(z) * LOG2E), r = __fdividef(1.f, 1.f + e);
-  return z >= 0.f ? r : e * r;
-}
 
 // Eight consecutive floats (16-byte aligned) of shared memory as four (x, y) pairs, in two 16-byte reads.
 __device__ __forceinline__ void load_g8(const float* p, float2 (&out)[4]) {

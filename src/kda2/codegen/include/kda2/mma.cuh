@@ -108,17 +108,4 @@ __device__ __forceinline__ void stsm_x4_t(const uint32_t (&r)[4], uint32_t addr)
 #endif
 }
 
-// 2^x for x ≤ 0 (the kernels' only use): the SFU's ex2, flushing results below 2^-126 to zero.
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-// log2(x) for x in [1, 2] (the kernels' only use): the SFU's lg2.
-__device__ __forceinline__ float lg2(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 }  // namespace kda2

@@ -48,6 +48,7 @@
 #include "kda2/abi.h"
 #include "kda2/cp_async.cuh"
 #include "kda2/elem16.cuh"
+#include "kda2/gate.cuh"
 
 namespace kda2 {
 namespace recurrent {
@@ -152,8 +153,6 @@ __device__ __forceinline__ float load_param(const float* __restrict__ p, long i,
   return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]) : p[i];
 }
 
-__device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(__expf(x)); }
-__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + __expf(-x)); }
 
 // State element access: fp32 states through the fp32 helpers above; bf16 states (the opt-in decode form)
 // widened on load and rounded on store, with the same streaming vector widths in half the bytes.
@@ -363,6 +362,11 @@ struct Kernel {
                 "rows back to back), rows of whole 16-byte pieces, at most 256 of them (a box dimension)");
 
   static __device__ __forceinline__ int key_row(int lane, int i) { return STRIDED ? lane + 32 * i : lane * KPL + i; }
+  // The q / k head of value head hv (GVA: HV / H value heads share one). Without GVA no division: the two integer
+  // divisions were 4.6 % of a D3 k_first kernel's instructions (H200, ncu, bench/results/h200-2026-12-02-ring/call1).
+  static __device__ __forceinline__ int q_head(const KDA2RecurrentArgs& a, int hv) {
+    return a.HV == a.H ? hv : hv / (a.HV / a.H);
+  }
 
   // Scatter reduction: lane l ends with sum number (l >> SCATTER_SHIFT) of the 2*VPW; sums 0..VPW-1 are
   // k^T S of columns 0..VPW-1 (lanes 0-15), sums VPW.. are q^T S (lanes 16-31, same column order).
@@ -554,12 +558,14 @@ struct Kernel {
     rq = l2 ? rsqrtf(sq + 1e-6f) : 1.f;
     rk = l2 ? rsqrtf(sk + 1e-6f) : 1.f;
   }
-  // The gate activation of one key channel (log space, ≤ 0); precomputed gates pass through. mul: −exp(A_log)
-  // (softplus) or exp(A_log) (lower bound), dtb: the channel's dt_bias.
-  static __device__ __forceinline__ float gate_log(const KDA2RecurrentArgs& a, int mode, float g, float mul, float dtb) {
-    if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) return mul * softplus(g + dtb);
-    if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) return a.lower_bound * sigmoid(mul * (g + dtb));
-    return g;
+  // The gate activation of one key channel in log2 units (≤ 0; the decay is ex2 of it), as the chunk kernels take it
+  // (kda2/gate.cuh); precomputed gates are scaled. mul: −exp(A_log) (softplus) or exp(A_log) (lower bound), dtb: the
+  // channel's dt_bias. On the SFU (ex2 / lg2) instead of log1pf and a precise division: at D3 (k_first) the softplus
+  // was 11.6 % of the kernel's instructions (H200, ncu, bench/results/h200-2026-12-02-ring/call1).
+  static __device__ __forceinline__ float gate_log2(const KDA2RecurrentArgs& a, int mode, float g, float mul, float dtb) {
+    if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) return mul * softplus_log2(g + dtb);
+    if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) return a.lower_bound * LOG2E * sigmoid_fast(mul * (g + dtb));
+    return g * LOG2E;
   }
 
   // Slots 0 .. nt - 1 of the landed buffer into the table; the caller's barrier publishes it.
@@ -584,9 +590,9 @@ struct Kernel {
       qk_norms(q, k, l2, rq, rk, sqk);
 #pragma unroll
       for (int i = 0; i < KPL; ++i) {
-        const float gi = gate_log(a, mode, g[i], gr.mul, gr.dtb[i]);
+        const float gi = gate_log2(a, mode, g[i], gr.mul, gr.dtb[i]);
         float* row = tb + u * TROWS * TROW + row_at(lane + 32 * i);
-        row[(TROWS - 1) * TROW] = __expf(gi);  // gi <= 0 on every gate path
+        row[(TROWS - 1) * TROW] = ex2(gi);  // gi <= 0 on every gate path
         if constexpr (ALL_K) {
           row[0] = q[i] * rq;
           row[TROW] = k[i] * rk;
@@ -595,7 +601,7 @@ struct Kernel {
       if (lane == 0) {
         const float b = reinterpret_cast<const float*>(s + PL_B)[u];
         const float bmul = (a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f;
-        *reinterpret_cast<float4*>(tb + TB_SCAL + 4 * u) = make_float4(rq, rk, sqk * rq * rk, bsig ? bmul * sigmoid(b) : b);
+        *reinterpret_cast<float4*>(tb + TB_SCAL + 4 * u) = make_float4(rq, rk, sqk * rq * rk, bsig ? bmul * sigmoid_fast(b) : b);
       }
     }
   }
@@ -659,7 +665,7 @@ struct Kernel {
     const int hv = at.hv;
     const int n = at.n;
     const int col = at.vb * BV + warp * VPW + (lane % CGROUPS) * CW;  // first of this lane's CW columns
-    const int h = hv / (a.HV / a.H);
+    const int h = q_head(a, hv);
     long bos, len;
     if (HAS_VARLEN && a.cu_seqlens != nullptr) {
       bos = a.cu_seqlens[n];
@@ -755,7 +761,7 @@ struct Kernel {
           acc_k[c] += __shfl_xor_sync(0xffffffffu, acc_k[c], off);
           acc_q[c] += __shfl_xor_sync(0xffffffffu, acc_q[c], off);
         }
-      const float beta = activate ? ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f) * sigmoid(b_in) : b_in;
+      const float beta = activate ? ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f) * sigmoid_fast(b_in) : b_in;
       float vn[CW], out[CW];
 #pragma unroll
       for (int c = 0; c < CW; ++c) {
@@ -832,11 +838,11 @@ struct Kernel {
         __syncwarp();  // the previous token's readers are done with this warp's stage
 #pragma unroll
         for (int i = 0; i < KPL; ++i) {
-          const float gi = gate_log(a, mode, g[i], gate_mul, dtb[i]);
+          const float gi = gate_log2(a, mode, g[i], gate_mul, dtb[i]);
           const int at = row_at(lane + 32 * i);
           stage[warp][0][at] = q[i] * rq;
           stage[warp][1][at] = k[i] * rk;
-          stage[warp][2][at] = __expf(gi);  // gi <= 0 on every gate path
+          stage[warp][2][at] = ex2(gi);  // gi <= 0 on every gate path
         }
         __syncwarp();
         step(tok, my_q, my_k, my_d, v_in, b_in, bsig, qk);
@@ -1178,7 +1184,7 @@ struct Kernel {
     const int n = at.n;
     const int v_cta = at.vb * BV;
     const int v0 = v_cta + warp * VPW;
-    const int h = hv / (a.HV / a.H);
+    const int h = q_head(a, hv);
 
     long bos, len;
     if (HAS_VARLEN && a.cu_seqlens != nullptr) {
@@ -1340,7 +1346,7 @@ struct Kernel {
         if (PREFETCH && t + 1 < len) load_token(a, bos + t + 1, h, hv, v0, lane, nxt);
 #pragma unroll
         for (int i = 0; i < KPL; ++i) {
-          decay[i] = __expf(gate_log(a, mode, cur.g[i], gate_mul, dtb[i]));  // g <= 0 on every gate path
+          decay[i] = ex2(gate_log2(a, mode, cur.g[i], gate_mul, dtb[i]));  // g <= 0 on every gate path
         }
       }
 
@@ -1362,7 +1368,7 @@ struct Kernel {
         }
       }
       float rq, rk, qk;
-      const float beta = PRELOAD > 0 ? sc.w : bsig ? bmul * sigmoid(cur.beta) : cur.beta;
+      const float beta = PRELOAD > 0 ? sc.w : bsig ? bmul * sigmoid_fast(cur.beta) : cur.beta;
       const long o_row = ((bos + t) * a.HV + hv) * (long)V + v0;
       if constexpr (!SCATTER) {
         // xor all-reduce: 5 rounds of NRED shuffles; every lane ends with every sum.

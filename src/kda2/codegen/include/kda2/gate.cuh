@@ -1,0 +1,37 @@
+// The gate and β activations both kernel families compute (docs/DESIGN.md §1), in log2 units: every exponential
+// they take has a non-positive argument (so the unbounded softplus gate needs no clamp), on the SFU's ex2 / lg2.
+#pragma once
+
+namespace kda2 {
+
+constexpr float LOG2E = 1.4426950408889634f;
+
+// 2^x for x ≤ 0 (the kernels' only use): the SFU's ex2, flushing results below 2^-126 to zero.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+// log2(x) for x in [1, 2] (the kernels' only use): the SFU's lg2.
+__device__ __forceinline__ float lg2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float sigmoid_stable(float z) {
+  // Only exponentials of non-positive arguments.
+  const float e = __expf(-fabsf(z));
+  return z >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
+}
+// log2(e)·softplus(y) = log2(e)·max(y, 0) + log2(1 + 2^(−|y|·log2 e)): one ex2 of a non-positive argument.
+__device__ __forceinline__ float softplus_log2(float y) {
+  return fmaf(fmaxf(y, 0.f), LOG2E, lg2(1.f + ex2(-fabsf(y) * LOG2E)));
+}
+// sigmoid(z) with one ex2 of a non-positive argument and an approximate reciprocal.
+__device__ __forceinline__ float sigmoid_fast(float z) {
+  const float e = ex2(-fabsf(z) * LOG2E), r = __fdividef(1.f, 1.f + e);
+  return z >= 0.f ? r : e * r;
+}
+
+}  // namespace kda2

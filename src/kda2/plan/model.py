@@ -121,9 +121,12 @@ PERSISTENT_REGISTERS = 24
 
 
 #: Registers a k_map=all preload kernel holds for its in-loop refill of the token buffer (recurrent.cuh land_block,
-#: a call longer than the bucket): ptxas, sm_90a, K=V=128, 16x4 lanes, 4-CTA launch bound: 116-122 registers with
-#: the refill taken out, 128 and a 4-byte spill with it.
-PRELOAD_REFILL_REGISTERS = 10
+#: a call longer than the bucket). Measured with the gate on CUDA cores (ptxas, sm_90a, K=V=128, 16x4 lanes, 4-CTA
+#: launch bound: 116-122 registers with the refill taken out, 128 and a 4-byte spill with it) it was 10, which kept
+#: the 16-column preload kernels at three CTAs per SM. With the gate on the SFU (kda2/gate.cuh) they fit the 4-CTA
+#: bound with the refill (16x2 and 16x4, every entry, no spills), and the 4-CTA 16x2 bulk kernel runs M1 k_first in
+#: 78.6 / 78.8 us against 86.9 / 86.3 for the route (H200, bench/results/h200-2026-12-02-ring/call7): no allowance.
+PRELOAD_REFILL_REGISTERS = 0
 
 
 def registers_estimate(cfg: Mapping[str, Any]) -> int:

@@ -69,9 +69,12 @@ def rows_of(plan: SpecPlan, key: str) -> list[dict[str, Any]]:
     return [d for k, d in routes(plan).items() if k.rsplit(":", 1)[0] == key]
 
 
-def spec_variant(tmp_path: Path, name: str = "kimi_linear_recurrent", **budget: int) -> Path:
-    """The real kimi spec with budget fields replaced, written to tmp."""
+def spec_variant(tmp_path: Path, name: str = "kimi_linear_recurrent", subs: tuple = (), **budget: int) -> Path:
+    """The real kimi spec with budget fields replaced (and the text substitutions `subs` made), written to tmp."""
     text = KIMI.read_text()
+    for old, new in subs:
+        assert old in text, old
+        text = text.replace(old, new)
     for key, value in budget.items():
         text, n = re.subn(rf"^(\s+{key}:) \d+$", rf"\1 {value}", text, flags=re.M)
         assert n == 1, key
@@ -109,8 +112,9 @@ def test_every_layout_and_bucket_is_routed_exactly_once(kimi, rules) -> None:
             v = plan.variants[d["index"]]
             assert v.id == d["variant"]
             assert v.config["state_layout"] == d["state_layout"] and "bucket" not in v.config
-            # what the bucket changes in the code (the all-K decode loop has no prefetch: shared by buckets 1 and 8)
-            assert v.config["prefetch"] == (d["bucket"] > 1 and v.config["k_map"] != "all")
+            # what the bucket changes in the code (the all-K decode loop has no prefetch: shared by buckets 1 and 8;
+            # a preload kernel's copies replace it)
+            assert v.config["prefetch"] == (d["bucket"] > 1 and v.config["k_map"] != "all" and not v.config.get("preload"))
             assert v.config["intermediate"] == (1 < d["bucket"] <= 16)
             assert d["routed_by"] == "rank" and d["variant"] == g[(d["state_layout"], d["bucket"])][0]
         # every kernel is some row's candidate, and kernels are unique: buckets with the same code share one
@@ -287,10 +291,11 @@ def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None
     """The cap holds per (layout, bucket) and kind: preload candidates (the multi-token bucket), persistent ones
     (both decode buckets) and persistent preload ones are kept beside the per-token grid ones, which come first.
     Without rules: they apply after the agents (a forbidden candidate leaves its slot empty), which is not the cap."""
-    capped = load_spec(spec_variant(tmp_path, max_candidates=cap))
+    both = load_spec(spec_variant(tmp_path, "both", subs=(BOTH_INPUTS,)))  # per-token and preload multi-token kernels
+    capped = load_spec(spec_variant(tmp_path, subs=(BOTH_INPUTS,), max_candidates=cap))
     rules = []
     for arch in kimi.archs:
-        full, small = budget_groups(plan_spec(kimi, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
+        full, small = budget_groups(plan_spec(both, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)
         assert {b for _, b, k in full if k == "persistent"} == {1, 8}
         assert {b for _, b, k in full if k == "preload"} == {8} == {b for _, b, k in full if k == "preload persistent"}
@@ -388,7 +393,9 @@ def edited_kimi(tmp_path: Path, *subs: tuple[str, str]) -> Spec:
     return load_spec(tmp_path / "kimi_linear_recurrent.yaml")
 
 
-INPUTS = "inputs: [per_token, preload]"
+INPUTS = "inputs: [preload]"   # the Kimi spec's: its multi-token bucket on preload kernels only
+#: The agents' other mode beside it (the tests of the PreloadAgent plan both).
+BOTH_INPUTS = (INPUTS, "inputs: [per_token, preload]")
 
 
 def test_preload_is_proposed_for_multi_token_decode_buckets_only(kimi, rules, tmp_path) -> None:
@@ -397,9 +404,10 @@ def test_preload_is_proposed_for_multi_token_decode_buckets_only(kimi, rules, tm
     and at the edges of the range (2, DECODE_MAX_T in; 1, DECODE_MAX_T + 1 out)."""
     from kda2.plan.model import DECODE_MAX_T, preload_bytes, smem_estimate, stage_bytes
 
-    edges = edited_kimi(tmp_path, ("seq_len_buckets: [1, 8, 64, 1024]",
-                                   f"seq_len_buckets: [1, 2, {DECODE_MAX_T}, {DECODE_MAX_T + 1}, 64]"))
-    for spec in (kimi, edges):
+    both = edited_kimi(tmp_path, BOTH_INPUTS)
+    edges = edited_kimi(tmp_path, BOTH_INPUTS, ("seq_len_buckets: [1, 8, 64, 1024]",
+                                                f"seq_len_buckets: [1, 2, {DECODE_MAX_T}, {DECODE_MAX_T + 1}, 64]"))
+    for spec in (both, edges):
         for arch in spec.archs:
             plan = plan_spec(spec, arch, rules)
             cfg = {v.id: v for v in plan.variants}
@@ -423,10 +431,10 @@ def test_spec_edit_without_preload_leaves_the_per_token_plan(kimi, rules, tmp_pa
     """`inputs: [per_token]` (the default) removes exactly the preload candidates: every other kernel, candidate
     order and route is the plan with them (the budget counts preload candidates apart, so they push no incumbent
     out); `inputs: [preload]` leaves multi-token buckets only preload candidates and the others as they were."""
+    both = edited_kimi(tmp_path, BOTH_INPUTS)
     off = edited_kimi(tmp_path, (INPUTS, "inputs: [per_token]"))
-    only = edited_kimi(tmp_path, (INPUTS, "inputs: [preload]"))
     for arch in kimi.archs:
-        with_pre, without, pre_only = (plan_spec(s, arch, rules) for s in (kimi, off, only))
+        with_pre, without, pre_only = (plan_spec(s, arch, rules) for s in (both, off, kimi))
         assert not any(v.config.get("preload") for v in without.variants)
         assert any(v.config.get("preload") for v in with_pre.variants)
         assert [v.id for v in with_pre.variants if not v.config.get("preload")] == [v.id for v in without.variants]

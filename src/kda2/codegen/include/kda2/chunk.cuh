@@ -79,7 +79,6 @@ __host__ __device__ constexpr int swz(int row, int col, int row_len) {
        : row * row_len + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
 }
 
-
 // Eight consecutive floats (16-byte aligned) of shared memory as four (x, y) pairs, in two 16-byte reads.
 __device__ __forceinline__ void load_g8(const float* p, float2 (&out)[4]) {
   const float4 lo = *reinterpret_cast<const float4*>(p), hi = *reinterpret_cast<const float4*>(p + 4);

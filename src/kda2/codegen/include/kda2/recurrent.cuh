@@ -153,7 +153,6 @@ __device__ __forceinline__ float load_param(const float* __restrict__ p, long i,
   return bf16 ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]) : p[i];
 }
 
-
 // State element access: fp32 states through the fp32 helpers above; bf16 states (the opt-in decode form)
 // widened on load and rounded on store, with the same streaming vector widths in half the bytes.
 template <class S, int N>

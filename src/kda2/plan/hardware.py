@@ -13,7 +13,7 @@ ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 PDL_ARCHS = ("sm_90", "sm_90a")
 
 #: Archs with bulk copies (cp.async.bulk between global and shared memory, on an mbarrier): the recurrent decode
-#: kernels' `staging: bulk` (include/kda2/recurrent.cuh Kernel::bulk_in) is planned for these only.
+#: kernels' `staging: bulk` (include/kda2/recurrent.cuh Kernel::bulk_issue) is planned for these only.
 BULK_ARCHS = ("sm_90", "sm_90a")
 
 #: Statically declared shared memory per block (`__shared__` arrays), every arch: CUDA's fixed limit, beyond which a

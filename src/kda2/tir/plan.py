@@ -252,7 +252,6 @@ def _plan_prefetch(config: Mapping[str, Any], c: dict, plan: dict, smem_budget: 
     budget (the buffer beside the k_map=all token stage or the preload buffer and table)."""
     import tvm
 
-    from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
     from kda2.plan.model import preload_bytes, stage_bytes
     from kda2.tir import bankpass, recurrent as staging
 

@@ -133,6 +133,27 @@ def test_spearman() -> None:
     assert spearman_of_record(record)["k_first:1"] == pytest.approx(-1.0)
 
 
+def test_register_floor_is_below_the_estimate_and_keeps_the_butterfly_buffer_beside_a_prefetch() -> None:
+    """The occupancy agent's floor (what launch bounds may squeeze a kernel to) never exceeds the estimate of
+    its unbounded use; for k_map=all tiles they are one number. Blocked / strided tiles: the butterfly's
+    register buffer counts only beside a prefetched token, the persistent loop always."""
+    from kda2.plan.model import PERSISTENT_REGISTERS, registers_estimate, registers_floor
+
+    all_k = {**REC, "state_layout": "k_first", "k_map": "all", "v_per_warp": 16, "lane_cols": 4, "prefetch": False}
+    assert registers_floor(all_k) == registers_estimate(all_k)
+    for vpw in (4, 8, 16):
+        for extra in ({}, {"preload": 8}, {"persistent": True}, {"preload": 8, "persistent": True}):
+            cfg = {**REC, "v_per_warp": vpw, **extra}
+            scatter, butterfly = ({**cfg, "reduce": r} for r in ("scatter", "butterfly"))
+            for c in (scatter, butterfly):
+                assert registers_floor(c) <= registers_estimate(c), c
+            gap = registers_floor(butterfly) - registers_floor(scatter)
+            assert gap == (0 if extra.get("preload") else 2 * vpw + 3), cfg
+            if extra.get("persistent"):
+                plain = {k: v for k, v in scatter.items() if k != "persistent"}
+                assert registers_floor(scatter) == registers_floor(plain) + PERSISTENT_REGISTERS
+
+
 def test_persistent_estimates_add_the_copy_buffer_and_loop_registers() -> None:
     """A persistent recurrent config (ScheduleAgent) costs its CTA's fp32 state tile of shared memory on top of the
     grid form's, and PERSISTENT_REGISTERS more registers (the tile loop and the copies' addresses); absent is

@@ -236,10 +236,10 @@ def test_calibration_kernels_compile_for_every_arch() -> None:
 
 def test_occupancy_agent_raises_launch_bounds_in_decode_buckets_only(tmp_path, profiles) -> None:
     """`occupancy: [compiler, raised]` adds, for decode buckets only, each shape again with launch bounds asking
-    for the most CTAs per SM whose register cap (the profile's register file) holds the estimate + headroom;
+    for the most CTAs per SM whose register cap (the profile's register file) holds the register floor + headroom;
     the spec edit back to `[compiler]` removes them, and a smaller register file asks for fewer CTAs."""
     from kda2.plan.agents.recurrent import OccupancyAgent
-    from kda2.plan.model import DECODE_MAX_T, register_cap, registers_estimate
+    from kda2.plan.model import DECODE_MAX_T, register_cap, registers_floor
 
     spec = load_spec(KIMI)
     hw = profiles["h200"]
@@ -251,7 +251,7 @@ def test_occupancy_agent_raises_launch_bounds_in_decode_buckets_only(tmp_path, p
             assert d["bucket"] <= DECODE_MAX_T, d
     for cfg in raised.values():
         cap = register_cap(cfg, hw)
-        assert registers_estimate(cfg) + OccupancyAgent.HEADROOM <= cap < hw.registers_per_thread_max
+        assert registers_floor(cfg) + OccupancyAgent.HEADROOM <= cap < hw.registers_per_thread_max
         assert cap == hw.registers_per_sm // (32 * cfg["warps"] * cfg["min_ctas"]) // 8 * 8
     off = load_spec(edited(tmp_path, KIMI, ("occupancy: [compiler, raised]", "occupancy: [compiler]")))
     assert not any(v.config.get("min_ctas", 1) > 1 for v in plan_spec(off, "sm_90a", [], profile=hw).variants)

@@ -144,6 +144,23 @@ def registers_estimate(cfg: Mapping[str, Any]) -> int:
             + loop)
 
 
+def registers_floor(cfg: Mapping[str, Any]) -> int:
+    """Registers a recurrent kernel cannot do without: what launch bounds may squeeze it to before ptxas spills
+    (the occupancy agent's budget; `registers_estimate` is what it takes unbounded, for the occupancy model).
+    k_map=all tiles: the estimate, which is that floor already. Blocked / strided tiles: the state share, one
+    token's inputs, addressing and the persistent loop; the butterfly's register buffer only beside a prefetched
+    next token. Measured (ptxas, sm_90a, K=V=128, 4 warps under a 4-CTA bound = 128 registers,
+    experiments/2026-12-02-occ): the 16-column tiles fit without spills with the scatter reduction (preload or
+    prefetch, grid or persistent) and with the butterfly in preload kernels (floor 117); the butterfly beside a
+    prefetched token spills 1.2-1.7 KB (floor 152). The estimate (146-181 for these) held all of them at three."""
+    if cfg["k_map"] == "all":
+        return registers_estimate(cfg)
+    kpl, vpw = cfg["k"] // 32, cfg["v_per_warp"]
+    loop = PERSISTENT_REGISTERS if cfg.get("persistent") else 0
+    buf = 2 * vpw + 3 if cfg.get("reduce") == "butterfly" and not cfg.get("preload") else 0
+    return kpl * vpw + (3 * kpl + vpw + 1) + 24 + loop + buf
+
+
 def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:
     """Registers per thread ptxas may use under the variant's launch bounds: min_ctas CTAs of 32·warps threads
     must fit the SM's register file (in whole 8-register steps), and never more than a thread can address."""

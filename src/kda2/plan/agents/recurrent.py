@@ -14,7 +14,7 @@ from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
 from kda2.plan.hardware import BULK_ARCHS, STATIC_SMEM_PER_BLOCK
 from kda2.plan.model import (DECODE_MAX_T, Resources, bulk_tile_bytes, estimate, occupancy, preload_bytes,
-                             register_cap, registers_estimate, smem_budget, smem_estimate, workloads)
+                             register_cap, registers_estimate, registers_floor, smem_budget, smem_estimate, workloads)
 
 
 class PipelineAgent:
@@ -256,12 +256,15 @@ class OccupancyAgent:
     more resident CTAs per SM. A decode call streams every state once, so its speed is bytes in flight per SM:
     the raised variant trades registers (ptxas must fit the cap, or the build's spill check refuses it) for
     more CTAs loading at once. The CTA count is the most whose register cap (the profile's registers per SM)
-    still holds the agents' register estimate plus 16 of headroom; it is proposed only when that cap is below
-    what a thread may address (else it binds nothing). Prefill buckets are serial-chain bound: left to ptxas.
+    still holds the kernel's register floor (model.registers_floor) plus HEADROOM; it is proposed only when that
+    cap is below what a thread may address (else it binds nothing). Prefill buckets are serial-chain bound: left
+    to ptxas. Measured (H200, experiments/2026-12-02-occ): the v_first 16-column preload tile under a 4-CTA bound
+    (128 registers, no spills) runs M1 in 85.0 us against 90.5-91.3 for the 3-CTA route; the estimate plus 16
+    had kept it at three.
     """
     name = "occupancy"
 
-    HEADROOM = 16  # registers over the estimate the cap must leave (the estimate is a floor, not ptxas's count)
+    HEADROOM = 8  # registers over the floor the cap must leave
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         modes = spec.agents.occupancy
@@ -272,7 +275,7 @@ class OccupancyAgent:
                 out.append(c.extend(self.name, "resident CTAs per SM left to ptxas's register use"))
             if "raised" not in modes or bucket > DECODE_MAX_T or cfg["v_per_warp"] in latency_vpws(spec, cfg["k_map"], bucket):
                 continue  # (a latency tile is for calls of few tiles: resident CTAs per SM do not bind there)
-            est = registers_estimate(cfg)
+            est = registers_floor(cfg)
             need = est + self.HEADROOM
             threads = 32 * cfg["warps"]
             m = min(hw.registers_per_sm // (threads * need), hw.threads_per_sm_max // threads)
@@ -284,7 +287,7 @@ class OccupancyAgent:
             if cap >= hw.registers_per_thread_max:
                 continue  # a cap ptxas can never hit changes nothing
             out.append(c.extend(self.name, f"T<={bucket}: launch bounds ask for {m} CTAs/SM of {threads} threads: "
-                                f"register cap {cap} >= estimate {est} + {self.HEADROOM} "
+                                f"register cap {cap} >= floor {est} + {self.HEADROOM} "
                                 f"({hw.cite('registers_per_sm')}); more state loads in flight per SM",
                                 min_ctas=m))
         return out

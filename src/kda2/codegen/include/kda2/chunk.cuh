@@ -392,8 +392,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   uint8_t* slot = slot_ptr(a, sb.bos, n, c, hv);
   const float scale = a.scale;
 
-  // ---- 1. one round trip to memory: q, k, v and the raw gate land in shared memory (cp.async), β in a
-  //         register; rows past the sequence are zero-filled. Then l2norm (q, k rounded to the input dtype, like FLA).
+  // ---- 1. one round trip to memory: the raw gate, q and k, v land in shared memory (cp.async, three commit
+  //         groups in that order), β in a register; rows past the sequence are zero-filled. Each step waits only
+  //         for the group it reads first: the gate activation and scan (2b) run while q, k and v land, the l2norm
+  //         (2a, q and k rounded to the input dtype, like FLA) and step 3 while v does; step 4 reads v. (With one
+  //         group and one wait, the wait for the tiles was 13 % of the prep's stall samples on P1, H200, ncu:
+  //         experiments/2026-12-02-prep-latency/ANALYSIS.md.)
   const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0;
   // The per-token β and the per-channel gate parameters are plain global loads: issued here, before the tiles'
   // cp.async, and read after the tiles land, so their latency hides behind the tiles' (measured on the H200, P3:
@@ -423,55 +427,35 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     const E* k = static_cast<const E*>(a.k) + (tok0 * a.H + h) * K + seg * 8;
     const E* v = static_cast<const E*>(a.v) + (tok0 * HV + hv) * V + seg * 8;
     const int64_t qk_step = static_cast<int64_t>(PREP_ROWS) * a.H * K, v_step = static_cast<int64_t>(PREP_ROWS) * HV * V;
-#pragma unroll
-    for (int m = 0; m < BT / PREP_ROWS; ++m) {   // 16-B pieces of the 16-bit tiles
-      const int r = r0 + PREP_ROWS * m;
-      const uint32_t dq = smem_u32(sQ + r * LDS_KV + seg * 8), dk = smem_u32(sK + r * LDS_KV + seg * 8);
-      const uint32_t dv = smem_u32(sV + r * LDS_KV + seg * 8);
-      if (r < rows) {
-        cp_async16(dq, q + m * qk_step);
-        cp_async16(dk, k + m * qk_step);
-        cp_async16(dv, v + m * v_step);
-      } else {
-        const uint4 z = make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(sQ + r * LDS_KV + seg * 8) = z;
-        *reinterpret_cast<uint4*>(sK + r * LDS_KV + seg * 8) = z;
-        *reinterpret_cast<uint4*>(sV + r * LDS_KV + seg * 8) = z;
-      }
-    }
     // raw gate rows (fp32: K/4 pieces, 16-bit in the input dtype: K/8 pieces) at the Γ tile's row pitch; zero past the end
     if (g_bf16) load_gate_rows<K / 8>(a, sG, t0, hv, rows, tid);
     else load_gate_rows<K / 4>(a, sG, t0, hv, rows, tid);
     cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
-  }
-  // ---- 2. l2norm of q, k in place; gate activation and Γ = in-chunk cumulative sum (log2 units); β ----
-  {
-    if (a.flags & KDA2_QK_L2NORM) {
-      const int seg = tid & (KP - 1);
-      // two rows per pass: four independent shuffle trees in flight (one per pass left the shuffle latency
-      // exposed, 11 % of the prep's stall samples on P3)
-#pragma unroll 2
-      for (int m = 0; m < BT / PREP_ROWS; ++m) {
-        const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
+    const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
-        for (int which = 0; which < 2; ++which) {
-          E* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
-          uint4 x4 = *reinterpret_cast<const uint4*>(row);
-          uint32_t* xw = reinterpret_cast<uint32_t*>(&x4);
-          float ss = 0.f;
-#pragma unroll
-          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
-#pragma unroll
-          for (int o = KP / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // KP lanes hold a row
-          const float rn = rsqrtf(ss + 1e-6f);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
-          *reinterpret_cast<uint4*>(row) = x4;
-        }
+    for (int m = 0; m < BT / PREP_ROWS; ++m) {   // 16-B pieces of the 16-bit tiles
+      const int r = r0 + PREP_ROWS * m;
+      if (r < rows) {
+        cp_async16(smem_u32(sQ + r * LDS_KV + seg * 8), q + m * qk_step);
+        cp_async16(smem_u32(sK + r * LDS_KV + seg * 8), k + m * qk_step);
+      } else {
+        *reinterpret_cast<uint4*>(sQ + r * LDS_KV + seg * 8) = z;
+        *reinterpret_cast<uint4*>(sK + r * LDS_KV + seg * 8) = z;
       }
     }
+    cp_async_commit();
+#pragma unroll
+    for (int m = 0; m < BT / PREP_ROWS; ++m) {
+      const int r = r0 + PREP_ROWS * m;
+      if (r < rows) cp_async16(smem_u32(sV + r * LDS_KV + seg * 8), v + m * v_step);
+      else *reinterpret_cast<uint4*>(sV + r * LDS_KV + seg * 8) = z;
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<2>();   // this thread's gate pieces
+  __syncthreads();      // everyone's
+  // ---- 2b. gate activation and Γ = in-chunk cumulative sum (log2 units); β ----
+  {
     // Thread (d, part) activates and scans rows SCAN_ROWS·part .. SCAN_ROWS·part + SCAN_ROWS − 1 of key
     // channel d in registers; the totals of the earlier parts reach it through shared memory (the T tile is
     // free until step 3). Measured on the H200 (P1, ncu): per-element mode tests, the bf16/fp32 select and a
@@ -522,6 +506,35 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       if (q < part) base += sTot[q * K + d];
 #pragma unroll
     for (int e = 0; e < SCAN_ROWS; ++e) sG[(SCAN_ROWS * part + e) * LDS_G + d] = x[e] + base;
+  }
+  cp_async_wait<1>();   // this thread's q and k pieces
+  __syncthreads();      // everyone's; Γ complete
+  // ---- 2a. l2norm of q, k in place ----
+  {
+    if (a.flags & KDA2_QK_L2NORM) {
+      const int seg = tid & (KP - 1);
+      // two rows per pass: four independent shuffle trees in flight (one per pass left the shuffle latency
+      // exposed, 11 % of the prep's stall samples on P3)
+#pragma unroll 2
+      for (int m = 0; m < BT / PREP_ROWS; ++m) {
+        const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
+#pragma unroll
+        for (int which = 0; which < 2; ++which) {
+          E* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
+          uint4 x4 = *reinterpret_cast<const uint4*>(row);
+          uint32_t* xw = reinterpret_cast<uint32_t*>(&x4);
+          float ss = 0.f;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
+#pragma unroll
+          for (int o = KP / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // KP lanes hold a row
+          const float rn = rsqrtf(ss + 1e-6f);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
+          *reinterpret_cast<uint4*>(row) = x4;
+        }
+      }
+    }
   }
   __syncthreads();
 
@@ -764,6 +777,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     while (cc >= 2 * (3 - I)) { cc -= 2 * (3 - I); ++I; }
     *reinterpret_cast<uint4*>(gAq + swz<SWZ_AQK>(16 * I + rr, 16 * (I + 1) + 8 * cc, BT)) = make_uint4(0, 0, 0, 0);
   }
+  cp_async_wait<0>();   // this thread's v pieces
   __syncthreads();
 
   // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over q) and β v, in place --

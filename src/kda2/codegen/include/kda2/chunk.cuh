@@ -777,10 +777,14 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     while (cc >= 2 * (3 - I)) { cc -= 2 * (3 - I); ++I; }
     *reinterpret_cast<uint4*>(gAq + swz<SWZ_AQK>(16 * I + rr, 16 * (I + 1) + 8 * cc, BT)) = make_uint4(0, 0, 0, 0);
   }
-  cp_async_wait<0>();   // this thread's v pieces
-  __syncthreads();
+  cp_async_wait<0>();   // this thread's v pieces: the same ones step 4 reads
 
-  // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over q) and β v, in place --
+  // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over v) and β v (over q) ------
+  //         Each warp starts as soon as its step 3 is done: step 4 reads q, k, v, Γ and β, final since step 2 (a
+  //         thread reads the v pieces it copied itself), writes the workspace and, over v, which step 3 does not
+  //         read, β k 2^Γ; β v waits in registers for the barrier, after which step 3 is done with q. (At a barrier
+  //         before step 4, its entry was half of step 4's stall samples on P1, H200, ncu:
+  //         experiments/2026-12-02-prep-latency/ANALYSIS.md.)
   {
     E* gQg = reinterpret_cast<E*>(slot + OFF_QG);
     E* gKg = reinterpret_cast<E*>(slot + OFF_KG);
@@ -792,8 +796,11 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     // prep's excess shared-memory wavefronts on P3, ncu)
     float2 glr[4];
     load_g8(sG + (BT - 1) * LDS_G + d, glr);
-#pragma unroll 2
-    for (int i = tid / (K / 8); i < BT; i += PREP_THREADS / (K / 8)) {  // 8 channels (16 B) per item
+    constexpr int ITEMS = BT * (K / 8) / PREP_THREADS;
+    uint4 vbs[ITEMS];   // β v of this thread's items, for the q tile after the barrier
+#pragma unroll
+    for (int m = 0; m < ITEMS; ++m) {  // 8 channels (16 B) per item
+      const int i = tid / (K / 8) + m * (PREP_THREADS / (K / 8));
       const float bi = sB[i];
       uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LDS_KV + d);
       uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LDS_KV + d);
@@ -819,16 +826,20 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       }
       *reinterpret_cast<uint4*>(gQg + swz<SWZ_QG>(i, d, K)) = qg;
       *reinterpret_cast<uint4*>(gKg + swz<SWZ_KG>(i, d, K)) = kg;
-      *reinterpret_cast<uint4*>(sQ + i * LDS_KV + d) = kb;   // q is no longer needed: β k 2^Γ
-      *reinterpret_cast<uint4*>(sV + i * LDS_KV + d) = vv;   // β v
+      *reinterpret_cast<uint4*>(sV + i * LDS_KV + d) = kb;   // β k 2^Γ over this thread's own v pieces
+      vbs[m] = vv;                                            // β v
     }
     if (tid < K / 4) {
       float4 gl = *reinterpret_cast<const float4*>(sG + (BT - 1) * LDS_G + 4 * tid);
       gl = make_float4(ex2(gl.x), ex2(gl.y), ex2(gl.z), ex2(gl.w));
       *reinterpret_cast<float4*>(reinterpret_cast<float*>(slot + OFF_GL) + 4 * tid) = gl;
     }
+    __syncthreads();   // steps 3 and 4 done: A complete, q and k read for the last time
+    // β v over q; step 5 writes over k and Γ and reads A only, and its first barrier orders these stores before step 6
+#pragma unroll
+    for (int m = 0; m < ITEMS; ++m)
+      *reinterpret_cast<uint4*>(sQ + (tid / (K / 8) + m * (PREP_THREADS / (K / 8))) * LDS_KV + d) = vbs[m];
   }
-  __syncthreads();
 
   // ---- 5. T = (I + A)^-1, blockwise in fp32 (k is no longer needed: T lives over it) ------------------
   // Diagonal 16-blocks by forward substitution; then two levels, each shared by all 8 warps (by output
@@ -972,8 +983,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     E* sSt = reinterpret_cast<E*>(smem + P_SCR);  // staging (Γ and the scratch are dead)
 #pragma unroll 1
     for (int which = 0; which < 2; ++which) {
-      // step 4 left β k 2^Γ over q and β v over v
-      const E* src = reinterpret_cast<const E*>(which == 0 ? sQ : sV);
+      // step 4 left β k 2^Γ over v and β v over q
+      const E* src = reinterpret_cast<const E*>(which == 0 ? sV : sQ);
       float acc[NRB][2 * NPC][4];
 #pragma unroll
       for (int j = 0; j < NRB; ++j)

@@ -1325,12 +1325,18 @@ struct Kernel {
     TokenIn cur, nxt;
     int u = 0;  // preload: the token's slot in the buffer and the table
     if (PRELOAD == 0 && len > 0) load_token(a, bos, h, hv, v0, lane, cur);
-    if constexpr (BULK) {  // the state lands once the first token's inputs (and the gate constants) are in flight
-      if (a.h0 != nullptr) {
-        bulk_wait();
-        bulk_tile_regs<true>(lane, warp, S);
+    // Bulk staging: the state lands once the first token's inputs (and the gate constants) are in flight; in a
+    // preload kernel after the entry block's table is prepared, so that its waits and barriers overlap the tile's
+    // flight (as in the k_map = all body). Uniform over the CTA (len, h0 are).
+    const auto land = [&]() {
+      if constexpr (BULK) {
+        if (a.h0 != nullptr) {
+          bulk_wait();
+          bulk_tile_regs<true>(lane, warp, S);
+        }
       }
-    }
+    };
+    if (PRELOAD == 0 || len <= 0) land();
     for (long t = 0; t < len; ++t) {
       float decay[KPL];
       float4 sc = make_float4(1.f, 1.f, 0.f, 0.f);  // preload: the token's prepared rq, rk, q̂·k̂, beta
@@ -1339,6 +1345,7 @@ struct Kernel {
           land_block<P16>(a, t, len, bos, hv, at.vb, pre_b);
           u = 0;
         }
+        if (t == 0) land();
         sc = load_prepared(u, lane, warp, cur, decay);
         ++u;
       } else {

@@ -136,12 +136,28 @@ def registers_estimate(cfg: Mapping[str, Any]) -> int:
     if cfg["k_map"] == "all":  # state share, one token's q/k/g rows, ~30 for addressing
         refill = PRELOAD_REFILL_REGISTERS if cfg.get("preload") else 0
         return cfg["k"] * cfg["v_per_warp"] // 32 + 3 * kpl + 30 + loop + refill  # = RPL * lane_cols + ...
-    # state, reduction buffer, two tokens of inputs (current + prefetched), addressing; a preload kernel has no
-    # prefetch and reads one token's inputs from shared memory at a time (left as it was for the others, whose
+    # the held part (_tile_registers), the reduction buffer and, without preload, the prefetched token's inputs (a
+    # preload kernel reads one token's inputs from shared memory at a time; left as it was for the others, whose
     # occupancy variants were planned and measured with it)
-    tokens = 1 if cfg.get("preload") else 2
-    return (kpl * cfg["v_per_warp"] + (2 * cfg["v_per_warp"] + 3) + tokens * (3 * kpl + cfg["v_per_warp"] + 1) + 24
-            + loop)
+    extra_token = 0 if cfg.get("preload") else _token_registers(cfg)
+    return _tile_registers(cfg) + _butterfly_registers(cfg) + extra_token
+
+
+def _token_registers(cfg: Mapping[str, Any]) -> int:
+    """Blocked / strided tiles: one token's inputs (q, k, g of the lane's key rows, v of its columns, β)."""
+    return 3 * (cfg["k"] // 32) + cfg["v_per_warp"] + 1
+
+
+def _butterfly_registers(cfg: Mapping[str, Any]) -> int:
+    """Blocked / strided tiles: the reduction's register buffer (every lane ends with every sum)."""
+    return 2 * cfg["v_per_warp"] + 3
+
+
+def _tile_registers(cfg: Mapping[str, Any]) -> int:
+    """Blocked / strided tiles: what every such kernel holds — its state share, one token's inputs, addressing and
+    the persistent loop."""
+    loop = PERSISTENT_REGISTERS if cfg.get("persistent") else 0
+    return (cfg["k"] // 32) * cfg["v_per_warp"] + _token_registers(cfg) + 24 + loop
 
 
 def registers_floor(cfg: Mapping[str, Any]) -> int:
@@ -155,10 +171,8 @@ def registers_floor(cfg: Mapping[str, Any]) -> int:
     prefetched token spills 1.2-1.7 KB (floor 152). The estimate (146-181 for these) held all of them at three."""
     if cfg["k_map"] == "all":
         return registers_estimate(cfg)
-    kpl, vpw = cfg["k"] // 32, cfg["v_per_warp"]
-    loop = PERSISTENT_REGISTERS if cfg.get("persistent") else 0
-    buf = 2 * vpw + 3 if cfg.get("reduce") == "butterfly" and not cfg.get("preload") else 0
-    return kpl * vpw + (3 * kpl + vpw + 1) + 24 + loop + buf
+    buf = _butterfly_registers(cfg) if cfg.get("reduce") == "butterfly" and not cfg.get("preload") else 0
+    return _tile_registers(cfg) + buf
 
 
 def register_cap(cfg: Mapping[str, Any], hw: Any) -> int:

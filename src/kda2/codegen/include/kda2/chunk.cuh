@@ -788,10 +788,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   {
     E* gQg = reinterpret_cast<E*>(slot + OFF_QG);
     E* gKg = reinterpret_cast<E*>(slot + OFF_KG);
-    // Item p = tid + 256·m covers row p / (K/8), channels 8·(p % (K/8)) .. +7: the same channels for every m,
-    // so the last row of Γ is read once per thread, not once per item.
-    static_assert(PREP_THREADS % (K / 8) == 0, "a thread's channels are the same in every item");
+    // Item m covers row tid / (K/8) + m · 256 / (K/8), channels 8·(tid % (K/8)) .. +7: the 16-byte piece step 1
+    // copied from this thread (K/8 = KP, 256 / KP = PREP_ROWS: it reads its own v pieces), the same channels for
+    // every m (so the last row of Γ is read once per thread, not once per item).
+    static_assert(PREP_THREADS % (K / 8) == 0 && K / 8 == KP, "a thread's channels are the same in every item");
     const int d = (tid % (K / 8)) * 8;
+    auto item_row = [&](int m) { return tid / (K / 8) + m * (PREP_THREADS / (K / 8)); };
     // Γ as two 16-byte reads per row (as float2 pairs, one per 8-byte read, 4-way bank conflicts: 34 % of the
     // prep's excess shared-memory wavefronts on P3, ncu)
     float2 glr[4];
@@ -800,7 +802,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     uint4 vbs[ITEMS];   // β v of this thread's items, for the q tile after the barrier
 #pragma unroll
     for (int m = 0; m < ITEMS; ++m) {  // 8 channels (16 B) per item
-      const int i = tid / (K / 8) + m * (PREP_THREADS / (K / 8));
+      const int i = item_row(m);
       const float bi = sB[i];
       uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LDS_KV + d);
       uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LDS_KV + d);
@@ -837,8 +839,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     __syncthreads();   // steps 3 and 4 done: A complete, q and k read for the last time
     // β v over q; step 5 writes over k and Γ and reads A only, and its first barrier orders these stores before step 6
 #pragma unroll
-    for (int m = 0; m < ITEMS; ++m)
-      *reinterpret_cast<uint4*>(sQ + (tid / (K / 8) + m * (PREP_THREADS / (K / 8))) * LDS_KV + d) = vbs[m];
+    for (int m = 0; m < ITEMS; ++m) *reinterpret_cast<uint4*>(sQ + item_row(m) * LDS_KV + d) = vbs[m];
   }
 
   // ---- 5. T = (I + A)^-1, blockwise in fp32 (k is no longer needed: T lives over it) ------------------

@@ -717,11 +717,13 @@ def test_chunk_layouts_are_the_fewest_wavefronts():
 
 
 def test_chunk_plan_smem_formulas():
-    # per stage: w, qg, kg [64][128] and Aqk [64][64] unpadded, 2^Γlast, uᵀ [block_v][72]; per warp (two per
-    # 16 value columns): a 12 x 32 float4 exchange tile and a [32][24] o tile; 16 B of mbarrier per stage
+    # prep: q, k, v and Γ at a row of 136, A / T at 72 (the block levels' tf32 fragment reads: rows lane/4 at columns
+    # lane%4 for A operands, rows lane%4 at columns lane/4 for B operands), β. State, per stage: w, qg, kg [64][128]
+    # and Aqk [64][64] unpadded, 2^Γlast, uᵀ [block_v][72]; per warp (two per 16 value columns): a 12 x 32 float4
+    # exchange tile and a [32][24] o tile; 16 B of mbarrier per stage
     for block_v, state in ((32, 155680), (64, 195616)):
         plan = plan_variant(chunk_cfg(block_v=block_v), BUDGET)
-        assert plan["prep_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 136 * 4 + 64 * 68 * 4 + 64 * 4 == 104704
+        assert plan["prep_smem_bytes"] == 3 * 64 * 136 * 2 + 64 * 136 * 4 + 64 * 72 * 4 + 64 * 4 == 105728
         assert plan["state_smem_bytes"] == (2 * (3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4 + block_v * 72 * 2)
                                             + block_v // 8 * (12 * 32 * 16 + 32 * 24 * 2) + 2 * 16) == state
     one = plan_variant(chunk_cfg(block_v=64, stages=1), BUDGET)
@@ -755,7 +757,7 @@ def test_chunk_budget_error():
         plan_variant(c, 195615)
     msg = str(e.value)
     assert "\n" not in msg and variant_name(c) in msg and "state kernel needs 195616" in msg and "195615" in msg
-    with pytest.raises(TirBudgetError, match="prep kernel needs 104704"):
+    with pytest.raises(TirBudgetError, match="prep kernel needs 105728"):
         plan_variant(chunk_cfg(), 101376)  # sm_86's limit
 
 

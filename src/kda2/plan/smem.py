@@ -46,7 +46,7 @@ OVERLAP_SM_SHARE = 2
 def expected_strides(k: int) -> dict[str, int]:
     """Upper bounds of the strides the TIR stage can pick (every padded tile at its natural row length plus
     MAX_ROW_PAD): the planner's budget estimate; the TIR stage sizes with what the pass really chose."""
-    natural = {"lds_kv": k, "lds_u": CHUNK, "lds_g": k, "lds_t": CHUNK, "lds_t16": CHUNK, "lds_o": 16, "lds_y": 4,
+    natural = {"lds_kv": k, "lds_u": CHUNK, "lds_g": k, "lds_t": CHUNK, "lds_t16": CHUNK, "lds_o": 16, "lds_y": 8,
                "lds_x": COMBINE_COLS}
     return {key: n + MAX_ROW_PAD for key, n in natural.items()}
 

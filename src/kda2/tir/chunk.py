@@ -22,7 +22,8 @@ element type; the kernel's name):
   block levels; 16-byte row reads of T for its 16-bit copy. Pad.
 * ``t16`` bf16 [64][64] (prep 16-bit T, over the dead A): 8-byte row stores of the copy; ldmatrix 8×8 phases of
   its 16×16 blocks for w and u. Pad.
-* ``y``   fp32 [32][4] per warp (prep scratch of the block levels): float2 stores, broadcast float2 reads. Pad.
+* ``y``   fp32 [32][8] per warp (prep scratch of the block levels' tensor-core products): float2 accumulator stores,
+  B-fragment reads. Pad.
 * ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
 * ``xch`` fp32 [12·32][4] per warp (state partial sums for the partner): float4 per lane in fragment
   order, conflict-free by construction. Fixed.
@@ -87,7 +88,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
     def rb6(pw, j):
         return 3 - j if RBG6 == 1 else T.if_then_else(j == 0, 3 - pw // 4, pw // 4)
     model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
-             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "t16": [C, C], "y": [32, 4], "o": [C // 2, 16],
+             "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "t16": [C, C], "y": [32, 8], "o": [C // 2, 16],
                        "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
 
     @T.prim_func
@@ -102,7 +103,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
         gamma = T.alloc_shared((C, K), "float32")
         tmat = T.alloc_shared((C, C), "float32")
         t16 = T.alloc_shared((C, C), "bfloat16")
-        y = T.alloc_shared((32, 4), "float32")
+        y = T.alloc_shared((32, 8), "float32")
         o = T.alloc_shared((C // 2, 16), "bfloat16")
         xch = T.alloc_shared((12 * 32, 4), "float32")
         w = T.alloc_shared((C, K), "bfloat16")
@@ -237,46 +238,46 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
         for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
             for i in T.serial(16):
                 tmat[(pw * 32 + tx % 32) // 16 * 16 + i, (pw * 32 + tx % 32) // 16 * 16 + tx % 16] = ffrag[0]
-        # The block levels (every warp at both): level 1, warp pw builds columns 4 (pw % 4) .. of T_IJ with
-        # I = 2B + 1, J = 2B (B = pw / 4), lane row 16I + lane/2, columns + 2 (lane % 2); level 2, warp pw builds
-        # columns ca = 2 pw + lane/16 and ca + 16 of rows 32 + lane % 16 and 48 + lane % 16. Vector widths as
-        # compiled: the pass weighs the tile's accesses by how often they run.
-        # A rows: level 1 A_IJ (16-byte pieces), level 2 A21 rows i and 16 + i, columns 0..31
-        for pw in T.serial(PW, annotations={"kda2.access": "t_level_rows"}):
-            for m4 in T.serial(4):
-                for e in T.vectorized(4):
-                    ffrag[e] = tmat[(pw // 4 * 2 + 1) * 16 + tx % 32 // 2, pw // 4 * 32 + m4 * 4 + e]
-            for hh in T.serial(2):
-                for m4 in T.serial(8):
-                    for e in T.vectorized(4):
-                        ffrag[e] = tmat[32 + hh * 16 + tx % 32 % 16, m4 * 4 + e]
-        # T rows of the right factor, one row per step shared by the warp: level 1 two columns per lane of
-        # T_JJ, level 2 single columns of T1 (the second block's only below its diagonal block)
-        for pw in T.serial(PW, annotations={"kda2.access": "t_level_cols"}):
-            for m in T.serial(16):
-                for e in T.vectorized(2):
-                    ffrag[e] = tmat[pw // 4 * 32 + m, pw // 4 * 32 + pw % 4 * 4 + tx % 2 * 2 + e]
-            for m in T.serial(32):
-                ffrag[0] = tmat[m, pw * 2 + tx % 32 // 16]
-            for m in T.serial(16):
-                ffrag[0] = tmat[16 + m, 16 + pw * 2 + tx % 32 // 16]
-        # T_II (level 1) and T2 (level 2) rows of the second product
-        for pw in T.serial(PW, annotations={"kda2.access": "t_level_diag"}):
-            for s4 in T.serial(4):
-                for e in T.vectorized(4):
-                    ffrag[e] = tmat[(pw // 4 * 2 + 1) * 16 + tx % 32 // 2, (pw // 4 * 2 + 1) * 16 + s4 * 4 + e]
-            for s4 in T.serial(4):
-                for e in T.vectorized(4):
-                    ffrag[e] = tmat[32 + tx % 32 % 16, 32 + s4 * 4 + e]
-            for s4 in T.serial(8):
-                for e in T.vectorized(4):
-                    ffrag[e] = tmat[48 + tx % 32 % 16, 32 + s4 * 4 + e]
+        # The block levels on tensor cores (tf32 m16n8k8; warps pw < 4 at each level). Level 1: warp pw makes the 8
+        # columns n0 = 16 J + 8 (pw % 2) of T_IJ, (I, J) = (2 (pw / 2) + 1, I − 1); level 2: warp pw the 8 columns
+        # n0 = 8 pw of T21 (rows 32..63). A fragments (rows r + lane/4 (+8), columns k + lane%4 (+4)) of A_IJ, T_II
+        # (level 1) and A21, T2 (level 2); B fragments (rows k + lane%4 (+4), column n0 + lane/4) of T_JJ and T1
+        # (T1's columns from 16: rows 16..31 only); float2 stores of −Z in accumulator order.
+        for pw in T.serial(PW, annotations={"kda2.access": "t_level_afrag"}):
+            if pw < 4:
+                for s2 in T.serial(2):
+                    for h in T.serial(2):
+                        for e4 in T.serial(2):
+                            ffrag[0] = tmat[(pw // 2 * 2 + 1) * 16 + tx % 32 // 4 + h * 8,
+                                            pw // 2 * 32 + s2 * 8 + tx % 32 % 4 + e4 * 4]
+                            ffrag[0] = tmat[(pw // 2 * 2 + 1) * 16 + tx % 32 // 4 + h * 8,
+                                            (pw // 2 * 2 + 1) * 16 + s2 * 8 + tx % 32 % 4 + e4 * 4]
+                for m in T.serial(2):
+                    for s4 in T.serial(4):
+                        for h in T.serial(2):
+                            for e4 in T.serial(2):
+                                ffrag[0] = tmat[32 + m * 16 + tx % 32 // 4 + h * 8, s4 * 8 + tx % 32 % 4 + e4 * 4]
+                                if s4 < 2 * (m + 1):
+                                    ffrag[0] = tmat[32 + m * 16 + tx % 32 // 4 + h * 8, 32 + s4 * 8 + tx % 32 % 4 + e4 * 4]
+        for pw in T.serial(PW, annotations={"kda2.access": "t_level_bfrag"}):
+            if pw < 4:
+                for s2 in T.serial(2):
+                    for e4 in T.serial(2):
+                        ffrag[0] = tmat[pw // 2 * 32 + s2 * 8 + tx % 32 % 4 + e4 * 4, pw // 2 * 32 + pw % 2 * 8 + tx % 32 // 4]
+                for s4 in T.serial(4):
+                    for e4 in T.serial(2):
+                        if pw < 2 or s4 >= 2:
+                            ffrag[0] = tmat[s4 * 8 + tx % 32 % 4 + e4 * 4, pw * 8 + tx % 32 // 4]
         for pw in T.serial(PW, annotations={"kda2.access": "t_level_store"}):
-            for e in T.vectorized(2):
-                tmat[(pw // 4 * 2 + 1) * 16 + tx % 32 // 2, pw // 4 * 32 + pw % 4 * 4 + tx % 2 * 2 + e] = ffrag[e]
-            for hh in T.serial(2):
-                for cc in T.serial(2):
-                    tmat[32 + hh * 16 + tx % 32 % 16, cc * 16 + pw * 2 + tx % 32 // 16] = ffrag[0]
+            if pw < 4:
+                for h in T.serial(2):
+                    for e in T.vectorized(2):
+                        tmat[(pw // 2 * 2 + 1) * 16 + tx % 32 // 4 + h * 8, pw // 2 * 32 + pw % 2 * 8 + tx % 32 % 4 * 2 + e] = \
+                            ffrag[e]
+                for m in T.serial(2):
+                    for h in T.serial(2):
+                        for e in T.vectorized(2):
+                            tmat[32 + m * 16 + tx % 32 // 4 + h * 8, pw * 8 + tx % 32 % 4 * 2 + e] = ffrag[e]
         # T's 16-bit copy: thread p reads 4 floats of row p / 16 (+ 16 m), columns 4 (p % 16), and stores them as
         # four 16-bit elements at the same place of t16; then each warp's ldmatrix of the 16×16 blocks (rb, ks ≤ rb)
         # of its row blocks, for w = T (β k 2^Γ) and again for u = T (β v)
@@ -296,20 +297,19 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                         if ks <= rb6(pw, j):
                             for e in T.vectorized(8):
                                 frag[e] = t16[rb6(pw, j) * 16 + tx % 8 + tx % 32 // 8 % 2 * 8, ks * 16 + tx % 32 // 16 * 8 + e]
-        # ---- the block levels' per-warp scratch: float2 stores of Y, broadcast float2 reads ----------------
+        # ---- the block levels' per-warp scratch Y [32][8]: float2 stores of accumulator fragments (rows 16 m +
+        # lane/4 (+8), columns 2 (lane%4)), then B fragments (rows 8 s + lane%4 (+4), column lane/4) -----------------
         for pw in T.serial(PW, annotations={"kda2.access": "y_store"}):
-            for e in T.vectorized(2):
-                y[tx % 32 // 2, tx % 2 * 2 + e] = ffrag[e]
-            for hh in T.serial(2):
-                for e in T.vectorized(2):
-                    y[hh * 16 + tx % 32 % 16, tx % 32 // 16 * 2 + e] = ffrag[e]
+            if pw < 4:
+                for m in T.serial(2):
+                    for h in T.serial(2):
+                        for e in T.vectorized(2):
+                            y[m * 16 + tx % 32 // 4 + h * 8, tx % 32 % 4 * 2 + e] = ffrag[e]
         for pw in T.serial(PW, annotations={"kda2.access": "y_read"}):
-            for s2 in T.serial(16):
-                for e in T.vectorized(2):
-                    ffrag[e] = y[s2, tx % 2 * 2 + e]
-            for s2 in T.serial(32):
-                for e in T.vectorized(2):
-                    ffrag[e] = y[s2, tx % 32 // 16 * 2 + e]
+            if pw < 4:
+                for s4 in T.serial(4):
+                    for e4 in T.serial(2):
+                        ffrag[0] = y[s4 * 8 + tx % 32 % 4 + e4 * 4, tx % 32 // 4]
         # ---- state: o staging, exchange, bulk tiles -------------------------------------------------------
         for nt in T.serial(4, annotations={"kda2.access": "o_store"}):
             for c in T.serial(2):

@@ -151,6 +151,13 @@ struct Kernels {
   // half of K) per 16 value columns, or (sm_90a) one warpgroup per 64 value columns with Sᵀ over all of K in
   // warpgroup-MMA accumulators (state_wg).
   static constexpr bool WG = Cfg::STATE_WGMMA;
+  // Overlapped launches: a prep item starts at most PREP_LEAD chunks ahead of its chain's state pass (Kernels::prep,
+  // wait_ready). Unheld, the prep ran so far ahead that the slots were evicted from L2 before the state pass read
+  // them, and a faster prep made the overlapped call slower. ≥ a prep item's latency over a state step (≈ 13 / 2 µs)
+  // so the chain never waits for it; 8 chunks of the ≤ 66 chains a default overlap admits are ≤ 38 MB of slots.
+  // Measured on the H200 (P2 / P5, bench/results/h200-2026-12-02-prep-levels/call3): unheld 0.84 / 3.37 ms, 3 chunks
+  // 1.33 / 5.25 (the chain waits), 8 chunks 0.77 / 2.99, 24 chunks 0.85 / 3.30.
+  static constexpr int PREP_LEAD = 8;
   static constexpr int STATE_WARPS = WG ? 4 * (BLOCK_V / 64) : 2 * (BLOCK_V / 16);
   static constexpr int KH = K / 2;
   // sm_90: the chunk's shared tiles (w, qg, kg, Aqk|2^Γlast) arrive by four bulk copies (the copy engine) on an
@@ -229,8 +236,9 @@ struct Kernels {
     return static_cast<uint8_t*>(a.workspace) + slot_index(a, bos, n, c, hv) * SLOT_BYTES;
   }
   // The overlap (docs/DESIGN.md §1; a.flags & KDA2_CHUNK_OVERLAP): the ready region's work counter and the
-  // ready flag of a slot, which the prep sets (release) once the slot is written and the state pass waits for
-  // (acquire) before it copies the slot in. The library zeroes the region before each overlapped launch.
+  // ready flag of a slot, which the prep sets to 1 (release) once the slot is written and the state pass waits for
+  // (acquire) before it copies the slot in, then sets to 2: the chain has reached it (PREP_LEAD). The library
+  // zeroes the region before each overlapped launch.
   static __device__ __forceinline__ int* ready_region(const KDA2RecurrentArgs& a) {
     return reinterpret_cast<int*>(static_cast<uint8_t*>(a.workspace) + kda2_ready_offset(&a, K, V));
   }
@@ -248,6 +256,8 @@ struct Kernels {
         if (r) break;
         __nanosleep(64);
       }
+      // the chain has reached this slot: a prep item PREP_LEAD chunks later may start (Kernels::prep)
+      if (r == 1) asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(f), "r"(2) : "memory");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       asm volatile("fence.proxy.async;" ::: "memory");
 #endif
@@ -352,6 +362,24 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
     __syncthreads();
     const int item = next_item, per = a.HV * a.N;
     c = item / per, n = item % per / a.HV, hv = item % a.HV;
+    // at most PREP_LEAD chunks ahead of the chain's state pass: wait until it has reached chunk c − PREP_LEAD (a
+    // state CTA marks a slot 2 as it starts reading it). No deadlock: every item of an earlier chunk was taken
+    // before this one, and chunks below PREP_LEAD wait for nothing.
+    if (c >= PREP_LEAD) {
+      if (threadIdx.x == 0) {
+        const SeqBounds sb = seq_bounds(a, n);
+        if (static_cast<int64_t>(c) * BT < sb.len) {
+          const int* f = ready_flag(a, sb.bos, n, c - PREP_LEAD, hv);
+          int r;
+          for (;;) {
+            asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(r) : "l"(f) : "memory");
+            if (r == 2) break;
+            __nanosleep(128);
+          }
+        }
+      }
+      __syncthreads();
+    }
   }
   prep_item<E>(a, c, hv, n);
   // prep_item ends at a barrier, or returns at once on every thread for a chunk past its sequence: the slot's writes
@@ -842,15 +870,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     for (int m = 0; m < ITEMS; ++m) *reinterpret_cast<uint4*>(sQ + item_row(m) * LDS_KV + d) = vbs[m];
   }
 
-  // ---- 5. T = (I + A)^-1, blockwise in fp32 (k is no longer needed: T lives over it) ------------------
-  // Diagonal 16-blocks by forward substitution; then two levels, each shared by all 8 warps (by output
-  // columns, so a warp's scratch Y stays its own): level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ)
-  // for (I, J) = (1, 0), (3, 2); level 2 the lower-left 32-block, T21 = −T2 (A21 T1). Measured on the H200 (P1,
-  // ncu): the former levels by block distance (16 + 16, 32 + 16, 48 + 16 dependent FMAs on the 3, 2, 1 warps
-  // that had a block) held 15 % of the prep's samples, 71 % of them warps waiting at the level barriers;
-  // here the chain is 16 + 16 then 32 + 32 FMAs with every warp busy, one barrier fewer.
+  // ---- 5. T = (I + A)^-1, blockwise (k is no longer needed: T lives over it) ------------------------------
+  // Diagonal 16-blocks by forward substitution (fp32); then two levels by output columns, so a warp's scratch Y
+  // stays its own: level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ) for (I, J) = (1, 0), (3, 2); level 2
+  // the lower-left 32-block, T21 = −T2 (A21 T1). The levels' products run on tf32 tensor cores (m16n8k8, fp32
+  // accumulation): T is rounded to the input dtype for step 6 anyway, and tf32 keeps 2 more bits than that.
+  // Removing the levels' fp32 CUDA-core FMAs had saved 10 % of P1 (H200, experiments/2026-12-02-prep-ablate): their
+  // dense issue took the SM's other prep CTA's slots, which stall samples did not show. On tensor cores (H200, same
+  // run, bench/results/h200-2026-12-02-prep-levels/call1): P1 0.790 / 0.792 → 0.742 / 0.743 ms, P3 0.769 → 0.722 /
+  // 0.720, P4 0.823 / 0.825 → 0.776; fp64 errors within −0.1 … +0.3 % on o of the 29 Kimi accuracy cases (call 2).
   float* sTi = reinterpret_cast<float*>(sK);   // over k, on into Γ by T_OVER bytes (see P_SCR)
-  float* sY = reinterpret_cast<float*>(smem + P_SCR) + warp * 32 * LDS_Y;  // Γ is dead: per-warp [32][LDS_Y]
+  float* sY = reinterpret_cast<float*>(smem + P_SCR) + warp * 32 * LDS_Y;  // Γ is dead: per-warp Y [32][8]
   if (tid < 64) {
     const int I = tid >> 4, col = tid & 15, r0 = 16 * I;
     float Tc[16];
@@ -865,92 +895,72 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     for (int i = 0; i < 16; ++i) sTi[(r0 + i) * LDS_T + r0 + col] = Tc[i];
   }
   __syncthreads();
-  {  // level 1: warp (B = warp / 4, columns 4·(warp % 4) ..) of T_IJ, I = 2B + 1, J = 2B; lane: row rr, 2 columns
-    const int B = warp >> 2, I = 2 * B + 1, J = 2 * B, rr = lane >> 1, cy = 2 * (lane & 1);
-    const int c = 16 * J + 4 * (warp & 3) + cy;
-    const float* arow = sT + (16 * I + rr) * LDS_T + 16 * J;    // A_IJ row rr
-    float y0 = 0.f, y1 = 0.f;
+  {  // level 1 on tensor cores (tf32 m16n8k8): warp w < 4 makes the 8 columns n0 .. of T_IJ, (I, J) = (2B + 1, 2B),
+     // B = w / 2: Y = A_IJ T_JJ[:, n0..], staged in the warp's scratch, then T_IJ[:, n0..] = −T_II Y
+    if (warp < 4) {
+      const int I = 2 * (warp >> 1) + 1, J = I - 1, n0 = 16 * J + 8 * (warp & 1);
+      float y[4] = {0.f, 0.f, 0.f, 0.f}, z[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int m4 = 0; m4 < 4; ++m4) {
-      const float4 a4 = *reinterpret_cast<const float4*>(arow + 4 * m4);
-      const float av[4] = {a4.x, a4.y, a4.z, a4.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 t = *reinterpret_cast<const float2*>(sTi + (16 * J + 4 * m4 + e) * LDS_T + c);
-        y0 = fmaf(av[e], t.x, y0);
-        y1 = fmaf(av[e], t.y, y1);
+      for (int s = 0; s < 2; ++s) {
+        const int kc = 16 * J + 8 * s + t4;
+        const uint32_t af[4] = {to_tf32_finite(sT[(16 * I + g8) * LDS_T + kc]), to_tf32_finite(sT[(16 * I + g8 + 8) * LDS_T + kc]),
+                                to_tf32_finite(sT[(16 * I + g8) * LDS_T + kc + 4]),
+                                to_tf32_finite(sT[(16 * I + g8 + 8) * LDS_T + kc + 4])};
+        mma_tf32(y, af, to_tf32_finite(sTi[kc * LDS_T + n0 + g8]), to_tf32_finite(sTi[(kc + 4) * LDS_T + n0 + g8]));
       }
-    }
-    *reinterpret_cast<float2*>(sY + rr * LDS_Y + cy) = make_float2(y0, y1);
-    __syncwarp();
-    const float* trow = sTi + (16 * I + rr) * LDS_T + 16 * I;  // T_II row rr
-    float z0 = 0.f, z1 = 0.f;
+      *reinterpret_cast<float2*>(sY + g8 * LDS_Y + 2 * t4) = make_float2(y[0], y[1]);
+      *reinterpret_cast<float2*>(sY + (g8 + 8) * LDS_Y + 2 * t4) = make_float2(y[2], y[3]);
+      __syncwarp();
 #pragma unroll
-    for (int s4 = 0; s4 < 4; ++s4) {
-      const float4 t4v = *reinterpret_cast<const float4*>(trow + 4 * s4);
-      const float tv[4] = {t4v.x, t4v.y, t4v.z, t4v.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 yv = *reinterpret_cast<const float2*>(sY + (4 * s4 + e) * LDS_Y + cy);
-        z0 = fmaf(-tv[e], yv.x, z0);
-        z1 = fmaf(-tv[e], yv.y, z1);
+      for (int s = 0; s < 2; ++s) {
+        const int kc = 16 * I + 8 * s + t4;
+        const uint32_t af[4] = {to_tf32_finite(sTi[(16 * I + g8) * LDS_T + kc]), to_tf32_finite(sTi[(16 * I + g8 + 8) * LDS_T + kc]),
+                                to_tf32_finite(sTi[(16 * I + g8) * LDS_T + kc + 4]),
+                                to_tf32_finite(sTi[(16 * I + g8 + 8) * LDS_T + kc + 4])};
+        mma_tf32(z, af, to_tf32_finite(sY[(8 * s + t4) * LDS_Y + g8]), to_tf32_finite(sY[(8 * s + t4 + 4) * LDS_Y + g8]));
       }
+      *reinterpret_cast<float2*>(sTi + (16 * I + g8) * LDS_T + n0 + 2 * t4) = make_float2(-z[0], -z[1]);
+      *reinterpret_cast<float2*>(sTi + (16 * I + g8 + 8) * LDS_T + n0 + 2 * t4) = make_float2(-z[2], -z[3]);
     }
-    *reinterpret_cast<float2*>(sTi + (16 * I + rr) * LDS_T + c) = make_float2(z0, z1);
   }
   __syncthreads();   // T1 and T2 complete
-  {  // level 2: rows 32 + i and 48 + i (i = lane % 16), columns ca = 2·warp + lane / 16 (of T1's first block)
-     // and cb = ca + 16 (of its second): the same 48 + 48 FMAs in every lane.
-    const int i = lane & 15, cy = 2 * (lane >> 4), ca = 2 * warp + (lane >> 4), cb = ca + 16;
-    const float* a0 = sT + (32 + i) * LDS_T;   // A21 rows i and 16 + i, columns 0..31
-    const float* a1 = sT + (48 + i) * LDS_T;
-    float ya0 = 0.f, yb0 = 0.f, ya1 = 0.f, yb1 = 0.f;   // Y = A21 T1 at (i | 16 + i, ca | cb)
+  {  // level 2: warp w < 4 makes the 8 columns n0 = 8w .. of T21 (rows 32..63): Y = A21 T1[:, n0..] (T1's upper-right
+     // block is zero and not stored: columns from 16 take k-steps over rows 16..31 only), then T21[:, n0..] = −T2 Y
+     // (T2 block lower triangular: rows 32..47 take k over 32..47 only)
+    if (warp < 4) {
+      const int n0 = 8 * warp;
+      float y[2][4], z[2][4];
 #pragma unroll
-    for (int m4 = 0; m4 < 8; ++m4) {
-      const float4 p4 = *reinterpret_cast<const float4*>(a0 + 4 * m4);
-      const float4 q4 = *reinterpret_cast<const float4*>(a1 + 4 * m4);
-      const float pv[4] = {p4.x, p4.y, p4.z, p4.w}, qv[4] = {q4.x, q4.y, q4.z, q4.w};
+      for (int m = 0; m < 2; ++m) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int m = 4 * m4 + e;
-        const float ta = sTi[m * LDS_T + ca];
-        ya0 = fmaf(pv[e], ta, ya0);
-        ya1 = fmaf(qv[e], ta, ya1);
-        if (m >= 16) {   // T1's upper-right block is zero (and not stored)
-          const float tb = sTi[m * LDS_T + cb];
-          yb0 = fmaf(pv[e], tb, yb0);
-          yb1 = fmaf(qv[e], tb, yb1);
+        for (int e = 0; e < 4; ++e) y[m][e] = z[m][e] = 0.f;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          if (n0 >= 16 && s < 2) continue;
+          const int kc = 8 * s + t4, r = 32 + 16 * m + g8;
+          const uint32_t af[4] = {to_tf32_finite(sT[r * LDS_T + kc]), to_tf32_finite(sT[(r + 8) * LDS_T + kc]),
+                                  to_tf32_finite(sT[r * LDS_T + kc + 4]), to_tf32_finite(sT[(r + 8) * LDS_T + kc + 4])};
+          mma_tf32(y[m], af, to_tf32_finite(sTi[kc * LDS_T + n0 + g8]), to_tf32_finite(sTi[(kc + 4) * LDS_T + n0 + g8]));
         }
+        *reinterpret_cast<float2*>(sY + (16 * m + g8) * LDS_Y + 2 * t4) = make_float2(y[m][0], y[m][1]);
+        *reinterpret_cast<float2*>(sY + (16 * m + g8 + 8) * LDS_Y + 2 * t4) = make_float2(y[m][2], y[m][3]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          if (s >= 2 * (m + 1)) continue;
+          const int kc = 32 + 8 * s + t4, r = 32 + 16 * m + g8;
+          const uint32_t af[4] = {to_tf32_finite(sTi[r * LDS_T + kc]), to_tf32_finite(sTi[(r + 8) * LDS_T + kc]),
+                                  to_tf32_finite(sTi[r * LDS_T + kc + 4]), to_tf32_finite(sTi[(r + 8) * LDS_T + kc + 4])};
+          mma_tf32(z[m], af, to_tf32_finite(sY[(8 * s + t4) * LDS_Y + g8]), to_tf32_finite(sY[(8 * s + t4 + 4) * LDS_Y + g8]));
+        }
+        const int r = 32 + 16 * m + g8;
+        *reinterpret_cast<float2*>(sTi + r * LDS_T + n0 + 2 * t4) = make_float2(-z[m][0], -z[m][1]);
+        *reinterpret_cast<float2*>(sTi + (r + 8) * LDS_T + n0 + 2 * t4) = make_float2(-z[m][2], -z[m][3]);
       }
     }
-    *reinterpret_cast<float2*>(sY + i * LDS_Y + cy) = make_float2(ya0, yb0);
-    *reinterpret_cast<float2*>(sY + (16 + i) * LDS_Y + cy) = make_float2(ya1, yb1);
-    __syncwarp();
-    const float* t0 = sTi + (32 + i) * LDS_T + 32;   // T2 rows i and 16 + i
-    const float* t1 = sTi + (48 + i) * LDS_T + 32;
-    float za0 = 0.f, zb0 = 0.f, za1 = 0.f, zb1 = 0.f;
-#pragma unroll
-    for (int s4 = 0; s4 < 8; ++s4) {
-      const float4 u4 = *reinterpret_cast<const float4*>(t1 + 4 * s4);
-      const float uv[4] = {u4.x, u4.y, u4.z, u4.w};
-      float4 w4 = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (s4 < 4) w4 = *reinterpret_cast<const float4*>(t0 + 4 * s4);   // T2's upper-right block is zero
-      const float wv[4] = {w4.x, w4.y, w4.z, w4.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 yv = *reinterpret_cast<const float2*>(sY + (4 * s4 + e) * LDS_Y + cy);
-        if (s4 < 4) {
-          za0 = fmaf(-wv[e], yv.x, za0);
-          zb0 = fmaf(-wv[e], yv.y, zb0);
-        }
-        za1 = fmaf(-uv[e], yv.x, za1);
-        zb1 = fmaf(-uv[e], yv.y, zb1);
-      }
-    }
-    sTi[(32 + i) * LDS_T + ca] = za0;
-    sTi[(32 + i) * LDS_T + cb] = zb0;
-    sTi[(48 + i) * LDS_T + ca] = za1;
-    sTi[(48 + i) * LDS_T + cb] = zb1;
   }
   __syncthreads();   // T complete
   // T as the 16-bit mma operand (the rounding each A fragment got from fp32 T before): over the dead A tile, row

@@ -895,6 +895,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     for (int i = 0; i < 16; ++i) sTi[(r0 + i) * LDS_T + r0 + col] = Tc[i];
   }
   __syncthreads();
+  // the m16n8k8 tf32 fragments of the levels' products: A rows r + g8 (+8) at columns k (+4) of an fp32 tile of row
+  // stride ld (k includes the lane's t4); B rows k + t4 (+4) at column n
+  auto afrag = [&](const float* x, int ld, int r, int k, uint32_t (&f)[4]) {
+    f[0] = to_tf32_finite(x[(r + g8) * ld + k]);
+    f[1] = to_tf32_finite(x[(r + g8 + 8) * ld + k]);
+    f[2] = to_tf32_finite(x[(r + g8) * ld + k + 4]);
+    f[3] = to_tf32_finite(x[(r + g8 + 8) * ld + k + 4]);
+  };
+  auto bmma = [&](float (&d)[4], const uint32_t (&f)[4], const float* x, int ld, int k, int n) {
+    mma_tf32(d, f, to_tf32_finite(x[(k + t4) * ld + n]), to_tf32_finite(x[(k + t4 + 4) * ld + n]));
+  };
   {  // level 1 on tensor cores (tf32 m16n8k8): warp w < 4 makes the 8 columns n0 .. of T_IJ, (I, J) = (2B + 1, 2B),
      // B = w / 2: Y = A_IJ T_JJ[:, n0..], staged in the warp's scratch, then T_IJ[:, n0..] = −T_II Y
     if (warp < 4) {
@@ -902,22 +913,18 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       float y[4] = {0.f, 0.f, 0.f, 0.f}, z[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        const int kc = 16 * J + 8 * s + t4;
-        const uint32_t af[4] = {to_tf32_finite(sT[(16 * I + g8) * LDS_T + kc]), to_tf32_finite(sT[(16 * I + g8 + 8) * LDS_T + kc]),
-                                to_tf32_finite(sT[(16 * I + g8) * LDS_T + kc + 4]),
-                                to_tf32_finite(sT[(16 * I + g8 + 8) * LDS_T + kc + 4])};
-        mma_tf32(y, af, to_tf32_finite(sTi[kc * LDS_T + n0 + g8]), to_tf32_finite(sTi[(kc + 4) * LDS_T + n0 + g8]));
+        uint32_t af[4];
+        afrag(sT, LDS_T, 16 * I, 16 * J + 8 * s + t4, af);
+        bmma(y, af, sTi, LDS_T, 16 * J + 8 * s, n0 + g8);
       }
       *reinterpret_cast<float2*>(sY + g8 * LDS_Y + 2 * t4) = make_float2(y[0], y[1]);
       *reinterpret_cast<float2*>(sY + (g8 + 8) * LDS_Y + 2 * t4) = make_float2(y[2], y[3]);
       __syncwarp();
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
-        const int kc = 16 * I + 8 * s + t4;
-        const uint32_t af[4] = {to_tf32_finite(sTi[(16 * I + g8) * LDS_T + kc]), to_tf32_finite(sTi[(16 * I + g8 + 8) * LDS_T + kc]),
-                                to_tf32_finite(sTi[(16 * I + g8) * LDS_T + kc + 4]),
-                                to_tf32_finite(sTi[(16 * I + g8 + 8) * LDS_T + kc + 4])};
-        mma_tf32(z, af, to_tf32_finite(sY[(8 * s + t4) * LDS_Y + g8]), to_tf32_finite(sY[(8 * s + t4 + 4) * LDS_Y + g8]));
+        uint32_t af[4];
+        afrag(sTi, LDS_T, 16 * I, 16 * I + 8 * s + t4, af);
+        bmma(z, af, sY, LDS_Y, 8 * s, g8);
       }
       *reinterpret_cast<float2*>(sTi + (16 * I + g8) * LDS_T + n0 + 2 * t4) = make_float2(-z[0], -z[1]);
       *reinterpret_cast<float2*>(sTi + (16 * I + g8 + 8) * LDS_T + n0 + 2 * t4) = make_float2(-z[2], -z[3]);
@@ -937,10 +944,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
           if (n0 >= 16 && s < 2) continue;
-          const int kc = 8 * s + t4, r = 32 + 16 * m + g8;
-          const uint32_t af[4] = {to_tf32_finite(sT[r * LDS_T + kc]), to_tf32_finite(sT[(r + 8) * LDS_T + kc]),
-                                  to_tf32_finite(sT[r * LDS_T + kc + 4]), to_tf32_finite(sT[(r + 8) * LDS_T + kc + 4])};
-          mma_tf32(y[m], af, to_tf32_finite(sTi[kc * LDS_T + n0 + g8]), to_tf32_finite(sTi[(kc + 4) * LDS_T + n0 + g8]));
+          uint32_t af[4];
+          afrag(sT, LDS_T, 32 + 16 * m, 8 * s + t4, af);
+          bmma(y[m], af, sTi, LDS_T, 8 * s, n0 + g8);
         }
         *reinterpret_cast<float2*>(sY + (16 * m + g8) * LDS_Y + 2 * t4) = make_float2(y[m][0], y[m][1]);
         *reinterpret_cast<float2*>(sY + (16 * m + g8 + 8) * LDS_Y + 2 * t4) = make_float2(y[m][2], y[m][3]);
@@ -951,10 +957,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
           if (s >= 2 * (m + 1)) continue;
-          const int kc = 32 + 8 * s + t4, r = 32 + 16 * m + g8;
-          const uint32_t af[4] = {to_tf32_finite(sTi[r * LDS_T + kc]), to_tf32_finite(sTi[(r + 8) * LDS_T + kc]),
-                                  to_tf32_finite(sTi[r * LDS_T + kc + 4]), to_tf32_finite(sTi[(r + 8) * LDS_T + kc + 4])};
-          mma_tf32(z[m], af, to_tf32_finite(sY[(8 * s + t4) * LDS_Y + g8]), to_tf32_finite(sY[(8 * s + t4 + 4) * LDS_Y + g8]));
+          uint32_t af[4];
+          afrag(sTi, LDS_T, 32 + 16 * m, 32 + 8 * s + t4, af);
+          bmma(z[m], af, sY, LDS_Y, 8 * s, g8);
         }
         const int r = 32 + 16 * m + g8;
         *reinterpret_cast<float2*>(sTi + r * LDS_T + n0 + 2 * t4) = make_float2(-z[m][0], -z[m][1]);

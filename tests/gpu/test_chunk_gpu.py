@@ -74,8 +74,11 @@ def chunk_kda(torch_cuda):
 
 
 @pytest.fixture(scope="session")
-def fla_chunk(torch_cuda, pytestconfig):
-    """(FLA 0.6 chunk_kda or None, status). The Triton path: FLA_FLASH_KDA=0 (FlashKDA is another anchor)."""
+def fla_chunk(torch_cuda, pytestconfig, fla_cases):
+    """(FLA 0.6 chunk_kda or None, status). The Triton path: FLA_FLASH_KDA=0 (FlashKDA is another anchor). With
+    --fla-cases none no case is compared, so FLA is neither imported nor required (even with --require-gpu)."""
+    if fla_cases == "none":
+        return None, "not compared (--fla-cases)"
     os.environ.setdefault("FLA_FLASH_KDA", "0")
     try:
         from fla.ops.kda import chunk_kda as fla

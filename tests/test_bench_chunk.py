@@ -126,10 +126,20 @@ def test_bench_shape_bookkeeping(monkeypatch):
             kda2_or_fla.__qualname__ = name
             return kda2_or_fla
 
+    class Lib:  # the dispatch a row records: asked with the longest sequence and N·HV chains
+        def route(self, v_first, longest, chains):
+            return {"variant": f"v{int(v_first)}-{longest}-{chains}", "bucket": 64, "class": "c", "routed_by": "tune",
+                    "candidates": ["not copied"]}
+
     monkeypatch.setattr(bc, "make_sets", make_sets)
-    rows = bc.bench_shape(torch, _FakeTimer(), Impl("kda2", 0.0), Impl("fla", 4e-3), s, ["softplus", "lower_bound"],
+    ours = Impl("kda2", 0.0)
+    ours.lib = Lib()
+    rows = bc.bench_shape(torch, _FakeTimer(), ours, Impl("fla", 4e-3), s, ["softplus", "lower_bound"],
                           "k_first", iters=4, warmup=1, l2=1)
     assert [r["gate"] for r in rows] == ["softplus", "lower_bound"]
+    assert rows[0]["route"] == {"variant": "v0-40-4", "bucket": 64, "class": "c", "routed_by": "tune"}
+    varlen = bc.Shape("PV", 1, 50, 3, seqlens=(10, 35, 5))
+    assert bc.route_of(Lib(), varlen, True)["variant"] == "v1-35-9" and bc.route_of(None, varlen, True) is None
     for r in rows:
         assert r["kda2"]["ms_median"] == 1.0 and r["fla"]["ms_median"] == 3.0 and r["speedup"] == 3.0
         ag = r["agreement"]

@@ -323,6 +323,17 @@ def bench_cudnn(torch, timer: Timer, cudnn, s: Shape, sets, shared, gate: str, v
 
 # ---- one shape ------------------------------------------------------------------------------------
 
+def route_of(lib, s: Shape, v_first: bool) -> dict | None:
+    """The dispatch row the library routes this shape to (variant, bucket, batch class): which kernels a row timed.
+    (Whether the launch overlaps the state pass with the prep is the library's choice at launch: DESIGN §1.)"""
+    if lib is None:
+        return None
+    cu = s.cu_seqlens
+    longest = max(b - a for a, b in zip(cu, cu[1:])) if cu else s.T
+    row = lib.route(v_first, longest, s.N * s.H)
+    return None if row is None else {k: row.get(k) for k in ("variant", "bucket", "class", "routed_by")}
+
+
 def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gates: list[str], layout: str,
                 iters: int, warmup: int, l2: int, cudnn=None, bounds: dict | None = None, K: int = K_DIM) -> list[dict]:
     v_first = layout == "v_first"
@@ -336,6 +347,7 @@ def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gate
                                    K=K, V=K, cu_seqlens=s.cu_seqlens, N=s.N, layout=layout, sets=R,
                                    anchor=anchor(s.id, gate) if K == K_DIM
                                    else dict.fromkeys(anchor(s.id, gate)))  # the anchors are K = 128 figures
+        row["route"] = route_of(getattr(ours, "lib", None), s, v_first)
         keep: dict[str, Any] = {}
         try:
             row["agreement"] = agreement(torch, ours, fla, sets, shared, gate, v_first, keep)

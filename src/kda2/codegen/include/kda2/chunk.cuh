@@ -874,7 +874,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   // Diagonal 16-blocks by forward substitution (fp32); then two levels by output columns, so a warp's scratch Y
   // stays its own: level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ) for (I, J) = (1, 0), (3, 2); level 2
   // the lower-left 32-block, T21 = −T2 (A21 T1). The levels' products run on tf32 tensor cores (m16n8k8, fp32
-  // accumulation): T is rounded to the input dtype for step 6 anyway, and tf32 keeps 2 more bits than that.
+  // accumulation): T is rounded to the input dtype for step 6 anyway, and tf32's 10 mantissa bits are bf16's 7 + 3,
+  // fp16's 10 (the fp16 cases' errors moved most: states up to +1.1 %, still ~10× under the bar).
   // Removing the levels' fp32 CUDA-core FMAs had saved 10 % of P1 (H200, experiments/2026-12-02-prep-ablate): their
   // dense issue took the SM's other prep CTA's slots, which stall samples did not show. On tensor cores (H200, same
   // run, bench/results/h200-2026-12-02-prep-levels/call1): P1 0.790 / 0.792 → 0.742 / 0.743 ms, P3 0.769 → 0.722 /

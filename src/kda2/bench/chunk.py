@@ -328,9 +328,7 @@ def route_of(lib, s: Shape, v_first: bool) -> dict | None:
     (Whether the launch overlaps the state pass with the prep is the library's choice at launch: DESIGN §1.)"""
     if lib is None:
         return None
-    cu = s.cu_seqlens
-    longest = max(b - a for a, b in zip(cu, cu[1:])) if cu else s.T
-    row = lib.route(v_first, longest, s.N * s.H)
+    row = lib.route(v_first, max(s.seqlens or (s.T,)), s.N * s.H)
     return None if row is None else {k: row.get(k) for k in ("variant", "bucket", "class", "routed_by")}
 
 

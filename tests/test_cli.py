@@ -382,10 +382,11 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
                 c["state_layout"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // (16 if wg else 8),
                 "wgmma" if wg else "mma_sync")
             # upper bounds (every padded tile at the most the TIR pass may pad it), by (block_v, stages, mma):
-            # wgmma stages are 1024-byte aligned with no exchange or o tiles
+            # wgmma stages hold the 57856 B of tiles 1024-byte aligned (58368 apart, the last unpadded), then one
+            # uᵀ slice [block_v][80], no exchange or o tiles
             state = {(64, 2): 201760, (64, 1): 133648, (32, 2): 158752, (32, 1): 95760, (16, 2): 137248,
-                     (16, 1): 76816, (64, 2, "wg"): 2 * 68608 + 32, (64, 1, "wg"): 68608 + 16,
-                     (128, 2, "wg"): 2 * 78848 + 32, (128, 1, "wg"): 78848 + 16}[
+                     (16, 1): 76816, (64, 2, "wg"): 58368 + 57856 + 64 * 160 + 32, (64, 1, "wg"): 57856 + 64 * 160 + 16,
+                     (128, 2, "wg"): 58368 + 57856 + 128 * 160 + 32, (128, 1, "wg"): 57856 + 128 * 160 + 16}[
                 (c["block_v"], c["stages"], *(("wg",) if wg else ()))]
             assert (int(m[8]), int(m[9])) == (112896, state)
             assert routes_and_rules(m[10]) == (expected_routes(plan, v.id), list(v.rules))

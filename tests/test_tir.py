@@ -24,6 +24,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(SRC))
 
 from kda2.tir import TirBudgetError, TirConfigError, plan_variant, write_plan  # noqa: E402
+from kda2.plan.profile import load_profiles  # noqa: E402
 from kda2.plan.variant import variant_name  # noqa: E402
 
 pytest.importorskip("tvm")
@@ -787,13 +788,17 @@ def test_chunk_panel_placement_has_the_modelled_banks():
 
 
 def test_chunk_wgmma_state_plan():
-    """state_mma wgmma: a warpgroup per 64 value columns, 1024-byte-aligned stages, no exchange or o tiles; only on
-    sm_90 with block_v a multiple of 64, and only with the panel (xor) layout of the tiles it reads by descriptor."""
+    """state_mma wgmma: a warpgroup per 64 value columns, 1024-byte-aligned stages of the tiles and one uᵀ slice after
+    them, no exchange or o tiles; only on sm_90 with block_v a multiple of 64, and only with the panel (xor) layout of
+    the tiles it reads by descriptor. The two-stage 64-column pass fits on an H200 SM beside a prep CTA (the overlap)."""
     for bv, stages in ((64, 2), (128, 1)):
         plan = plan_variant(chunk_cfg(block_v=bv, stages=stages, state_mma="wgmma"), BUDGET)
         assert plan["state_threads"] == 128 * (bv // 64)
-        per_stage = 3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4 + bv * plan["lds_u"] * 2
-        assert plan["state_smem_bytes"] == stages * (-(-per_stage // 1024) * 1024) + 16 * stages
+        tiles = 3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4
+        assert plan["state_smem_bytes"] == ((stages - 1) * (-(-tiles // 1024) * 1024) + tiles + bv * plan["lds_u"] * 2
+                                            + 16 * stages)
+        if (bv, stages) == (64, 2):   # both kernels' dynamic bytes, a 1 KB reservation per CTA, ≤ 64 B of static ones
+            assert plan["prep_smem_bytes"] + plan["state_smem_bytes"] + 2 * 1024 + 64 <= load_profiles()["h200"].smem_per_sm_bytes
         assert plan["swz_w"] and plan["swz_qg"] and plan["swz_kg"] and plan["swz_aqk"]
         mma = plan_variant(chunk_cfg(block_v=bv, stages=stages), BUDGET)
         assert {k: plan[k] for k in ("lds_u", "lds_kv", "swz_w")} == {k: mma[k] for k in ("lds_u", "lds_kv", "swz_w")}

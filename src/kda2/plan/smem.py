@@ -11,7 +11,8 @@ free of bank conflicts (see kda2.tir.chunk):
                   bf16 [block_v][lds_u]; then per warp (two warps
                   per 16 value columns, one per half of K) an fp32 exchange tile of 12 x 32 float4
                   (its partial sums for the partner) and a bf16 o staging tile [32][lds_o]; then one
-                  16-byte mbarrier slot per stage
+                  16-byte mbarrier slot per stage (wgmma state: the stages hold the tiles only, at 1024-byte
+                  boundaries, then one u^T slice for all stages and the mbarrier slots)
 """
 from __future__ import annotations
 
@@ -82,10 +83,14 @@ def prep_smem_bytes(s: Mapping[str, int]) -> int:
 
 def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int, mma: str = "mma_sync") -> int:
     # w, qg, kg and Aqk unpadded (XOR-swizzled in the workspace, copied linearly), uᵀ padded
-    per_stage = 3 * CHUNK * k * 2 + CHUNK * CHUNK * 2 + k * 4 + block_v * s["lds_u"] * 2
+    tiles = 3 * CHUNK * k * 2 + CHUNK * CHUNK * 2 + k * 4
+    u_slice = block_v * s["lds_u"] * 2
     if mma == "wgmma":
-        # stages at 1024-byte boundaries; no exchange tiles (the warpgroup MMA sums over all of K) and no o tiles
-        # (o is staged in the consumed stage's w tile); one mbarrier slot (16 B) per stage
-        return stages * (-(-per_stage // WG_ALIGN) * WG_ALIGN) + 16 * stages
+        # stages of the tiles at 1024-byte boundaries (the last one unpadded), then one uᵀ slice for all stages; no
+        # exchange tiles (the warpgroup MMA sums over all of K) and no o tiles (o is staged in the consumed stage's
+        # w tile); one mbarrier slot (16 B) per stage. (A two-stage 64-column pass, 125472 B at K = 128, then fits
+        # on an H100 / H200 SM beside the prep's 105728 B: docs/DESIGN.md §1, the overlap.)
+        return (stages - 1) * (-(-tiles // WG_ALIGN) * WG_ALIGN) + tiles + u_slice + 16 * stages
+    per_stage = tiles + u_slice
     # + one mbarrier slot (16 B) per stage: sm_90 multicast loads complete on it
     return stages * per_stage + state_warps(block_v) * (XCH_BYTES + CHUNK // 2 * s["lds_o"] * 2) + 16 * stages

@@ -14,7 +14,8 @@ element type; the kernel's name):
 * ``kv``  bf16 [64][K] (prep sQ, sK, sV; the w staging): 16-byte cp.async fill; ldmatrix (and .trans) 8×8
   phases; mma fragment words [row lane/4][col 2·(lane%4)] of the A / Aqk products; l2norm and element-wise
   16-byte row pieces; w staging stores of accumulator fragments. Pad.
-* ``ut``  bf16 [V][64] (state sU, prep uᵀ staging): fill; fragment words of v_new; the prep's 2-byte
+* ``ut``  bf16 [V][64] (state sU, prep uᵀ staging): fill (16-byte pieces, 8 threads per 128-byte row; the wgmma
+  pass fills each warp's own 16 rows the same way: the same phases); fragment words of v_new; the prep's 2-byte
   transposed staging stores. Pad.
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
   fragment reads of the A / Aqk factors; 16-byte element-wise reads. Pad.

@@ -213,14 +213,19 @@ struct Kernels {
   // then one mbarrier slot per stage.
   static constexpr int S_W = 0, S_QG = S_W + BT * K * 2, S_KG = S_QG + BT * K * 2, S_AQ = S_KG + BT * K * 2;
   static constexpr int S_GL = S_AQ + BT * BT * 2, S_U = S_GL + K * 4;
-  // wgmma: stages at 1024-byte boundaries (the descriptors' 128-byte swizzle atoms; kda2/plan/smem.py WG_ALIGN)
-  static constexpr int S_STAGE = WG ? (S_U + BLOCK_V * LDS_U * 2 + 1023) / 1024 * 1024 : S_U + BLOCK_V * LDS_U * 2;
+  // wgmma: stages at 1024-byte boundaries (the descriptors' 128-byte swizzle atoms; kda2/plan/smem.py WG_ALIGN) and
+  // one uᵀ slice for all of them, after the last stage (unpadded) at S_UB: a 64-column two-stage pass then fits on an
+  // SM beside a prep CTA (docs/DESIGN.md §1, the overlap). uᵀ is read once per chunk, early (v_new), so the next
+  // chunk's copy starts as soon as every thread is past that read (state_wg).
+  static constexpr int S_STAGE = WG ? (S_U + 1023) / 1024 * 1024 : S_U + BLOCK_V * LDS_U * 2;
+  static constexpr int S_UB = WG ? (STAGES - 1) * S_STAGE + S_U : 0;
   static_assert(OFF_QG == OFF_W + BT * K * 2 && OFF_KG == OFF_QG + BT * K * 2 && OFF_GL == OFF_AQ + BT * BT * 2,
                 "w|qg|kg and Aqk|2^Γlast are contiguous in the slot: two linear copies per chunk");
   // Exchange tile per warp: its partial Sᵀwᵀ (8 float4 per lane) and o of the partner's tokens (4 float4).
   static constexpr int XCH_F4 = 12;
   // (wgmma: neither, its MMA sums over all of K and o is staged in the consumed stage's w tile)
-  static constexpr int S_X = STAGES * S_STAGE, S_O = S_X + (WG ? 0 : STATE_WARPS * XCH_F4 * 32 * 16);
+  static constexpr int S_X = WG ? S_UB + BLOCK_V * LDS_U * 2 : STAGES * S_STAGE;
+  static constexpr int S_O = S_X + (WG ? 0 : STATE_WARPS * XCH_F4 * 32 * 16);
   static constexpr int S_MB = S_O + (WG ? 0 : STATE_WARPS * (BT / 2) * LDS_O * 2);   // one mbarrier (8 B, 16 B apart) per stage
   static constexpr int S_END = S_MB + 16 * STAGES;
   static_assert(S_END == STATE_SMEM_BYTES, "state shared memory layout differs from the plan");
@@ -272,16 +277,29 @@ struct Kernels {
     for (int p = 0; p < 3; ++p) bulk_copy(st + S_W + p * BT * K * 2, slot + OFF_W + p * BT * K * 2, BT * K * 2, bar);
     bulk_copy(st + S_AQ, slot + OFF_AQ, BT * BT * 2 + K * 4, bar);
   }
-  // The CTA's rows vc .. vc + BLOCK_V − 1 of uᵀ [V][BT] (its own, not shared) by cp.async from every thread. Loop
-  // trip counts are compile-time and strides multiples of 16 pieces: one instruction per piece, immediate offsets.
-  static __device__ __forceinline__ void load_ut(uint32_t st, const uint8_t* slot, int vc, int tid) {
+  // The CTA's rows vc .. vc + BLOCK_V − 1 of uᵀ [V][BT] (its own, not shared) into the tile at `su` by cp.async from
+  // every thread. Loop trip counts are compile-time and strides multiples of 16 pieces: one instruction per piece,
+  // immediate offsets.
+  static __device__ __forceinline__ void load_ut(uint32_t su, const uint8_t* slot, int vc, int tid) {
     static_assert((BLOCK_V * BT / 8) % STATE_THREADS == 0, "uᵀ load tiling");
     const int v0 = tid / (BT / 8), i = (tid % (BT / 8)) * 8;
     const uint8_t* src = slot + OFF_U + ((vc + v0) * BT + i) * 2;
-    const uint32_t dst = st + S_U + (v0 * LDS_U + i) * 2;
+    const uint32_t dst = su + (v0 * LDS_U + i) * 2;
 #pragma unroll
     for (int m = 0; m < BLOCK_V * BT / 8 / STATE_THREADS; ++m)
       cp_async16(dst + m * (STATE_THREADS / (BT / 8)) * LDS_U * 2, src + m * STATE_THREADS * 16);
+  }
+
+  // wgmma state pass: warp w's own rows of the CTA's uᵀ slice, 16·(w % 4) + 64·(w / 4) .. + 15 (the rows its v_new
+  // reads: state_wg), into the slice at `su` by cp.async from its lanes, 8 lanes per 128-byte row. A warp waits only
+  // for its own copies (cp.async.wait_group, then __syncwarp), so neither the wait nor the refill needs the CTA.
+  static __device__ __forceinline__ void load_ut_warp(uint32_t su, const uint8_t* slot, int vc, int warp, int lane) {
+    static_assert(BT / 8 == 8 && 16 * STATE_WARPS == BLOCK_V, "16 rows of 8 pieces per warp");
+    const int r = 64 * (warp >> 2) + 16 * (warp & 3) + (lane >> 3), p = lane & 7;
+    const uint8_t* src = slot + OFF_U + ((vc + r) * BT + 8 * p) * 2;
+    const uint32_t dst = su + (r * LDS_U + 8 * p) * 2;
+#pragma unroll
+    for (int m = 0; m < 4; ++m) cp_async16(dst + 4 * m * LDS_U * 2, src + 4 * m * BT * 2);
   }
 
   // The raw gate rows of a chunk into the Γ tile (row pitch LDS_G floats) by cp.async, GP 16-byte pieces per row
@@ -1169,7 +1187,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
         cp_async16(st + S_W + (tid + m * STATE_THREADS) * 16, slot + OFF_W + (tid + m * STATE_THREADS) * 16);
       for (int p = tid; p < P2; p += STATE_THREADS) cp_async16(st + S_AQ + p * 16, slot + OFF_AQ + p * 16);
     }
-    if (!m_cols) load_ut(st, slot, vc, tid);  // the M columns have u = 0
+    if (!m_cols) load_ut(st + S_U, slot, vc, tid);  // the M columns have u = 0
   };
 
   // Partial sums to the partner: fragment-ordered float4 per lane (conflict-free both ways).
@@ -1417,12 +1435,16 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     }
   }
 
-  auto load_chunk = [&](int64_t cc, int stage) {
+  // One uᵀ slice for every stage (S_UB), each warp copying and waiting for its own rows (load_ut_warp): with one
+  // stage they arrive with the chunk's tiles; with more, a warp copies the next chunk's rows as soon as its lanes
+  // have read this chunk's (v_new, below), a step ahead of their use.
+  const uint32_t su = smem_u32(smem + S_UB);
+  auto load_chunk = [&](int64_t cc, int stage, bool with_u) {
     if constexpr (OV) wait_ready(a, sb.bos, n, cc, hv);
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
     if (tid == 0) bulk_tiles(st, smem_u32(smem + S_MB + 16 * stage), slot);
-    load_ut(st, slot, vc, tid);
+    if (with_u) load_ut_warp(su, slot, vc, warp, lane);
   };
   if (tid == 0) {
 #pragma unroll
@@ -1431,10 +1453,9 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
   }
   __syncthreads();
 #pragma unroll
-  for (int s0 = 0; s0 < STAGES - 1; ++s0) {
-    if (s0 < nch) load_chunk(s0, s0);
-    cp_async_commit();
-  }
+  for (int s0 = 0; s0 < STAGES - 1; ++s0)
+    if (s0 < nch) load_chunk(s0, s0, s0 == 0);
+  cp_async_commit();
   E* o = static_cast<E*>(a.o);
   const int nchi = static_cast<int>(nch);
   // The chunk loop issues ~940 instructions per warp at one warp per scheduler (H200, P5, ncu: 3 cycles each, "wait"
@@ -1456,21 +1477,16 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
   const int64_t o_step = static_cast<int64_t>(TPP) * HV * V;
   for (int j = 0; j < nchi; ++j) {
     const int stage = j % STAGES;
-    // Two stages or more: the next chunk's copies start after this barrier, which every thread reaches past its
+    // Two stages or more: the next tiles' copies start after this barrier, which every thread reaches past its
     // last use of the stage they refill (so the loop needs no barrier at its end). One stage: before the wait.
     if constexpr (STAGES == 1) {
-      load_chunk(j, 0);
+      load_chunk(j, 0, true);
       cp_async_commit();
-      cp_async_wait<0>();
-    } else {
-      cp_async_wait<STAGES - 2>();
     }
     mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((j / STAGES) & 1));
-    __syncthreads();   // every thread's uᵀ pieces have landed; every thread is done with the stage refilled next
-    if constexpr (STAGES > 1) {
-      if (j + STAGES - 1 < nchi) load_chunk(j + STAGES - 1, (j + STAGES - 1) % STAGES);
-      cp_async_commit();
-    }
+    __syncthreads();   // every thread is done with the stage refilled next
+    if constexpr (STAGES > 1)
+      if (j + STAGES - 1 < nchi) load_chunk(j + STAGES - 1, (j + STAGES - 1) % STAGES, false);
     uint8_t* stp = smem + stage * S_STAGE;
     const uint32_t sd = base16 + stage * (S_STAGE / 16);   // the stage in 16-byte units
     const uint32_t kd = desc_k128_lo(sd), nd = desc_mn128_lo(sd, BT);
@@ -1509,7 +1525,9 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
       }
     }
     // v_newᵀ = uᵀ − P as 16-bit A fragments, k-steps over tokens: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
-    const E* sU = reinterpret_cast<const E*>(stp + S_U);
+    const E* sU = reinterpret_cast<const E*>(smem + S_UB);
+    cp_async_wait<0>();   // this warp's uᵀ rows (its only cp.async group in flight) ...
+    __syncwarp();         // ... visible to all its lanes
     uint32_t Vb[BT / 16][4];
 #pragma unroll
     for (int jj = 0; jj < BT / 8; ++jj) {
@@ -1518,6 +1536,11 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
       const float2 u_hi = TC::unpack(*reinterpret_cast<const uint32_t*>(sU + (vr + 8) * LDS_U + tok));
       Vb[jj >> 1][(jj & 1) * 2] = TC::pack(u_lo.x - P[4 * jj], u_lo.y - P[4 * jj + 1]);
       Vb[jj >> 1][(jj & 1) * 2 + 1] = TC::pack(u_hi.x - P[4 * jj + 2], u_hi.y - P[4 * jj + 3]);
+    }
+    if constexpr (STAGES > 1) {   // the warp's lanes are past their uᵀ reads: its rows of the next chunk (flag acquired)
+      __syncwarp();
+      if (j + 1 < nchi) load_ut_warp(su, slot_ptr(a, sb.bos, n, j + 1, hv), vc, warp, lane);
+      cp_async_commit();
     }
     wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
 #pragma unroll

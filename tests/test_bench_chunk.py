@@ -86,6 +86,23 @@ def test_cli_refuses_bad_arguments_and_needs_a_gpu(tmp_path, monkeypatch):
     assert "needs a GPU" in result["error"] and result["anchors"]["measured_by_this_run"] is False
 
 
+def test_overlap_option_reaches_every_kda2_call(tmp_path):
+    """--overlap auto | on | off becomes chunk_kda's overlap=None | True | False on every timed call; anything else is
+    refused before a GPU is looked for."""
+    with pytest.raises(SystemExit):
+        bench_main(["chunk", "--out", str(tmp_path), "--overlap", "sometimes"])
+    assert bc.run(tmp_path, shapes=["P6"], overlap="sometimes") == 2
+    assert "overlap 'sometimes' (allowed ['auto', 'on', 'off'])" in json.loads((tmp_path / "bench_chunk.json").read_text())["error"]
+    sets = [dict(q=1, k=2, v=3, g=4, beta=5, h0=6)]
+    shared = dict(cu_seqlens=None, cu_seqlens_cpu=None, A_log=None, dt_bias=None)
+    for flag, want in (("auto", None), ("on", True), ("off", False)):
+        seen = []
+        ours = bc.Ours(None, bc.OVERLAP[flag])
+        ours.fn = lambda *a, **kw: seen.append(kw["overlap"])
+        ours.call(sets, shared, "softplus", True, None, None)(0)
+        assert seen == [want], flag
+
+
 class _FakeTimer:
     def kernel(self, fn, n_sets, reps, warmup=5):
         for i in range(warmup + reps):

@@ -1,5 +1,5 @@
 """Experiment only: run P2 / P5-like shapes on a trace build (trace_patch.py) once each after a warm-up, overlapped and
-plain, and P1 (plain), printing the state pass's per-step phase times. usage: python trace_run.py LIB"""
+plain, and P1 (plain), printing the state pass's per-step phase times. usage: python trace_run.py LIB [SHAPES]"""
 import sys
 
 import torch

@@ -5,6 +5,7 @@
     python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes p|k3|all|P1,K3,...]
                                [--gates softplus,lower_bound] [--layout v_first|k_first] [--iters N] [--warmup N]
                                [--no-fla] [--no-cudnn] [--step-us US] [--head-dim 64|128|256]
+                               [--overlap auto|on|off]
     python -m kda2.bench readme-table DIR/bench_recurrent.json   (or DIR/bench_chunk.json)
     python -m kda2.bench.report --roofline DIR/bench_chunk.json OUT.png [--step-us US] [--copy-tbps TBPS]
 """
@@ -48,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256],
                    help="K = V of the run (default 128); at 64 / 256 every shape keeps its tokens and H·K (H scaled "
                         "by 128/K) and runs on the chunk build of that head dim")
+    c.add_argument("--overlap", default="auto", choices=["auto", "on", "off"],
+                   help="the state pass beside the prep (docs/DESIGN.md §1): auto, the library's choice (default); on, "
+                        "asked for (a variant whose state CTA does not fit beside a prep CTA still runs plainly); "
+                        "off, refused. Results are the same bits every way")
     t = sub.add_parser("readme-table", help="print a markdown table from a benchmark JSON (recurrent or chunk)")
     t.add_argument("json", type=Path)
     return p
@@ -73,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return chunk.run(args.out, args.library, split(args.shapes), split(args.gates), args.layout, args.iters,
                          args.warmup, not args.no_fla, argv, use_cudnn=not args.no_cudnn, step_us=args.step_us,
-                         head_dim=args.head_dim)
+                         head_dim=args.head_dim, overlap=args.overlap)
     from kda2.bench.recurrent import run
 
     return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv,

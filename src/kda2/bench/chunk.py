@@ -54,6 +54,8 @@ OPTIONS = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_s
                output_final_state=True)
 GATE_OPTIONS = {"softplus": dict(lower_bound=None, safe_gate=False),
                 "lower_bound": dict(lower_bound=-5.0, safe_gate=True)}
+# --overlap -> kda2.chunk_kda(overlap=): the library's choice, asked for, refused (docs/DESIGN.md §1)
+OVERLAP = {"auto": None, "on": True, "off": False}
 
 
 @dataclass(frozen=True)
@@ -207,18 +209,19 @@ class Ours:
     name = "kda2"
     entry = "kda2.chunk_kda(out=, final_state_out=)"
 
-    def __init__(self, lib):
+    def __init__(self, lib, overlap: bool | None = None):
         import kda2
 
-        self.lib, self.fn = lib, kda2.chunk_kda
+        self.lib, self.fn, self.overlap = lib, kda2.chunk_kda, overlap
 
     def call(self, sets, shared, gate: str, v_first: bool, outs: list | None, hts: list | None) -> Callable[[int], Any]:
-        fn, lib, gopt = self.fn, self.lib, GATE_OPTIONS[gate]
+        fn, lib, gopt, ov = self.fn, self.lib, GATE_OPTIONS[gate], self.overlap
 
         def run(i):
             x = sets[i]
             return fn(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["h0"], state_v_first=v_first,
                       cu_seqlens=shared["cu_seqlens"], A_log=shared["A_log"], dt_bias=shared["dt_bias"], library=lib,
+                      overlap=ov,
                       cu_seqlens_cpu=shared["cu_seqlens_cpu"], out=None if outs is None else outs[i],
                       final_state_out=None if hts is None else hts[i], **gopt, **OPTIONS)
         return run
@@ -554,10 +557,11 @@ def start_cudnn(result: dict, use_cudnn: bool, layout: str, make=None):
 def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = None, gates: list[str] | None = None,
         layout: str = "v_first", iters: int = 20, warmup: int = 3, use_fla: bool = True,
         argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None,
-        head_dim: int = K_DIM) -> int:
+        head_dim: int = K_DIM, overlap: str = "auto") -> int:
     """The benchmark; writes bench_chunk.json (+ .md, .png, _roofline.png) under out_dir. `shapes`: ids and set names
     (p, k3, all; default p); `gates`: for every shape (default: both for P, lower_bound for K); `step_us`: the time of
-    one 64-token state step for the serial-chain bound (recorded, not measured). Exit status: 0 ok, 1 a kda2 error or
+    one 64-token state step for the serial-chain bound (recorded, not measured); `overlap`: auto (the library's
+    choice), on (asked for) or off (refused), passed to every kda2 call (OVERLAP). Exit status: 0 ok, 1 a kda2 error or
     a disagreement with FLA (a peer's error or disagreement is recorded, not fatal), 2 no GPU / bad arguments."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -575,6 +579,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     bad = (shape_err + [f"unknown gate {g!r} (allowed {list(GATES)})" for g in (gates or []) if g not in GATES]
            + ([f"unknown layout {layout!r} (allowed {list(LAYOUTS)})"] if layout not in LAYOUTS else [])
            + ([f"head dim {head_dim} (allowed {list(HEAD_DIMS)})"] if head_dim not in HEAD_DIMS else [])
+           + ([f"overlap {overlap!r} (allowed {list(OVERLAP)})"] if overlap not in OVERLAP else [])
            + (["iters < 1"] if iters < 1 else []) + (["--step-us <= 0"] if step_us is not None and step_us <= 0
                                                       else []))
     if bad:
@@ -590,7 +595,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
         lib = pick_library(library, head_dim)
         if (lib.k, lib.v) != (head_dim, head_dim):
             raise ValueError(f"{lib.spec} is built for K={lib.k}, V={lib.v}, the run is for --head-dim {head_dim}")
-        ours = Ours(lib)
+        ours = Ours(lib, OVERLAP.get(overlap))
     except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
         return host.fail(result, json_path, f"kda2 chunk library: {type(exc).__name__}: {exc}", 1)
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "family": lib.family, "arch": lib.arch,
@@ -601,7 +606,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
                         "shapes": [s.id for s in chosen],
                         "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
                         "A_log": "fp32 randn*0.5", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
-                        "K": head_dim, "V": head_dim, "iters": iters, "warmup": warmup,
+                        "K": head_dim, "V": head_dim, "iters": iters, "warmup": warmup, "overlap": overlap,
                         "H_scaled": f"H x {K_DIM}/{head_dim} (same tokens and H*K as the P shapes)"
                         if head_dim != K_DIM else None}
     fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "FLA_FLASH_KDA": f.flash_kda_env})
@@ -622,7 +627,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     result["serial_step_source"] = "--step-us" if step_us is not None else None
     bounds = {"copy_tbps": result["copy"].get("TBps"), "step_us": step_us}
     print(f"device {result['device']['name']}; library {lib.spec}/{lib.arch}; layout {layout}; "
-          f"FLA {'yes' if fla else 'no'}; cuDNN-FE {'yes' if cudnn else 'no'}; copy "
+          f"FLA {'yes' if fla else 'no'}; cuDNN-FE {'yes' if cudnn else 'no'}; overlap {overlap}; copy "
           f"{result['copy'].get('TBps', float('nan')):.2f} TB/s", flush=True)
     l2 = result["device"]["l2_bytes"] or 50 * 2**20
     result["rows"] = rows = []

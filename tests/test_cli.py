@@ -273,6 +273,23 @@ def test_inspect_tiny_build_is_clean(tiny_build: Path, name: str) -> None:
     assert "[layout]" not in (out / v["cubin"]).with_suffix(".cu").read_text()
 
 
+def test_inspect_says_whether_a_chunk_state_cta_fits_beside_a_prep_cta(tmp_path) -> None:
+    """The chunk variant's line: from its plan's dynamic bytes and threads and ptxas' registers and static bytes, by
+    the arch's default profile (h200: 233472 B, 65536 registers per SM)."""
+    from kda2.tools.inspect import _beside, _profile
+
+    hw = _profile("sm_90a")
+    (tmp_path / "x.plan.json").write_text(json.dumps({"prep_smem_bytes": 105728, "prep_threads": 256,
+                                                      "state_smem_bytes": 125472, "state_threads": 128}))
+    res = lambda regs, smem: {"registers": regs, "smem": smem}  # noqa: E731
+    v = {"id": "x", "plan": "x.plan.json",
+         "resources": {"kda2_chunk_prep_x": res(124, 16), "kda2_chunk_state_x": res(204, 0)}}
+    assert _beside(tmp_path, v, hw) == (f"    beside a prep CTA on {hw.name}: fits (208 smem to spare, 6144 registers "
+                                        f"to spare, 1664 threads to spare)")
+    v["resources"]["kda2_chunk_state_x"] = res(204, 512)   # 304 B more than there is
+    assert _beside(tmp_path, v, hw).endswith("does not fit (smem over by 304): never overlapped")
+
+
 BAD_CU = r"""
 extern "C" __global__ void bad(const float* in, float* out, int i) {
   float a[64];  // dynamically indexed below: lives in local memory

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kda2.plan.model import (Resources, Workload, bytes_moved, chains, class_rows, estimate,
+from kda2.plan.model import (Resources, Workload, bytes_moved, chains, class_rows, estimate, spare_beside,
                              occupancy, prune_reason, rank, resources_from_ptxas, spearman, spearman_of_record,
                              step_ns_from_record, workloads)
 from kda2.plan.profile import load_profiles
@@ -32,6 +32,20 @@ def test_occupancy_limits() -> None:
     for name in ("h200", "a100"):
         assert occupancy(Resources(100, 155680, 0, 128, "ptxas"), HW[name]) .ctas_per_sm == 1
     assert occupancy(Resources(32, 0, 0, 1024, "ptxas"), h200).limiter == "threads"
+
+
+def test_spare_beside_is_the_overlaps_fit() -> None:
+    """One prep and one state CTA on one SM (the overlap's condition): shared memory with both reservations, registers
+    in 256-register units per warp, threads; the figures of the Kimi chunk build (prep 124 registers, 105728 + 16 B)."""
+    h200 = HW["h200"]
+    prep = Resources(124, 105728 + 16, 0, 256, "ptxas")
+    # the 64-column two-stage wgmma pass (204 registers, 125472 B): 233472 - 105744 - 125472 - 2 * 1024 = 208 B left;
+    # registers 8 warps x 4096 + 4 x 6656
+    assert spare_beside(prep, Resources(204, 125472, 0, 128, "ptxas"), h200) == {
+        "smem": 208, "registers": 65536 - 8 * 4096 - 4 * 6656, "threads": 2048 - 384}
+    # the 128-column one (two warpgroups, 134688 B) does not fit: smem and registers over
+    over = spare_beside(prep, Resources(204, 134688, 0, 256, "ptxas"), h200)
+    assert over["smem"] == 233472 - 105744 - 134688 - 2048 < 0 and over["registers"] < 0 and over["threads"] > 0
 
 
 def test_prune_reasons() -> None:

@@ -277,6 +277,17 @@ def occupancy(res: Resources, hw: Any) -> Occupancy:
     return Occupancy(limits[limiter], limits[limiter] * warps, limiter)
 
 
+def spare_beside(a: Resources, b: Resources, hw: Any) -> dict[str, int]:
+    """What one SM has left with one CTA of each of two kernels resident together (negative: over): shared memory
+    (each block's bytes plus the driver's reservation), registers (per warp, in allocation units) and threads. The
+    chunk family's overlap needs a prep and a state CTA to fit so (docs/DESIGN.md §1); the library checks the same
+    sums at load from the driver's own figures (templates/library.cpp.j2 fit_beside)."""
+    unit = hw.register_alloc_unit
+    regs = sum(-(-max(r.registers, 1) * 32 // unit) * unit * -(-r.threads // 32) for r in (a, b))
+    return {"smem": hw.smem_per_sm_bytes - sum(r.smem_bytes + hw.smem_reserved_per_block_bytes for r in (a, b)),
+            "registers": hw.registers_per_sm - regs, "threads": hw.threads_per_sm_max - a.threads - b.threads}
+
+
 def bytes_moved(config: Mapping[str, Any], w: Workload) -> float:
     """DRAM bytes of one call: inputs, outputs, state in and out; chunk adds its workspace round trip."""
     K, V, N, T, H = config["k"], config["v"], w.N, w.T, w.H

@@ -1,6 +1,7 @@
 """`kda2 inspect`: what a built library holds — per kernel registers, shared memory and spills (ptxas),
-the SASS check (kda2.compile.sass), the buckets that route to it, and on request the agents' and
-rules' reasons from its `.why.json` sidecar.
+the SASS check (kda2.compile.sass), the buckets that route to it, for a chunk variant on sm_90+ whether its
+state CTA fits on an SM beside a prep CTA (the overlapped launch's condition, by the arch's default hardware
+profile), and on request the agents' and rules' reasons from its `.why.json` sidecar.
 """
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ from kda2.compile import sass
 def _fail(msg: str) -> int:
     print(f"kda2: error: {msg}", file=sys.stderr)
     return 2
+
+
+def _profile(arch: str):
+    """The arch's default hardware profile (profiles/, KDA2_PROFILES_DIR), or None where there is none."""
+    from kda2.plan.profile import ProfileError, load_profiles
+
+    try:
+        return next((p for p in load_profiles().values() if p.arch == arch and p.default_for_arch), None)
+    except ProfileError:
+        return None
 
 
 def _routes(m: dict, vid: str) -> str:
@@ -41,6 +52,24 @@ def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
     except (OSError, ValueError, KeyError):
         pass
     return text
+
+
+def _beside(root: Path, v: dict, hw) -> str:
+    """Chunk: whether a state CTA fits on an SM beside a prep CTA (the overlapped launch's condition), by the
+    profile's figures and the built kernels' (first input dtype: the ones the library checks)."""
+    from kda2.plan.model import Resources, spare_beside
+
+    plan = json.loads((root / v["plan"]).read_text())
+    res = {}
+    for which in ("prep", "state"):
+        r = v["resources"][f"kda2_chunk_{which}_{v['id']}"]
+        res[which] = Resources(r["registers"], plan[f"{which}_smem_bytes"] + r["smem"], 0, plan[f"{which}_threads"],
+                               "ptxas")
+    spare = spare_beside(res["prep"], res["state"], hw)
+    over = [f"{k} over by {-n}" for k, n in spare.items() if n < 0]
+    verdict = ("fits (" + ", ".join(f"{n} {k} to spare" for k, n in spare.items()) + ")" if not over
+               else "does not fit (" + ", ".join(over) + "): never overlapped")
+    return f"    beside a prep CTA on {hw.name}: {verdict}"
 
 
 def inspect_variant(root: Path, v: dict, family: str, arch: str) -> tuple[list[str], list[str]]:
@@ -79,6 +108,8 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
         variants = m["variants"]
         if variant and variant not in {v["id"] for v in variants}:
             return _fail(f"{manifest}: no variant {variant}; it has {', '.join(v['id'] for v in variants)}")
+        # the overlapped launch runs on sm_90+ only (programmatic dependent launch; library.cpp.j2 kPdl)
+        hw = _profile(m["arch"]) if m["family"] == "chunk" and int(m["arch"][3:5]) >= 90 else None
         print(f"{m['spec']} / {m['arch']}: {len(variants)} kernels for {len(m['dispatch'])} dispatch rows, "
               f"library {m['library']['path']}, toolchain {m['toolchain']['nvcc']}")
         for v in variants:
@@ -86,6 +117,8 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
                 continue
             lines, problems = inspect_variant(root, v, m["family"], m["arch"])
             lines.insert(1, f"    routes: {_routes(m, v['id'])}")
+            if m["family"] == "chunk" and hw is not None:
+                lines.insert(2, _beside(root, v, hw))
             if reasons:
                 why = json.loads((root / v["why"]).read_text())
                 lines += [f"      [{who}] {text}" for who, text in why["reasons"]]

@@ -34,9 +34,18 @@ from kda2.plan.model import smem_budget as variant_smem_budget
 from kda2.plan.planner import built
 from kda2.spec.knobs import RUNTIME_FEATURES
 
-#: Headers are found by SCons' C scanner from each .cu's #include lines, so a kernel is rebuilt when
-#: a header it includes changes, and only then.
+#: Headers are found by SCons' C scanner, so a kernel is rebuilt when a header it includes changes, and only
+#: then. It scans the template a source is rendered from (its #include lines are the rendered file's, and it
+#: exists when the graph is declared) and the headers are declared as the object's dependencies: scanning the
+#: rendered file itself, a parallel build that re-rendered it recorded the object without its headers, so the
+#: next `scons -q` found them "new" and reported the tree out of date after a successful build.
 _C_SCANNER = SCons.Scanner.C.CScanner()
+
+
+def _headers(env, template: Path) -> list:
+    """Every kda2 header a file rendered from `template` includes, directly or not."""
+    scan_env = env.Clone(CPPPATH=[str(INCLUDE_DIR)])
+    return env.File(str(template)).get_implicit_deps(scan_env, _C_SCANNER, lambda scanner: scanner.path(scan_env))
 
 
 def _progress(kind: str):
@@ -79,8 +88,8 @@ def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
     # variants using their arch's own features skip the LTO link (compile/nvcc.py uses_arch_features)
     tool = env.Value(canonical_json({"arch": pv.config["arch"], "flags": list(pv.flags),
                                      **({"lto": False} if uses_arch_features(pv.config) else {})}))
-    obj = n.command("nvcc -dc", actions.nvcc_action, f"{base}.o", [cu[0], tool, n.tc_value],
-                    source_scanner=_C_SCANNER, CPPPATH=[str(INCLUDE_DIR)])
+    obj = n.command("nvcc -dc", actions.nvcc_action, f"{base}.o", [cu[0], tool, n.tc_value])
+    env.Depends(obj, _headers(env, TEMPLATE_DIR / FAMILY_TEMPLATES[pv.config["family"]][0]))
     cubin = n.command("nvlink", actions.nvlink_action, [f"{base}.cubin", f"{base}.ptxas.log"],
                       [obj[0], tool, n.tc_value])
     limits = env.Value(canonical_json({"allow_spills": spec.budget.allow_spills, "kernel": pv.name,
@@ -108,9 +117,9 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidate
     templates = [env.File(str(TEMPLATE_DIR / t)) for t in LIBRARY_TEMPLATES]
     plans = [nodes[pv.id]["plan"] for pv in with_plan]
     cpp = n.command("render", actions.library_render_action, str(out / "library.cpp"), [desc, *templates, *plans])
-    lib_obj = n.command("c++", actions.cxx_action, str(out / "library.o"), [cpp[0], n.tc_value],
-                        source_scanner=_C_SCANNER, CPPPATH=[str(INCLUDE_DIR)])
+    lib_obj = n.command("c++", actions.cxx_action, str(out / "library.o"), [cpp[0], n.tc_value])
     env.Depends(lib_obj, [v["cubin"] for v in nodes.values()])  # embedded with .incbin
+    env.Depends(lib_obj, _headers(env, TEMPLATE_DIR / LIBRARY_TEMPLATES[0]))
     so = n.command("link", actions.link_action, str(out / lib_name), [lib_obj[0], n.tc_value])
 
     def rel(node) -> str:

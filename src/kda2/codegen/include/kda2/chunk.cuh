@@ -215,8 +215,9 @@ struct Kernels {
   static constexpr int S_GL = S_AQ + BT * BT * 2, S_U = S_GL + K * 4;
   // wgmma: stages at 1024-byte boundaries (the descriptors' 128-byte swizzle atoms; kda2/plan/smem.py WG_ALIGN) and
   // one uᵀ slice for all of them, after the last stage (unpadded) at S_UB: a 64-column two-stage pass then fits on an
-  // SM beside a prep CTA (docs/DESIGN.md §1, the overlap). uᵀ is read once per chunk, early (v_new), so the next
-  // chunk's copy starts as soon as every thread is past that read (state_wg).
+  // SM beside a prep CTA (docs/DESIGN.md §1, the overlap). uᵀ is read once per chunk, early (v_new), and each warp
+  // reads only its own rows, so a warp copies its rows of the next chunk as soon as its lanes are past that read
+  // (state_wg, load_ut_warp).
   static constexpr int S_STAGE = WG ? (S_U + 1023) / 1024 * 1024 : S_U + BLOCK_V * LDS_U * 2;
   static constexpr int S_UB = WG ? (STAGES - 1) * S_STAGE + S_U : 0;
   static_assert(OFF_QG == OFF_W + BT * K * 2 && OFF_KG == OFF_QG + BT * K * 2 && OFF_GL == OFF_AQ + BT * BT * 2,

@@ -43,7 +43,7 @@ _C_SCANNER = SCons.Scanner.C.CScanner()
 
 
 def _headers(env, template: Path) -> list:
-    """Every kda2 header a file rendered from `template` includes, directly or not."""
+    """Every kda2 header a file rendered from `template` includes, directly or not (_Nodes.headers: once per build)."""
     scan_env = env.Clone(CPPPATH=[str(INCLUDE_DIR)])
     return env.File(str(template)).get_implicit_deps(scan_env, _C_SCANNER, lambda scanner: scanner.path(scan_env))
 
@@ -66,6 +66,13 @@ class _Nodes:
             actions.nvlink_action, actions.resources_action, actions.library_render_action,
             actions.cxx_action, actions.link_action, actions.manifest_action)}
         self.verbose = verbose
+        self._headers: dict[str, list] = {}
+
+    def headers(self, template: str) -> list:
+        """The headers of a template (TEMPLATE_DIR), scanned once however many objects are rendered from it."""
+        if template not in self._headers:
+            self._headers[template] = _headers(self.env, TEMPLATE_DIR / template)
+        return self._headers[template]
 
     def command(self, kind: str, fn, targets, sources, **kw):
         """A node running `fn`, its code digest appended as the last source."""
@@ -89,7 +96,7 @@ def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
     tool = env.Value(canonical_json({"arch": pv.config["arch"], "flags": list(pv.flags),
                                      **({"lto": False} if uses_arch_features(pv.config) else {})}))
     obj = n.command("nvcc -dc", actions.nvcc_action, f"{base}.o", [cu[0], tool, n.tc_value])
-    env.Depends(obj, _headers(env, TEMPLATE_DIR / FAMILY_TEMPLATES[pv.config["family"]][0]))
+    env.Depends(obj, n.headers(FAMILY_TEMPLATES[pv.config["family"]][0]))
     cubin = n.command("nvlink", actions.nvlink_action, [f"{base}.cubin", f"{base}.ptxas.log"],
                       [obj[0], tool, n.tc_value])
     limits = env.Value(canonical_json({"allow_spills": spec.budget.allow_spills, "kernel": pv.name,
@@ -119,7 +126,7 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidate
     cpp = n.command("render", actions.library_render_action, str(out / "library.cpp"), [desc, *templates, *plans])
     lib_obj = n.command("c++", actions.cxx_action, str(out / "library.o"), [cpp[0], n.tc_value])
     env.Depends(lib_obj, [v["cubin"] for v in nodes.values()])  # embedded with .incbin
-    env.Depends(lib_obj, _headers(env, TEMPLATE_DIR / LIBRARY_TEMPLATES[0]))
+    env.Depends(lib_obj, n.headers(LIBRARY_TEMPLATES[0]))
     so = n.command("link", actions.link_action, str(out / lib_name), [lib_obj[0], n.tc_value])
 
     def rel(node) -> str:

@@ -134,6 +134,11 @@ def load_profiles(directory: str | os.PathLike[str] | None = None) -> dict[str, 
     return out
 
 
+def default_profile(profiles: dict[str, Profile], arch: str) -> Profile | None:
+    """The arch's `default_for_arch` profile (load_profiles allows at most one), or None."""
+    return next((p for p in profiles.values() if p.arch == arch and p.default_for_arch), None)
+
+
 def resolve_targets(spec: Any, profiles: dict[str, Profile]) -> dict[str, Profile]:
     """{arch: Profile} for every arch of the spec: its `targets`, or each arch's default profile."""
     where = f"{spec.source or spec.name}"
@@ -154,12 +159,12 @@ def resolve_targets(spec: Any, profiles: dict[str, Profile]) -> dict[str, Profil
                                f"allowed: one target per arch of archs")
         return {arch: out[arch] for arch in spec.archs}
     for arch in spec.archs:
-        defaults = [p for p in profiles.values() if p.arch == arch and p.default_for_arch]
-        if not defaults:
+        default = default_profile(profiles, arch)
+        if default is None:
             have = sorted(p.name for p in profiles.values() if p.arch == arch)
             raise ProfileError(f"{where}: archs: no default profile for {arch}; add `targets:` naming one of "
                                f"{', '.join(have) or '(none: write profiles/<gpu>.yaml for it)'}")
-        out[arch] = defaults[0]
+        out[arch] = default
     return out
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from kda2.compile import sass
+from kda2.plan.hardware import PDL_ARCHS
 
 
 def _fail(msg: str) -> int:
@@ -19,10 +20,10 @@ def _fail(msg: str) -> int:
 
 def _profile(arch: str):
     """The arch's default hardware profile (profiles/, KDA2_PROFILES_DIR), or None where there is none."""
-    from kda2.plan.profile import ProfileError, load_profiles
+    from kda2.plan.profile import ProfileError, default_profile, load_profiles
 
     try:
-        return next((p for p in load_profiles().values() if p.arch == arch and p.default_for_arch), None)
+        return default_profile(load_profiles(), arch)
     except ProfileError:
         return None
 
@@ -108,8 +109,8 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
         variants = m["variants"]
         if variant and variant not in {v["id"] for v in variants}:
             return _fail(f"{manifest}: no variant {variant}; it has {', '.join(v['id'] for v in variants)}")
-        # the overlapped launch runs on sm_90+ only (programmatic dependent launch; library.cpp.j2 kPdl)
-        hw = _profile(m["arch"]) if m["family"] == "chunk" and int(m["arch"][3:5]) >= 90 else None
+        # the overlapped launch needs a programmatic dependent launch (library.cpp.j2 kPdl)
+        hw = _profile(m["arch"]) if m["family"] == "chunk" and m["arch"] in PDL_ARCHS else None
         print(f"{m['spec']} / {m['arch']}: {len(variants)} kernels for {len(m['dispatch'])} dispatch rows, "
               f"library {m['library']['path']}, toolchain {m['toolchain']['nvcc']}")
         for v in variants:
@@ -117,7 +118,7 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
                 continue
             lines, problems = inspect_variant(root, v, m["family"], m["arch"])
             lines.insert(1, f"    routes: {_routes(m, v['id'])}")
-            if m["family"] == "chunk" and hw is not None:
+            if hw is not None:
                 lines.insert(2, _beside(root, v, hw))
             if reasons:
                 why = json.loads((root / v["why"]).read_text())

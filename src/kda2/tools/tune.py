@@ -90,7 +90,7 @@ def knobs(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _profile_for(spec_name: str, arch: str, specs_dir: str, profiles_dir: str | None, profile: str | None):
-    from kda2.plan.profile import ProfileError, load_profiles, resolve_targets
+    from kda2.plan.profile import ProfileError, default_profile, load_profiles, resolve_targets
 
     profiles = load_profiles(profiles_dir)
     if profile:
@@ -104,10 +104,10 @@ def _profile_for(spec_name: str, arch: str, specs_dir: str, profiles_dir: str | 
         from kda2.spec.model import load_spec
 
         return resolve_targets(load_spec(spec_file), profiles)[arch]
-    defaults = [p for p in profiles.values() if p.arch == arch and p.default_for_arch]
-    if not defaults:
+    default = default_profile(profiles, arch)
+    if default is None:
         raise ProfileError(f"no profile for {arch}: pass --profile or write profiles/<gpu>.yaml")
-    return defaults[0]
+    return default
 
 
 def _model(cfg: dict, res: Resources, hw: Any, bucket: int, budget: Any, step_ns: float | None = None):

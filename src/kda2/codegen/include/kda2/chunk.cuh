@@ -376,6 +376,11 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
   // kept loop-invariant values of the body live across it.)
   __shared__ int next_item;
   int c = blockIdx.x, hv = blockIdx.y, n = blockIdx.z;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Plain unsplit launch on sm_90: the state pass is this grid's programmatic dependent (library.cpp.j2): its CTAs
+  // may take their SMs once every CTA here has started, and wait for this grid's completion (Kernels::state).
+  if (!(a.flags & KDA2_CHUNK_OVERLAP)) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   if (a.flags & KDA2_CHUNK_OVERLAP) {
     if (threadIdx.x == 0) next_item = atomicAdd(ready_region(a), 1);
     __syncthreads();
@@ -1101,6 +1106,11 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
   } else if (a.flags & KDA2_CHUNK_OVERLAP) {
     if constexpr (WG) state_wg<E, true>(a); else state_mma_sync<E, PASS, true>(a);
   } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // launched as the prep's programmatic dependent (plain unsplit launches): nothing is read before the prep's
+    // writes are visible; launched plainly, this returns at once
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     if constexpr (WG) state_wg<E, false>(a); else state_mma_sync<E, PASS, false>(a);
   }
 }

@@ -2,11 +2,8 @@
 # Device call 7 (H200): overlap asked for on every call (--overlap on), HEAD's routed Kimi chunk library (old) against
 # the early flag read (new, chunk.cuh peek_ready): does the overlap pay on the short shapes once the chain no longer
 # acquires each flag behind a barrier? P1-P6 softplus and the K3 set, alternating, two rounds; auto for reference.
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-O=/tmp/o; rm -rf $O; mkdir -p $O /tmp/old /tmp/new
-tar xJf build/_ab/chunk_head.tar.xz -C /tmp/old && tar xJf build/_ab/chunk_peek.tar.xz -C /tmp/new || exit 3
-row() { grep -E '^ (P[1-6]|K[0-9]+)' $1 | awk '{print $1, $5}' | tr '\n' ' '; }
+OLD_TAR=chunk_head.tar.xz NEW_TAR=chunk_peek.tar.xz
+. experiments/2026-12-02-trail/ab_env.sh
 for r in 1 2; do for lib in old new; do for ov in on auto; do
   L=/tmp/$lib/build/kimi_linear_chunk/sm_90a
   timeout 45 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $L --shapes P1,P3,P4,P6 --gates softplus \

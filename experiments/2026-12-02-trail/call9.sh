@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# NOT RUN (2026-12-02): no device time was left. To run next: apply chain.patch in a worktree, build the routed Kimi
+# chunk library there, pack it as build/_ab/chunk_chain.tar.xz and HEAD's as build/_ab/chunk_head.tar.xz.
+# Device call 9 (H200): a plain launch's whole chain as programmatic dependents (prep → fold → combine → state on
+# split calls; chunk.cuh chain_step, library.cpp.j2 launch_dependent). old = HEAD (only the unsplit state pass after
+# the prep), new = the chain. Chunk GPU tests on new; same bits; the K3 set (split by default) and P1-P6, alternating.
+OLD_TAR=chunk_head.tar.xz NEW_TAR=chunk_chain.tar.xz
+. experiments/2026-12-02-trail/ab_env.sh
+tests_and_bits
+el bench
+for r in 1 2; do for lib in old new; do
+  L=/tmp/$lib/build/kimi_linear_chunk/sm_90a
+  timeout 45 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $L --shapes k3 --out $O/k_${lib}_$r \
+    > $O/k_${lib}_$r.log 2>&1 || echo "rc $?"
+  echo "K3 $r $lib: $(row $O/k_${lib}_$r.log)"
+done; done
+bench_p 1
+el done
+rm -f $O/*/*.png $O/*.pt; cp -r $O $OUT/

@@ -26,3 +26,12 @@ bench_p() {
     echo "P $r $lib: $(row $O/p_${lib}_$r.log)"
   done; done
 }
+# cuDNN-FE's ten Kimi-K3 shapes (bounded gate), old and new alternating, $1 rounds.
+bench_k3() {
+  for r in $(seq 1 $1); do for lib in old new; do
+    L=/tmp/$lib/build/kimi_linear_chunk/sm_90a
+    timeout 45 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $L --shapes k3 --out $O/k_${lib}_$r \
+      > $O/k_${lib}_$r.log 2>&1 || echo "rc $?"
+    echo "K3 $r $lib: $(row $O/k_${lib}_$r.log)"
+  done; done
+}

@@ -9,12 +9,7 @@ OLD_TAR=${OLD_TAR:-chunk_old.tar.xz} NEW_TAR=${NEW_TAR:-chunk_new.tar.xz}
 tests_and_bits
 el bench
 bench_p 3
-for r in 1 2; do for lib in old new; do
-  L=/tmp/$lib/build/kimi_linear_chunk/sm_90a
-  timeout 45 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $L --shapes k3 --out $O/k_${lib}_$r \
-    > $O/k_${lib}_$r.log 2>&1 || echo "rc $?"
-  echo "K3 $r $lib: $(row $O/k_${lib}_$r.log)"
-done; done
+bench_k3 2
 timeout 45 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $NEW --shapes P1,P2,P3,P4,P5,P6 --gates softplus \
   --overlap off --out $O/p_plain > $O/p_plain.log 2>&1; echo "P new, overlap off: $(row $O/p_plain.log)"
 el done

@@ -8,12 +8,7 @@ OLD_TAR=chunk_head.tar.xz NEW_TAR=chunk_chain.tar.xz
 . experiments/2026-12-02-trail/ab_env.sh
 tests_and_bits
 el bench
-for r in 1 2; do for lib in old new; do
-  L=/tmp/$lib/build/kimi_linear_chunk/sm_90a
-  timeout 45 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $L --shapes k3 --out $O/k_${lib}_$r \
-    > $O/k_${lib}_$r.log 2>&1 || echo "rc $?"
-  echo "K3 $r $lib: $(row $O/k_${lib}_$r.log)"
-done; done
+bench_k3 2
 bench_p 1
 el done
 rm -f $O/*/*.png $O/*.pt; cp -r $O $OUT/

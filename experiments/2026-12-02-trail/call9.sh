@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# NOT RUN (2026-12-02): no device time was left. To run next: apply chain.patch in a worktree, build the routed Kimi
-# chunk library there, pack it as build/_ab/chunk_chain.tar.xz and HEAD's as build/_ab/chunk_head.tar.xz.
+# NOT RUN (2026-12-02): no device time was left. Built then: build/_ab/chunk_chain.tar.xz (chain.patch on 737cf95) and
+# build/_ab/chunk_head.tar.xz (737cf95); if build/ is gone, rebuild both (apply chain.patch in a worktree).
 # Device call 9 (H200): a plain launch's whole chain as programmatic dependents (prep → fold → combine → state on
 # split calls; chunk.cuh chain_step, library.cpp.j2 launch_dependent). old = HEAD (only the unsplit state pass after
 # the prep), new = the chain. Chunk GPU tests on new; same bits; the K3 set (split by default) and P1-P6, alternating.

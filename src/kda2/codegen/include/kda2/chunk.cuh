@@ -681,19 +681,19 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         // diagonal tiles in tf32 (m16n8k8): k-slot t4 is channel d, slot t4 + 4 channel d + 1; column tile c's
         // right factor comes from row r + 8c + g8, the warp's row hr = c. For a kept channel every factor
         // 2^(Γi−Γr+8) lies in [2^-DIAG_RANGE, 2^DIAG_RANGE] (normal), so every operand is finite (16-bit inputs
-        // times those; a discarded j > i product may overflow to ±inf, which to_tf32_finite keeps, as the cvt
+        // times those; a discarded j > i product may overflow to ±inf, which tf32_operand keeps, as the cvt
         // does) and every divisor normal: the conversions and the reciprocal skip the checks for inf and
         // denormals, bit for bit cvt.rna and __fdividef. Measured on the H200 (P1, ncu): these lines executed
         // 9.6 % of the prep's instructions, most of them those checks. A channel left out contributes zeros
         // on both sides (its left factors may be infinite).
-        const uint32_t tK[4] = {ok0 ? to_tf32_finite(kx[0].x) : 0u, ok0 ? to_tf32_finite(kx[1].x) : 0u,
-                                ok1 ? to_tf32_finite(kx[0].y) : 0u, ok1 ? to_tf32_finite(kx[1].y) : 0u};
-        const uint32_t tQ[4] = {ok0 ? to_tf32_finite(qx[0].x) : 0u, ok0 ? to_tf32_finite(qx[1].x) : 0u,
-                                ok1 ? to_tf32_finite(qx[0].y) : 0u, ok1 ? to_tf32_finite(qx[1].y) : 0u};
+        const uint32_t tK[4] = {ok0 ? tf32_operand(kx[0].x) : 0u, ok0 ? tf32_operand(kx[1].x) : 0u,
+                                ok1 ? tf32_operand(kx[0].y) : 0u, ok1 ? tf32_operand(kx[1].y) : 0u};
+        const uint32_t tQ[4] = {ok0 ? tf32_operand(qx[0].x) : 0u, ok0 ? tf32_operand(qx[1].x) : 0u,
+                                ok1 ? tf32_operand(qx[0].y) : 0u, ok1 ? tf32_operand(qx[1].y) : 0u};
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          const uint32_t bD0 = ok0 ? to_tf32_finite(kD[c].x * rcp_normal(eD[c].x)) : 0u;
-          const uint32_t bD1 = ok1 ? to_tf32_finite(kD[c].y * rcp_normal(eD[c].y)) : 0u;
+          const uint32_t bD0 = ok0 ? tf32_operand(kD[c].x * rcp_normal(eD[c].x)) : 0u;
+          const uint32_t bD1 = ok1 ? tf32_operand(kD[c].y * rcp_normal(eD[c].y)) : 0u;
           mma_tf32(dK[c], tK, bD0, bD1);
           mma_tf32(dQ[c], tQ, bD0, bD1);
         }
@@ -923,13 +923,13 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   // the m16n8k8 tf32 fragments of the levels' products: A rows r + g8 (+8) at columns k (+4) of an fp32 tile of row
   // stride ld (k includes the lane's t4); B rows k + t4 (+4) at column n
   auto afrag = [&](const float* x, int ld, int r, int k, uint32_t (&f)[4]) {
-    f[0] = to_tf32_finite(x[(r + g8) * ld + k]);
-    f[1] = to_tf32_finite(x[(r + g8 + 8) * ld + k]);
-    f[2] = to_tf32_finite(x[(r + g8) * ld + k + 4]);
-    f[3] = to_tf32_finite(x[(r + g8 + 8) * ld + k + 4]);
+    f[0] = tf32_operand(x[(r + g8) * ld + k]);
+    f[1] = tf32_operand(x[(r + g8 + 8) * ld + k]);
+    f[2] = tf32_operand(x[(r + g8) * ld + k + 4]);
+    f[3] = tf32_operand(x[(r + g8 + 8) * ld + k + 4]);
   };
   auto bmma = [&](float (&d)[4], const uint32_t (&f)[4], const float* x, int ld, int k, int n) {
-    mma_tf32(d, f, to_tf32_finite(x[(k + t4) * ld + n]), to_tf32_finite(x[(k + t4 + 4) * ld + n]));
+    mma_tf32(d, f, tf32_operand(x[(k + t4) * ld + n]), tf32_operand(x[(k + t4 + 4) * ld + n]));
   };
   {  // level 1 on tensor cores (tf32 m16n8k8): warp w < 4 makes the 8 columns n0 .. of T_IJ, (I, J) = (2B + 1, 2B),
      // B = w / 2: Y = A_IJ T_JJ[:, n0..], staged in the warp's scratch, then T_IJ[:, n0..] = −T_II Y

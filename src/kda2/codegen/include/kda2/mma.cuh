@@ -76,12 +76,11 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(y) : "f"(x));
   return y;
 }
-// cvt.rna.tf32.f32 for a finite x, bit for bit: round half away from zero at the 13th bit (a carry into the
-// exponent is the correct rounding; ±inf stays ±inf). The cvt is lowered to this add behind an |x| < inf test (sm_80, sm_90a);
-// operands that are finite by construction skip the test (one instruction per conversion).
-__device__ __forceinline__ uint32_t to_tf32_finite(float x) {
-  return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-}
+// An fp32 value as an m16n8k8 tf32 operand, rounded as cvt.rna.tf32.f32 rounds a finite x: half away from zero at
+// the 13th bit (a carry into the exponent is the correct rounding; ±inf stays ±inf). The tensor cores read a tf32
+// operand's upper 19 bits, so the add is the whole rounding: the cvt's mask of the low bits (and its |x| < inf test)
+// would be one and two more instructions per operand (sm_80, sm_90a; the same bits, tests/gpu same-bits cases).
+__device__ __forceinline__ uint32_t tf32_operand(float x) { return __float_as_uint(x) + 0x1000u; }
 // 1 / x for a normal x: the SFU's rcp, what __fdividef multiplies by; without __fdividef's rescaling of
 // denormal divisors (two tests and two multiplies).
 __device__ __forceinline__ float rcp_normal(float x) {

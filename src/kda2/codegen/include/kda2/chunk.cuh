@@ -525,10 +525,14 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int e = 0; e < SCAN_ROWS; ++e) x[e] = sG[(SCAN_ROWS * part + e) * LDS_G + d];
     }
     const float a_scale = (mode != KDA2_GATE_PRECOMPUTED && (a.flags & KDA2_HAS_A_LOG)) ? __expf(a_log) : 1.f;
-    // the gate in log2 units
+    // the gate in log2 units, up to the factor `post` every row of the channel shares: the softplus gate's −exp(A_log)
+    // multiplies the scanned sums (and the earlier parts' totals) once, at the store, not every element
+    float post = 1.f;
     if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) {
+      const float bias2 = bias * LOG2E;
+      post = -a_scale;
 #pragma unroll
-      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = -a_scale * softplus_log2(x[e] + bias);
+      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = softplus2(fmaf(x[e], LOG2E, bias2));
     } else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) {
       const float lb2 = a.lower_bound * LOG2E;
 #pragma unroll
@@ -537,11 +541,18 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
       for (int e = 0; e < SCAN_ROWS; ++e) x[e] *= LOG2E;
     }
+    // rows past the sequence (zero-filled raw gates, whose activation is not zero) add nothing; a whole chunk,
+    // every item but a sequence's last, skips the per-row test
     float acc = 0.f;
+    if (rows == BT) {
 #pragma unroll
-    for (int e = 0; e < SCAN_ROWS; ++e) {
-      acc += SCAN_ROWS * part + e < rows ? x[e] : 0.f;
-      x[e] = acc;
+      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = acc += x[e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < SCAN_ROWS; ++e) {
+        acc += SCAN_ROWS * part + e < rows ? x[e] : 0.f;
+        x[e] = acc;
+      }
     }
     float* sTot = sT;   // [SCAN_PARTS − 1][K]: each part's total but the last's
     static_assert((SCAN_PARTS - 1) * K <= BT * LDS_T, "the parts' totals fit in the T tile");
@@ -556,8 +567,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
     for (int q = 1; q < SCAN_PARTS - 1; ++q)
       if (q < part) base += sTot[q * K + d];
+    base *= post;
 #pragma unroll
-    for (int e = 0; e < SCAN_ROWS; ++e) sG[(SCAN_ROWS * part + e) * LDS_G + d] = x[e] + base;
+    for (int e = 0; e < SCAN_ROWS; ++e) sG[(SCAN_ROWS * part + e) * LDS_G + d] = fmaf(x[e], post, base);
   }
   cp_async_wait<1>();   // this thread's q and k pieces
   __syncthreads();      // everyone's; Γ complete
@@ -662,6 +674,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         // channels d, d + 1 on tensor cores: the half-block decays around the anchor within DIAG_RANGE
         const bool ok0 = fmaxf(gr.x - gm.x, gm.x - ge.x) <= DIAG_RANGE;
         const bool ok1 = fmaxf(gr.y - gm.y, gm.y - ge.y) <= DIAG_RANGE;
+        // the diagonal left factors' anchor: the middle row for a kept channel, the block's first row r for one left
+        // out (its factors then are the off-diagonal ones, ≤ 1: finite, so only the right factors need the zero)
+        const float2 gd = make_float2(ok0 ? gm.x : gr.x, ok1 ? gm.y : gr.y);
         float2 kx[2], qx[2], eD[2], kD[2];
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {      // rows g8, g8+8
@@ -672,7 +687,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
           const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
           aK[hr + 2 * hc] = TC::pack(kk.x * e0, kk.y * e1);
           aQ[hr + 2 * hc] = TC::pack(qq.x * e0, qq.y * e1);
-          const float m0 = ex2(gi.x - gm.x), m1 = ex2(gi.y - gm.y);   // diagonal anchor r + 8
+          const float m0 = ex2(gi.x - gd.x), m1 = ex2(gi.y - gd.y);   // diagonal anchor r + 8 (kept channels)
           kx[hr] = make_float2(kk.x * m0, kk.y * m1);
           qx[hr] = make_float2(qq.x * m0, qq.y * m1);
           eD[hr] = make_float2(m0, m1);
@@ -684,12 +699,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         // times those; a discarded j > i product may overflow to ±inf, which tf32_operand keeps, as the cvt
         // does) and every divisor normal: the conversions and the reciprocal skip the checks for inf and
         // denormals, bit for bit cvt.rna and __fdividef. Measured on the H200 (P1, ncu): these lines executed
-        // 9.6 % of the prep's instructions, most of them those checks. A channel left out contributes zeros
-        // on both sides (its left factors may be infinite).
-        const uint32_t tK[4] = {ok0 ? tf32_operand(kx[0].x) : 0u, ok0 ? tf32_operand(kx[1].x) : 0u,
-                                ok1 ? tf32_operand(kx[0].y) : 0u, ok1 ? tf32_operand(kx[1].y) : 0u};
-        const uint32_t tQ[4] = {ok0 ? tf32_operand(qx[0].x) : 0u, ok0 ? tf32_operand(qx[1].x) : 0u,
-                                ok1 ? tf32_operand(qx[0].y) : 0u, ok1 ? tf32_operand(qx[1].y) : 0u};
+        // 9.6 % of the prep's instructions, most of them those checks. A channel left out contributes zero
+        // right factors against finite left ones (anchored at r: its middle-row factors may be infinite).
+        const uint32_t tK[4] = {tf32_operand(kx[0].x), tf32_operand(kx[1].x), tf32_operand(kx[0].y), tf32_operand(kx[1].y)};
+        const uint32_t tQ[4] = {tf32_operand(qx[0].x), tf32_operand(qx[1].x), tf32_operand(qx[0].y), tf32_operand(qx[1].y)};
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const uint32_t bD0 = ok0 ? tf32_operand(kD[c].x * rcp_normal(eD[c].x)) : 0u;

@@ -28,6 +28,9 @@ __device__ __forceinline__ float sigmoid_stable(float z) {
 __device__ __forceinline__ float softplus_log2(float y) {
   return fmaf(fmaxf(y, 0.f), LOG2E, lg2(1.f + ex2(-fabsf(y) * LOG2E)));
 }
+// log2(e)·softplus(y) for z = y·log2 e: max(z, 0) + log2(1 + 2^−|z|), the same function as softplus_log2 with the
+// scale taken by the caller (the chunk prep folds it into the bias: one fma per element instead of an add and a mul).
+__device__ __forceinline__ float softplus2(float z) { return fmaxf(z, 0.f) + lg2(1.f + ex2(-fabsf(z))); }
 // sigmoid(z) with one ex2 of a non-positive argument and an approximate reciprocal.
 __device__ __forceinline__ float sigmoid_fast(float z) {
   const float e = ex2(-fabsf(z) * LOG2E), r = __fdividef(1.f, 1.f + e);

@@ -8,7 +8,7 @@ lib() { echo /tmp/$1/build/kimi_linear_chunk/sm_90a; }
 for n in $LIBS; do mkdir -p /tmp/$n && tar xJf build/_ab/chunk_$n.tar.xz -C /tmp/$n || exit 3; done
 G="tests/gpu/test_chunk_gpu.py tests/gpu/test_chunk_split_gpu.py tests/gpu/test_chunk_overlap_gpu.py"
 S=experiments/2026-12-01-prep2/same_bits.py
-row() { grep -E '^ (P[1-6]|K[0-9]+)' $1 | awk '{print $1, $2, $5}' | tr '\n' ' '; }
+row() { grep -E '^ ?(P[1-6]|K[0-9]+) ' $1 | awk '{print $1, $2, $5}' | tr '\n' ' '; }
 # chunk GPU tests on library $1
 gpu_tests() {
   timeout 170 python3 -m pytest -m gpu $G -q --require-gpu --fla-cases none --chunk-library $(lib $1) -rs \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NOT RUN (2026-12-02): no device time was left. Built then: build/_ab/chunk_chain.tar.xz (chain.patch on 737cf95) and
+# Not run as such: chain.patch ran later as experiments/2026-12-02-tf32/call1.sh's "chain" build (README). Built then: build/_ab/chunk_chain.tar.xz (chain.patch on 737cf95) and
 # build/_ab/chunk_head.tar.xz (737cf95); if build/ is gone, rebuild both (apply chain.patch in a worktree).
 # Device call 9 (H200): a plain launch's whole chain as programmatic dependents (prep → fold → combine → state on
 # split calls; chunk.cuh chain_step, library.cpp.j2 launch_dependent). old = HEAD (only the unsplit state pass after

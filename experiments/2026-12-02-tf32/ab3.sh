@@ -34,3 +34,19 @@ bench() {
     echo "$set $r $n: $(row $O/${set}_${n}_$r.log)"
   done; done
 }
+# P1-P6 (softplus) at K = 64 and 256, one round, the builds /tmp/<name>_<spec> of each name given, alternating
+bench_head_dims() {
+  for s in small_head_chunk large_head_chunk; do
+    [ $s = small_head_chunk ] && K=64 || K=256
+    for w in "$@"; do
+      timeout 90 python3 -m kda2.bench chunk --no-fla --no-cudnn --head-dim $K --library /tmp/${w}_$s/build/$s/sm_90a \
+        --shapes P1,P2,P3,P4,P5,P6 --gates softplus --out $O/h_${w}_$K > $O/h_${w}_$K.log 2>&1 || echo "rc $?"
+      echo "K=$K $w: $(row $O/h_${w}_$K.log)"
+    done; el
+  done
+}
+# the GPU test logs' summaries into $OUT/o/gpu.log
+collect_gpu() {
+  mkdir -p $OUT/o
+  for f in $O/gpu_*.log; do echo "== $f"; grep -E "passed|failed|FAILED|ERROR" $f | tail -8; done > $OUT/o/gpu.log
+}

@@ -18,15 +18,7 @@ for s in small_head_chunk large_head_chunk; do
 done
 bench P 2; el
 bench k3 1; el
-for s in small_head_chunk large_head_chunk; do
-  [ $s = small_head_chunk ] && K=64 || K=256
-  for w in old new; do
-    timeout 90 python3 -m kda2.bench chunk --no-fla --no-cudnn --head-dim $K --library /tmp/${w}_$s/build/$s/sm_90a \
-      --shapes P1,P2,P3,P4,P5,P6 --gates softplus --out $O/h_${w}_$K > $O/h_${w}_$K.log 2>&1 || echo "rc $?"
-    echo "K=$K $w: $(row $O/h_${w}_$K.log)"
-  done; el
-done
-mkdir -p $OUT/o
-for f in $O/gpu_*.log; do echo "== $f"; grep -E "passed|failed|FAILED|ERROR" $f | tail -8; done > $OUT/o/gpu.log
+bench_head_dims old new
+collect_gpu
 for d in $O/acc_*; do echo "== $d"; cat $d/*.md 2>/dev/null; done > $OUT/o/accuracy.md
 cat $O/P_*.log $O/k3_*.log $O/h_*.log > $OUT/o/bench.log

@@ -16,14 +16,6 @@ done
 same_bits gs nb; el
 bench P 3; el
 bench k3 1; el
-for s in small_head_chunk large_head_chunk; do
-  [ $s = small_head_chunk ] && K=64 || K=256
-  for w in gs nb; do
-    timeout 90 python3 -m kda2.bench chunk --no-fla --no-cudnn --head-dim $K --library /tmp/${w}_$s/build/$s/sm_90a \
-      --shapes P1,P2,P3,P4,P5,P6 --gates softplus --out $O/h_${w}_$K > $O/h_${w}_$K.log 2>&1 || echo "rc $?"
-    echo "K=$K $w: $(row $O/h_${w}_$K.log)"
-  done; el
-done
-mkdir -p $OUT/o
-for f in $O/gpu_*.log; do echo "== $f"; grep -E "passed|failed|FAILED|ERROR" $f | tail -8; done > $OUT/o/gpu.log
+bench_head_dims gs nb
+collect_gpu
 cat $O/P_*.log $O/k3_*.log $O/h_*.log > $OUT/o/bench.log

@@ -71,15 +71,11 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t y;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(y) : "f"(x));
-  return y;
-}
 // An fp32 value as an m16n8k8 tf32 operand, rounded as cvt.rna.tf32.f32 rounds a finite x: half away from zero at
 // the 13th bit (a carry into the exponent is the correct rounding; ±inf stays ±inf). The tensor cores read a tf32
 // operand's upper 19 bits, so the add is the whole rounding: the cvt's mask of the low bits (and its |x| < inf test)
-// would be one and two more instructions per operand (sm_80, sm_90a; the same bits, tests/gpu same-bits cases).
+// would be one and two more instructions per operand. Measured on sm_90a (H200): the same outputs, bit for bit, as
+// with the mask (experiments/2026-12-02-tf32, call 1); on sm_80 not measured.
 __device__ __forceinline__ uint32_t tf32_operand(float x) { return __float_as_uint(x) + 0x1000u; }
 // 1 / x for a normal x: the SFU's rcp, what __fdividef multiplies by; without __fdividef's rescaling of
 // denormal divisors (two tests and two multiplies).

@@ -288,8 +288,8 @@ def test_committed_tuning_records_name_current_candidates(rules) -> None:
 
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None:
-    """The cap holds per (layout, bucket) and kind: preload candidates (the multi-token bucket), persistent ones
-    (both decode buckets) and persistent preload ones are kept beside the per-token grid ones, which come first.
+    """The cap holds per (layout, bucket) and kind: preload candidates, persistent ones and persistent preload ones
+    (both decode buckets) are kept beside the per-token grid ones, which come first.
     Without rules: they apply after the agents (a forbidden candidate leaves its slot empty), which is not the cap."""
     both = load_spec(spec_variant(tmp_path, "both", subs=(BOTH_INPUTS,)))  # per-token and preload multi-token kernels
     capped = load_spec(spec_variant(tmp_path, subs=(BOTH_INPUTS,), max_candidates=cap))
@@ -298,7 +298,7 @@ def test_max_candidates_caps_each_group(kimi, rules, tmp_path, cap: int) -> None
         full, small = budget_groups(plan_spec(both, arch, rules)), budget_groups(plan_spec(capped, arch, rules))
         assert sorted(small) == sorted(full)
         assert {b for _, b, k in full if k == "persistent"} == {1, 8}
-        assert {b for _, b, k in full if k == "preload"} == {8} == {b for _, b, k in full if k == "preload persistent"}
+        assert {b for _, b, k in full if k == "preload"} == {1, 8} == {b for _, b, k in full if k == "preload persistent"}
         for key, ids in small.items():
             assert len(ids) == min(cap, len(full[key]))
             assert ids == full[key][:cap]  # the best-ranked are kept
@@ -382,7 +382,7 @@ def test_budget_reason_names_the_rank(rules, tmp_path) -> None:
             assert ("(bulk staging" in why) == ("bulk" in kind)
 
 
-# ---- preload (multi-token decode) -------------------------------------------------------------
+# ---- preload (decode) --------------------------------------------------------------------------
 
 def edited_kimi(tmp_path: Path, *subs: tuple[str, str]) -> Spec:
     text = KIMI.read_text()
@@ -393,15 +393,15 @@ def edited_kimi(tmp_path: Path, *subs: tuple[str, str]) -> Spec:
     return load_spec(tmp_path / "kimi_linear_recurrent.yaml")
 
 
-INPUTS = "inputs: [preload]"   # the Kimi spec's: its multi-token bucket on preload kernels only
+INPUTS = "inputs: [preload]"   # the Kimi spec's: its multi-token bucket on preload kernels only, T = 1 on both
 #: The agents' other mode beside it (the tests of the PreloadAgent plan both).
 BOTH_INPUTS = (INPUTS, "inputs: [per_token, preload]")
 
 
-def test_preload_is_proposed_for_multi_token_decode_buckets_only(kimi, rules, tmp_path) -> None:
-    """Each candidate of a 1 < T <= DECODE_MAX_T bucket comes again with every token's inputs preloaded: preload = the
-    bucket's T, no prefetch, per-token states; T = 1 and prefill buckets get none. Checked at the kimi spec's buckets
-    and at the edges of the range (2, DECODE_MAX_T in; 1, DECODE_MAX_T + 1 out)."""
+def test_preload_is_proposed_for_decode_buckets_only(kimi, rules, tmp_path) -> None:
+    """Each candidate of a T <= DECODE_MAX_T bucket comes again with every token's inputs preloaded: preload = the
+    bucket's T, no prefetch, per-token states in the multi-token buckets; prefill buckets get none. Checked at the kimi
+    spec's buckets and at the edges of the range (1, 2, DECODE_MAX_T in; DECODE_MAX_T + 1 out)."""
     from kda2.plan.model import DECODE_MAX_T, preload_bytes, smem_estimate, stage_bytes
 
     both = edited_kimi(tmp_path, BOTH_INPUTS)
@@ -413,24 +413,25 @@ def test_preload_is_proposed_for_multi_token_decode_buckets_only(kimi, rules, tm
             cfg = {v.id: v for v in plan.variants}
             for (layout, bucket), ids in groups(plan).items():
                 pre = [cfg[i] for i in ids if cfg[i].config.get("preload")]
-                if not 1 < bucket <= DECODE_MAX_T:
+                if not 1 <= bucket <= DECODE_MAX_T:
                     assert not pre, (arch, layout, bucket)
                     continue
                 assert pre and not cfg[ids[0]].config.get("preload"), (arch, layout, bucket)  # untuned: per-token
                 for v in pre:
                     c = v.config
-                    assert c["preload"] == bucket and c["prefetch"] is False and c["intermediate"] is True, c
+                    assert c["preload"] == bucket and c["prefetch"] is False and c["intermediate"] == (bucket > 1), c
                     plain = {**c, "preload": 0}  # the prepared table replaces a k_map=all kernel's token stage
                     assert smem_estimate(c) == smem_estimate(plain) + preload_bytes(c) - stage_bytes(plain)
                     why = dict(v.reasons)["preload"]
-                    assert f"T<={bucket}" in why and "round trip to memory" in why, why
+                    assert f"T<={bucket}" in why and ("prepared once per CTA" if bucket == 1 else "round trip to memory") in why, why
                     assert f"_pl{bucket}_" in v.name
 
 
 def test_spec_edit_without_preload_leaves_the_per_token_plan(kimi, rules, tmp_path) -> None:
     """`inputs: [per_token]` (the default) removes exactly the preload candidates: every other kernel, candidate
     order and route is the plan with them (the budget counts preload candidates apart, so they push no incumbent
-    out); `inputs: [preload]` leaves multi-token buckets only preload candidates and the others as they were."""
+    out); `inputs: [preload]` leaves multi-token buckets only preload candidates, T = 1 both kinds, and the others as
+    they were."""
     both = edited_kimi(tmp_path, BOTH_INPUTS)
     off = edited_kimi(tmp_path, (INPUTS, "inputs: [per_token]"))
     for arch in kimi.archs:
@@ -444,14 +445,17 @@ def test_spec_edit_without_preload_leaves_the_per_token_plan(kimi, rules, tmp_pa
         for (layout, bucket, kind), ids in b_only.items():
             if bucket == 8:
                 assert kind.startswith("preload") and ids == b_with[(layout, bucket, kind)]
+            elif bucket == 1:
+                assert ids == b_with[(layout, bucket, kind)]
             else:
                 assert "preload" not in kind and ids == b_without[(layout, bucket, kind)]
 
 
-@pytest.mark.parametrize("max_registers,layout", [(40, "k_first"), (80, "v_first")])
+@pytest.mark.parametrize("max_registers,layout,bucket", [(40, "k_first", 1), (80, "v_first", 8)])
 def test_register_budget_leaving_no_candidate_is_a_plan_error(rules, tmp_path, max_registers: int,
-                                                              layout: str) -> None:
-    """40: nothing fits; 80: k_first keeps a k_map=all variant, v_first has none."""
+                                                              layout: str, bucket: int) -> None:
+    """40: nothing fits; 80: k_first keeps a k_map=all variant in every bucket, v_first only a T = 1 preload twin (the
+    gate and norms prepared once per CTA, not held in every warp) and none at T = 8."""
     path = spec_variant(tmp_path, max_registers=max_registers)
     spec = load_spec(path)
     with pytest.raises(PlanError) as info:
@@ -459,7 +463,7 @@ def test_register_budget_leaving_no_candidate_is_a_plan_error(rules, tmp_path, m
     msg = str(info.value)
     assert "\n" not in msg
     assert str(path) in msg
-    assert f"state_layout={layout}" in msg and "bucket 1 " in msg
+    assert f"state_layout={layout}" in msg and f"bucket {bucket} " in msg
     other = "v_first" if layout == "k_first" else "k_first"
     assert f"state_layout={other}" not in msg
 

@@ -33,9 +33,9 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     # Resident CTAs per SM the kernel's launch bounds ask for (register cap registers_per_sm / (threads · n));
     # absent = 1, ptxas's own choice, so the configs (and ids) of kernels without it are unchanged.
     "min_ctas": tuple(range(1, 17)),
-    # Multi-token decode: the inputs of this many tokens (the bucket's T) copied to shared memory at CTA entry,
-    # beside the state loads; absent = none (inputs loaded in the token loop), so other kernels' ids are unchanged.
-    "preload": tuple(range(2, 17)),
+    # Decode: the inputs of this many tokens (the bucket's T, 1 for one-token decode) copied to shared memory at CTA
+    # entry, beside the state loads; absent = none (inputs loaded in the token loop), so other kernels' ids are unchanged.
+    "preload": tuple(range(1, 17)),
     # Persistent CTAs (decode): a grid of min(tiles, resident CTA slots), each looping over tiles with the next
     # tile's state copied to shared memory meanwhile; absent = False, one tile per CTA, so other ids are unchanged.
     "persistent": (False, True),

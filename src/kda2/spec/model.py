@@ -326,9 +326,10 @@ class Agents(_Strict):
     occupancy (decode buckets): `compiler` leaves resident CTAs per SM to ptxas's register use; `raised`
     also proposes each shape with launch bounds asking for more CTAs per SM (plan/agents/recurrent.py
     OccupancyAgent), which caps its registers.
-    inputs (multi-token decode buckets, 1 < T <= 16): `per_token` loads each token's q/k/g/v/beta in the token
-    loop; `preload` also proposes each shape with every token's inputs copied to shared memory at CTA entry
-    (PreloadAgent). Other buckets always load per token.
+    inputs (decode buckets, T <= 16): `per_token` loads each token's q/k/g/v/beta in the token loop; `preload`
+    also proposes each shape with every token's inputs copied to shared memory at CTA entry (PreloadAgent; at T = 1
+    beside the per-token shapes, whatever `inputs` lists: the one-token bucket has no other kernels). Prefill
+    buckets always load per token.
     schedule (decode buckets, T <= 16): `grid` launches one CTA per tile; `persistent` also proposes each
     direct-staged shape as a persistent kernel (plan/agents/recurrent.py ScheduleAgent): min(tiles, resident
     CTA slots) CTAs, each looping over tiles with the next tile's state copied to shared memory meanwhile.

@@ -225,29 +225,36 @@ class ReduceAgent:
 
 
 class PreloadAgent:
-    """Multi-token decode buckets (1 < T <= DECODE_MAX_T), with the spec's `inputs: [.., preload]`: each candidate
-    again with every token's q/k/g/v/beta copied to shared memory at CTA entry (`preload` = T tokens). A speculative
+    """Decode buckets (T <= DECODE_MAX_T), with the spec's `inputs: [.., preload]`: each candidate again with every
+    token's q/k/g/v/beta copied to shared memory at CTA entry (`preload` = T tokens). A speculative
     verify call is a serial chain of T token steps per CTA, and each step otherwise starts with a round trip to
     memory for that token's inputs, with only a few CTAs per SM to hide it (H200, N = 64, H = 32, the same state
     bytes: the best T = 4 kernels took 123 / 138 us k_first / v_first, 77 / 74 us at T = 1; kda2 tune,
     tuning/kimi_linear_recurrent.h200.json). Issued beside the state loads, that latency overlaps the state's and
     the chain runs from shared memory and registers. The copies replace the next-token prefetch (prefetch off).
-    The per-token candidates stay (`per_token` in `inputs`): both are measured. A call longer than T reads its
-    tokens past the buffer from global memory (correct at any length, as every kernel here)."""
+    The per-token candidates stay (`per_token` in `inputs`): both are measured. A call longer than T refills the
+    buffer every T tokens (correct at any length, as every kernel here).
+    At T = 1 the twins come beside the per-token candidates whatever `inputs` lists: the one token's inputs land
+    beside the state, and its gate, norms and q.k are prepared once per CTA (every warp of a per-token kernel
+    computes them).
+    Measured (H200, D2 = N 64 T 1 H 32, experiments/2026-12-02-d2pre): the k_first 16x4 bulk 4-CTA twin 74.2 / 74.1
+    us against the per-token route's 76.1 / 75.9; at v_first the per-token route stayed ahead."""
     name = "preload"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         modes = spec.agents.inputs
-        if "preload" not in modes or not 1 < bucket <= DECODE_MAX_T:
-            return list(cands)  # T = 1 has no later token to wait for; prefill chains are long and prefetched
+        if "preload" not in modes or not 1 <= bucket <= DECODE_MAX_T:
+            return list(cands)  # prefill chains are long and prefetched
         twins = []
         for c in cands:
             smem = preload_bytes({**c.config, "preload": bucket})
+            why = ("the token's gate, norms and q.k prepared once per CTA, not in every warp" if bucket == 1 else
+                   "the token chain waits on no global load (each step would otherwise start with a round trip to "
+                   "memory); no next-token prefetch")
             twins.append(c.extend(self.name, f"T<={bucket}: every token's q/k/g/v/beta ({smem} B per CTA) copied "
-                                  "to shared memory at CTA entry, beside the state loads: the token chain waits on "
-                                  "no global load (each step would otherwise start with a round trip to memory); "
-                                  "no next-token prefetch", preload=bucket, prefetch=False))
-        return (list(cands) if "per_token" in modes else []) + twins
+                                  f"to shared memory at CTA entry, beside the state loads: {why}", preload=bucket,
+                                  prefetch=False))
+        return (list(cands) if "per_token" in modes or bucket == 1 else []) + twins
 
 
 class OccupancyAgent:

@@ -1,0 +1,47 @@
+# Sourced by this folder's device calls (run from the repository root on the device): $O the output folder, `el`
+# elapsed seconds, and the steps the calls share. (Moved here from call1.sh – call3.sh after they ran: the same commands.)
+set -u -o pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
+T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+O=/tmp/o; rm -rf $O; mkdir -p $O /tmp/ab
+unpack() { tar xJf build/_ab/$1.tar.xz -C /tmp/ab || exit 3; }
+# recurrent GPU tests (every forced kind, the routed variants) on library $1
+rec_tests() {
+  el "recurrent GPU tests ($1)"
+  KDA2_LIBRARY=$1 timeout 260 python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py tests/gpu/test_recurrent_gpu.py \
+    -q --require-gpu --fla-recurrent=none -rs -p no:cacheprovider > $O/gpu_recurrent.log 2>&1
+  echo "tests rc $?"; tail -1 $O/gpu_recurrent.log; grep -E "^FAILED|^ERROR" $O/gpu_recurrent.log | head -8
+}
+# kda2 tune of library $1 into the record $O/$2 (against a copy of the repository's tuning/)
+tune() {
+  el "tune"
+  rm -rf /tmp/tun && cp -r tuning /tmp/tun
+  timeout 230 python3 -m kda2.tools.cli tune $1/sm_90a --tuning /tmp/tun --record $O/$2 --margin 0.2 --time-limit 210 \
+    --force > $O/tune.log 2>&1; echo "tune rc $?"; grep -E "^  [kv]_first:" $O/tune.log | head -30
+}
+# the tune's winner of layout $1, bucket $2, class $3
+win() { grep -E "^  $1:$2 +$3:" $O/tune.log | awk '{print $3}'; }
+# one line per row of bench JSON $1, tagged $2
+summ() { python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for x in d["rows"]:
+    print(f"  {sys.argv[2]} {x['id']}/{x['layout']}: {x['ms_median'] * 1e3:.2f} us, graph {x['graph_us']:.2f}, "
+          f"{x.get('pct_copy', 0):.1f} % of copy, {x.get('pct_copy_same') or 0:.1f} % of equal-size")
+PY
+}
+# two rounds, alternating: for each "SHAPE:LAYOUT" key of the caller's RUNS (its variants, space-separated), each
+# variant forced on library $1
+bench_runs() {
+  local lib=$1 r key s l v; shift
+  for r in 1 2; do for key in "$@"; do
+    s=${key%%:*}; l=${key##*:}
+    for v in $(echo ${RUNS[$key]} | tr ' ' '\n' | awk '!seen[$0]++'); do
+      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $v \
+        --out $O/b_${s}_${l}_${v}_$r > $O/b_${s}_${l}_${v}_$r.log 2>&1 && summ $O/b_${s}_${l}_${v}_$r/bench_recurrent.json "r$r $v" \
+        || { echo "bench $s $l $v failed"; tail -3 $O/b_${s}_${l}_${v}_$r.log; }
+    done
+  done; done
+}
+# $O as one file (the device returns at most eight)
+finish() { el done; rm -f $O/*/*.png; tar czf $OUT/$1.tgz -C /tmp o; }

@@ -328,7 +328,7 @@ class Agents(_Strict):
     OccupancyAgent), which caps its registers.
     inputs (decode buckets, T <= 16): `per_token` loads each token's q/k/g/v/beta in the token loop; `preload`
     also proposes each shape with every token's inputs copied to shared memory at CTA entry (PreloadAgent; at T = 1
-    beside the per-token shapes, whatever `inputs` lists: the one-token bucket has no other kernels). Prefill
+    beside the per-token shapes whatever `inputs` lists, so a spec listing `preload` alone keeps them there). Prefill
     buckets always load per token.
     schedule (decode buckets, T <= 16): `grid` launches one CTA per tile; `persistent` also proposes each
     direct-staged shape as a persistent kernel (plan/agents/recurrent.py ScheduleAgent): min(tiles, resident

@@ -243,7 +243,7 @@ class PreloadAgent:
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
         modes = spec.agents.inputs
-        if "preload" not in modes or not 1 <= bucket <= DECODE_MAX_T:
+        if "preload" not in modes or bucket > DECODE_MAX_T:
             return list(cands)  # prefill chains are long and prefetched
         twins = []
         for c in cands:

@@ -20,7 +20,14 @@ def test_cases_cover_the_issue():
     assert len(ids) == len(set(ids))
     dense_T = {c.T for c in cc.CASES if c.cu is None}
     assert {63, 64, 65, 160, 500, 1000, 1500, 2048, 8192} <= dense_T
-    assert {c.ratio for c in cc.CASES} == {1, 2}
+    assert {c.ratio for c in cc.CASES} == {1, 2, 4, 8}
+    # GVA 4 and 8 and bf16 A_log / dt_bias (issue 13) in both input dtypes and both layouts
+    wide = [c for c in cc.CASES if c.ratio >= 4]
+    assert {(c.dtype, c.ratio) for c in wide} >= {("bf16", 4), ("bf16", 8), ("fp16", 4), ("fp16", 8)}
+    assert {c.v_first for c in wide} == {False, True} and any(c.cu for c in wide)
+    pbf16 = [c for c in cc.CASES if c.param_bf16]
+    assert {c.dtype for c in pbf16} == {"bf16", "fp16"} and {c.v_first for c in pbf16} == {False, True}
+    assert all(c.in_kernel_gate for c in pbf16) and {c.gate for c in pbf16} == {"softplus", "lower_bound"}
     for gate in ("precomputed", "softplus", "lower_bound"):
         assert {c.v_first for c in cc.CASES if c.gate == gate} == {False, True}, gate
     assert {c.g_bf16 for c in cc.CASES if c.gate == "softplus"} == {False, True}
@@ -137,6 +144,9 @@ def test_to_torch_dtypes():
     c3 = cc.Case("h", dtype="fp16", g_bf16=True, beta_bf16=True)  # 16-bit g / beta follow the input dtype
     t3 = cc.to_torch(torch, cc.draw(c3, 0, K=16, V=8), c3, device="cpu")
     assert t3["q"].dtype == t3["k"].dtype == t3["v"].dtype == t3["g"].dtype == t3["beta"].dtype == torch.float16
+    c4 = cc.Case("p", dtype="fp16", gate="softplus", param_bf16=True)  # bf16 parameters whatever the input dtype
+    t4 = cc.to_torch(torch, cc.draw(c4, 0, K=16, V=8), c4, device="cpu")
+    assert t4["A_log"].dtype == t4["dt_bias"].dtype == torch.bfloat16 and t4["initial_state"].dtype == torch.float32
 
 
 def test_bound():
@@ -166,11 +176,14 @@ def test_results_table_and_append(tmp_path):
     assert data["kind"] == "kda2-chunk-accuracy" and [s["seed"] for s in data["sessions"]] == [7, 8]
     assert data["sessions"][0]["rows"][0]["ours_o"] == 1.5e-3
     assert data["sessions"][1]["rows"][0]["case"] == "T64"
-    assert "T64" in (tmp_path / cc.TABLE_FILE).read_text()
+    assert "T64" in (tmp_path / f"{cc.RESULTS_STEM}.md").read_text()
     p.write_text("{not json")
     cc.write_results(tmp_path, [row])
     assert len(json.loads(p.read_text())["sessions"]) == 1
     assert list(tmp_path.glob("chunk-accuracy.json.unreadable.*"))
+    q = cc.write_results(tmp_path, [bad], {"seed": 9}, stem="recurrent-accuracy")  # a second table beside it
+    assert q.name == "recurrent-accuracy.json" and json.loads(q.read_text())["kind"] == "kda2-recurrent-accuracy"
+    assert "T64" in (tmp_path / "recurrent-accuracy.md").read_text() and len(json.loads(p.read_text())["sessions"]) == 1
 
 
 def test_block_edge_case_follows_the_kernels_diag_range():

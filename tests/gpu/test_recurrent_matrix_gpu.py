@@ -4,7 +4,8 @@ multi-token decode with per-token states, and varlen with only a device cu_seqle
 Runs once per built recurrent spec (tests/gpu/conftest.py: one per head-dim pair, K in {64, 128, 256}).
 Every output is poisoned with NaN first. Bar (docs/DESIGN.md §1.1): relative L2 of o and of the states vs
 the float64 reference <= 5e-3, tightened to 2x FLA's error + 1e-4 on the same inputs where FLA 0.6 is
-importable and runs the case (kda2.bench.cases.bound). A case the library does not build skips through
+importable and runs the case (kda2.bench.cases.bound). With --results-dir the matrix's errors, ours and
+FLA's, go to recurrent-accuracy.{json,md} there (the chunk tests' table format). A case the library does not build skips through
 feature_matrix.require_built (a failure where the spec file says it is built).
 """
 from __future__ import annotations
@@ -31,6 +32,22 @@ from test_recurrent_gpu import TOL, Case, assert_close, make_inputs, options, ru
 MATRIX = [Case(f"{d}-p{'bf16' if p else 'fp32'}-gva{r}-{'vf' if vf else 'kf'}", B=3, T=4, H=2 if r < 8 else 1,
                ratio=r, gate="softplus", v_first=vf, dtype=d, param_bf16=p, g_bf16=(r == 2), beta_bf16=(r == 4))
           for d, p, r, vf in itertools.product(("bf16", "fp16"), (False, True), (1, 2, 4, 8), (False, True))]
+
+
+_ROWS: list = []
+
+
+@pytest.fixture(scope="module")
+def matrix_rows(torch_cuda, pytestconfig, seed):
+    """Collects one accuracy Row per matrix case; writes the table to --results-dir at the end of the module."""
+    yield _ROWS
+    out_dir = pytestconfig.getoption("results_dir")
+    if out_dir and _ROWS:
+        from kda2.bench.cases import format_table, write_results
+
+        meta = {"seed": seed, "device": torch_cuda.cuda.get_device_name(0), "torch": torch_cuda.__version__}
+        path = write_results(out_dir, list(_ROWS), meta, stem="recurrent-accuracy")
+        print(f"\nrecurrent matrix accuracy table -> {path}\n{format_table([vars(r) for r in _ROWS])}")
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +88,9 @@ def _fla_errors(fla, ref, x: dict, c: Case, o_ref, ht_ref) -> tuple[float | None
 
 
 @pytest.mark.parametrize("case", MATRIX, ids=lambda c: c.id)
-def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurrent, case: Case):
+def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurrent, matrix_rows, case: Case):
     torch = torch_cuda
-    from kda2.bench.cases import bound
+    from kda2.bench.cases import Row, bound
     from kda2.runtime import fused_recurrent_kda
 
     require_built(lib, case)
@@ -87,10 +104,16 @@ def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurre
     torch.cuda.synchronize()
     assert o.dtype == x["q"].dtype, f"{ctx}: o is {o.dtype}, not the input dtype"
     o_ref, ht_ref = run_ref(ref, x, case)
-    err_o = assert_close(ref, "o", o, o_ref, ctx)
-    err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
     fla, want = fla_recurrent
     fla_o, fla_s, status = _fla_errors(fla if _fla_wanted(want, lib, case) else None, ref, x, case, o_ref, ht_ref)
+    row = Row(spec=lib.spec, case=f"{case.id} K{lib.k}", B=case.B, T=case.T, H=case.H, HV=case.H * case.ratio,
+              cu_seqlens=None, gate=case.gate, layout="v_first" if case.v_first else "k_first", seed=seed + 11,
+              fla_o=fla_o, fla_state=fla_s, fla_status=status, bound_o=bound(fla_o), bound_state=bound(fla_s))
+    matrix_rows.append(row)
+    err_o = assert_close(ref, "o", o, o_ref, ctx)
+    err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
+    row.ours_o, row.ours_state = err_o, err_s
+    row.ok = err_o <= row.bound_o and err_s <= row.bound_state
     kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and not case.param_bf16 and case.ratio == 1
     assert not (kimi_form and status.startswith("rejected")), f"{ctx}: FLA refused its own form: {status}"
     assert err_o <= bound(fla_o), f"{ctx}: o error {err_o:.3e} > 2x FLA's {fla_o:.3e} + 1e-4"

@@ -32,8 +32,8 @@ STRESS_DT_BIAS = 6.0  # dt_bias of those channels for the softplus gate (g ≈ �
 # per-token decays straddle that edge: 15·4.2·log2(e) ≈ 90.9 and 15·4.8·log2(e) ≈ 103.9.
 DIAG_RANGE = 96.0
 BLOCK_EDGE_G = (-4.2, -4.8)
-RESULTS_FILE = "chunk-accuracy.json"
-TABLE_FILE = "chunk-accuracy.md"
+#: File stem of the accuracy table: <stem>.json (every session appended) and <stem>.md (this session's table).
+RESULTS_STEM = "chunk-accuracy"
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class Case:
     final: bool = True
     v_first: bool = False
     beta_bf16: bool = False            # beta 16-bit, in the input dtype (KDA2_BETA_BF16), else fp32
+    param_bf16: bool = False          # A_log / dt_bias in bf16 (a model cast with .to(torch.bfloat16)), else fp32
     scale: float | None = None
     stress: str | None = None          # g_minus20 | g_block_edge | dt_bias_plus6 | beta_small | beta_large
 
@@ -89,9 +90,9 @@ class Case:
 VARLEN = [(0, 15), (0, 256, 500, 1000), (0, 15, 100, 300, 1200, 2000), (0, 100, 300, 1200, 3000, 4096)]
 
 # A covering set, not the cartesian product: every T of {63, 64, 65, 160, 500, 1000, 1500, 2048, 8192},
-# every gate mode with both state layouts, GVA 1 and 2, bf16 and fp32 raw gates, initial state on/off,
+# every gate mode with both state layouts, GVA 1, 2, 4 and 8, bf16 and fp32 raw gates, initial state on/off,
 # final state on/off, l2norm / beta-sigmoid in kernel on and off, allow_neg_eigval once, the four varlen
-# packings, and the stress inputs. H = 2..3 except the two "larger" cases; T = 8192 runs with H=1, HV=2.
+# packings, the stress inputs, bf16 A_log / dt_bias. H = 2..3 except the two "larger" cases; T = 8192 runs with H=1, HV=2.
 CASES = [
     Case("T63-precomputed-kf", B=2, T=63),
     Case("T64-softplus-bf16g-gva2-vf", B=2, T=64, ratio=2, gate="softplus", g_bf16=True, v_first=True),
@@ -130,6 +131,14 @@ CASES = [
     Case("fp16-varlen-256-500-1000-lowerbound-gva2-noh0-kf", cu=VARLEN[1], ratio=2, gate="lower_bound",
          dtype="fp16", h0=False),
     Case("fp16-stress-g-20-precomputed-vf", T=500, dtype="fp16", stress="g_minus20", v_first=True),
+    # GVA 4 and 8 (any run-time HV / H) and bf16 A_log / dt_bias (a model cast with .to(torch.bfloat16)), issue 13.
+    Case("T300-softplus-gva4-pbf16-vf", T=300, ratio=4, gate="softplus", param_bf16=True, v_first=True),
+    Case("varlen-15-100-300-softplus-gva8-H1-kf", cu=VARLEN[2][:4], H=1, ratio=8, gate="softplus"),
+    Case("T300-lowerbound-gva8-pbf16-H1-kf", T=300, H=1, ratio=8, gate="lower_bound", param_bf16=True),
+    Case("fp16-T300-softplus-gva8-pbf16-H1-vf", T=300, H=1, ratio=8, gate="softplus", dtype="fp16",
+         param_bf16=True, v_first=True),
+    Case("fp16-varlen-15-100-300-softplus-gva4-pbf16-kf", cu=VARLEN[2][:4], ratio=4, gate="softplus", dtype="fp16",
+         param_bf16=True),
 ]
 
 
@@ -204,14 +213,15 @@ TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 def to_torch(torch, x: dict[str, Any], c: Case, device: str = "cuda") -> dict[str, Any]:
     """The tensors the kernels get: q/k/v in the case's dtype (bf16 or fp16), fp32 (or 16-bit, the input dtype)
-    g and beta, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64) plus its host copy."""
+    g and beta, fp32 (or bf16: `param_bf16`) A_log / dt_bias, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64) plus its host copy."""
     def t(a, dtype):
         return None if a is None else torch.from_numpy(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
 
     e16, f32 = getattr(torch, TORCH_DTYPES[c.dtype]), torch.float32
+    par = torch.bfloat16 if c.param_bf16 else f32
     return dict(q=t(x["q"], e16), k=t(x["k"], e16), v=t(x["v"], e16),
                 g=t(x["g"], e16 if c.g_bf16 else f32), beta=t(x["beta"], e16 if c.beta_bf16 else f32),
-                A_log=t(x["A_log"], f32), dt_bias=t(x["dt_bias"], f32), initial_state=t(x["initial_state"], f32),
+                A_log=t(x["A_log"], par), dt_bias=t(x["dt_bias"], par), initial_state=t(x["initial_state"], f32),
                 cu_seqlens=t(x["cu_seqlens"], torch.int64),
                 cu_seqlens_cpu=None if x["cu_seqlens"] is None else torch.from_numpy(x["cu_seqlens"].copy()),
                 sshape=x["sshape"])
@@ -293,15 +303,17 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_results(out_dir: str | os.PathLike, rows: list[Row | dict], meta: dict | None = None) -> Path:
-    """Append this session's rows to <out_dir>/chunk-accuracy.json ({"sessions": [...]}) and rewrite
-    chunk-accuracy.md with this session's table. Atomic writes; an unreadable old file is kept aside."""
+def write_results(out_dir: str | os.PathLike, rows: list[Row | dict], meta: dict | None = None,
+                  stem: str = RESULTS_STEM) -> Path:
+    """Append this session's rows to <out_dir>/<stem>.json ({"sessions": [...]}) and rewrite <stem>.md with
+    this session's table (the recurrent matrix test writes its own stem). Atomic writes; an unreadable old
+    file is kept aside."""
     from kda2.artifact.atomic import write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULTS_FILE
-    data: dict[str, Any] = {"kind": "kda2-chunk-accuracy", "schema": 1, "sessions": []}
+    path = out / f"{stem}.json"
+    data: dict[str, Any] = {"kind": f"kda2-{stem}", "schema": 1, "sessions": []}
     if path.exists():
         try:
             old = json.loads(path.read_text())
@@ -317,5 +329,5 @@ def write_results(out_dir: str | os.PathLike, rows: list[Row | dict], meta: dict
                "rows": dict_rows}
     data["sessions"].append(session)
     write_text(path, json.dumps(data, indent=1, default=str) + "\n")
-    write_text(out / TABLE_FILE, format_table(dict_rows) + "\n")
+    write_text(out / f"{stem}.md", format_table(dict_rows) + "\n")
     return path

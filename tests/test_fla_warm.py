@@ -16,7 +16,7 @@ def test_tasks_cover_every_case_and_bench_set(fla_warm):
 
     cases = fla_warm.tasks("cases")
     bench = fla_warm.tasks("bench")
-    assert cases == [("case", c.id, 128) for c in CASES] and len(set(cases)) == len(CASES) == 29  # 21 bf16 + 8 fp16
+    assert cases == [("case", c.id, 128) for c in CASES] and len(set(cases)) == len(CASES) == 34  # 21 bf16 + 8 fp16 + 5 GVA 4 / 8
     assert sorted(bench) == sorted(("bench", s.id, g, 128) for s in SHAPES for g in GATES) and len(bench) == 12
     assert fla_warm.tasks(None) == cases + bench
     # other head dims (the small / large chunk specs): the same sets again per K
@@ -47,3 +47,23 @@ def test_cases_subset_refuses_unknown_ids(capsys) -> None:
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "no-such-case" in err and "T63-precomputed-kf," not in err.split("allowed:")[0] and "T8192-softplus" in err
+
+
+def test_cases_beside_bench_sets_and_gate_filter(fla_warm, capsys):
+    """What a device call that times the benchmark and checks a few cases warms in one wave: the named cases, the
+    benchmark's sets of the asked gates, at every head dim asked; a bad gate is refused naming the allowed ones."""
+    two = "T63-precomputed-kf,T300-softplus-gva4-pbf16-vf"
+    got = fla_warm.select("bench", two, "softplus", "128,256")
+    cases = [t for t in got if t[0] == "case"]
+    bench = [t for t in got if t[0] == "bench"]
+    assert sorted(cases) == sorted(("case", c, k) for c in two.split(",") for k in (128, 256))
+    assert bench and {t[2] for t in bench} == {"softplus"} and {t[3] for t in bench} == {128, 256}
+    assert len(bench) == len(fla_warm.tasks("bench", (128, 256))) // 2
+    assert fla_warm.select(None, two, None, "128") == [("case", c, 128) for c in two.split(",")]  # cases alone
+    assert fla_warm.select("k3", None, "softplus", "128") == []  # the k3 set is bounded-gate only
+    with pytest.raises(ValueError, match="--gates: allowed softplus, lower_bound, got softplus,relu"):
+        fla_warm.select("bench", None, "softplus,relu", "128")
+    assert fla_warm.main(["--only", "bench", "--cases", two, "--gates", "softplus", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "case T300-softplus-gva4-pbf16-vf 128" in out and "bench P1 softplus 128" in out
+    assert "lower_bound" not in out and out.rstrip().endswith("fla_warm: 8 option sets (dry run)")

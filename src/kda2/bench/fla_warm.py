@@ -6,8 +6,10 @@ the H200 host. Serially that is most of a 30-minute device session; across proce
 Run it on the GPU host before the tests and the benchmark, with TRITON_CACHE_DIR pointing at the cache they
 will use (scripts/gpu_check.sh does that; its step `fla-warm`). Timings taken while it runs are meaningless.
 
-    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3] [--cases ID,ID] [--head-dims 64,128,256]
-                                  (k3: the benchmark's optional K1-K10 set; --cases: a subset of the tests' cases;
+    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3] [--cases ID,ID] [--gates G,G]
+                                  [--head-dims 64,128,256]
+                                  (k3: the benchmark's optional K1-K10 set; --cases: a subset of the tests' cases,
+                                   alone or beside --only bench|k3; --gates: the benchmark sets of these gates only;
                                    --head-dims: K = V of the option sets, default 128)
 
 Exit status: 0 when every option set ran, 1 when any failed (each failure is printed; FLA rejecting an
@@ -72,6 +74,33 @@ def run_task(task: tuple) -> tuple[tuple, str, float]:
     return task, status, time.perf_counter() - t0
 
 
+def select(only: str | None, cases: str | None, gates: str | None, head_dims: str) -> list[tuple]:
+    """The option sets a command line asks for (ValueError naming what is wrong and what is allowed)."""
+    try:
+        dims = tuple(int(k) for k in head_dims.split(","))
+    except ValueError:
+        raise ValueError(f"--head-dims: expected a comma list of integers, got {head_dims!r}") from None
+    if not dims or set(dims) - {64, 128, 256}:
+        raise ValueError(f"--head-dims: allowed 64, 128, 256, got {head_dims}")
+    keep = set(gates.split(",")) if gates else None
+    if keep is not None and keep - {"softplus", "lower_bound"}:
+        raise ValueError(f"--gates: allowed softplus, lower_bound, got {gates}")
+    # named cases beside the benchmark's sets: one wave of processes for a device call that needs both
+    beside = tasks(only, dims) if cases and only in ("bench", "k3") else []
+    todo = tasks("cases" if cases else only, dims)
+    if cases:
+        want = cases.split(",")
+        known = {t[1] for t in todo}
+        unknown = [c for c in want if c not in known]
+        if unknown:
+            raise ValueError(f"--cases: unknown case id(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        todo = [t for t in todo if t[1] in want]
+    todo += beside
+    if keep is not None:
+        todo = [t for t in todo if t[0] != "bench" or t[2] in keep]
+    return todo
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2),
@@ -79,24 +108,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("cases", "bench", "k3"),
                     help="warm only the tests' or only the benchmark's P1-P6 sets, or only the benchmark's k3 set")
     ap.add_argument("--cases", metavar="ID,ID",
-                    help="only these accuracy cases (the ids the GPU tests' --fla-cases takes); implies --only cases")
+                    help="only these accuracy cases (the ids the GPU tests' --fla-cases takes); alone it implies "
+                         "--only cases, with --only bench|k3 it warms those sets too")
+    ap.add_argument("--gates", metavar="G,G",
+                    help="benchmark sets of these gates only (softplus, lower_bound; default: the sets' own)")
     ap.add_argument("--head-dims", default="128", metavar="K,K",
                     help="K = V of the option sets (comma list of 64, 128, 256; default 128)")
+    ap.add_argument("--dry-run", action="store_true", help="list the option sets and exit (no FLA, no GPU)")
     args = ap.parse_args(argv)
     try:
-        head_dims = tuple(int(k) for k in args.head_dims.split(","))
-    except ValueError:
-        ap.error(f"--head-dims: expected a comma list of integers, got {args.head_dims!r}")
-    if not head_dims or set(head_dims) - {64, 128, 256}:
-        ap.error(f"--head-dims: allowed 64, 128, 256, got {args.head_dims}")
-    todo = tasks("cases" if args.cases else args.only, head_dims)
-    if args.cases:
-        want = args.cases.split(",")
-        known = {t[1] for t in todo}
-        unknown = [c for c in want if c not in known]
-        if unknown:
-            ap.error(f"--cases: unknown case id(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
-        todo = [t for t in todo if t[1] in want]
+        todo = select(args.only, args.cases, args.gates, args.head_dims)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.dry_run:
+        for t in todo:
+            print(" ".join(map(str, t)))
+        print(f"fla_warm: {len(todo)} option sets (dry run)")
+        return 0
     print(f"fla_warm: {len(todo)} option sets, {args.jobs} processes, TRITON_CACHE_DIR="
           f"{os.environ.get('TRITON_CACHE_DIR', '(Triton default)')}", flush=True)
     t0, failed = time.perf_counter(), 0

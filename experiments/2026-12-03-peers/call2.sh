@@ -28,17 +28,8 @@ echo "k3 rc $?"; grep -E "^\| K" $O/k3/bench_chunk.md | tail -10
 el "bench P1-P6 bounded gate (cuDNN)"
 timeout 80 python3 -m kda2.bench chunk --no-fla --library $LIB --shapes p --gates lower_bound --out $O/plb > $O/bench_plb.log 2>&1
 echo "p lb rc $?"; grep -E "^\| P" $O/plb/bench_chunk.md
-el "bench P1-P6 softplus (FLA + cuDNN)"
-timeout 110 python3 -m kda2.bench chunk --library $LIB --shapes p --gates softplus --out $O/psp > $O/bench_psp.log 2>&1
-echo "p softplus rc $?"; grep -E "^\| P" $O/psp/bench_chunk.md
+psp_bench
 python3 -m kda2.bench.report --roofline $O/psp/bench_chunk.json $O/roofline_p.png > $O/roofline_p.txt 2>&1
 el "chunk accuracy, new cases, K = 128 and 256 with FLA"
-for K in 128 256; do
-  L=$V/kimi_linear_chunk; [ $K = 256 ] && L=$V/large_head_chunk
-  mkdir -p $O/k$K
-  timeout 60 python3 -m pytest -m gpu "tests/gpu/test_chunk_gpu.py::test_matches_reference" -q --require-gpu \
-    --chunk-library $L --fla-cases=$NEW --results-dir $O/k$K -rs -p no:cacheprovider -k "gva4 or gva8" \
-    > $O/k$K/gpu_chunk.log 2>&1; echo "K=$K rc $?"; tail -1 $O/k$K/gpu_chunk.log
-  grep -E "gva[48]" $O/k$K/chunk-accuracy.md | cut -d'|' -f3,5,6,8,9,11,12
-done
+for K in 128 256; do new_cases $K; done
 finish call2

@@ -5,8 +5,8 @@ Runs once per built recurrent spec (tests/gpu/conftest.py: one per head-dim pair
 Every output is poisoned with NaN first. Bar (docs/DESIGN.md §1.1): relative L2 of o and of the states vs
 the float64 reference <= 5e-3, tightened to 2x FLA's error + 1e-4 on the same inputs where FLA 0.6 is
 importable and runs the case (kda2.bench.cases.bound). With --results-dir the matrix's errors, ours and
-FLA's, go to recurrent-accuracy.{json,md} there (the chunk tests' table format). A case the library does not build skips through
-feature_matrix.require_built (a failure where the spec file says it is built).
+FLA's, go to recurrent-accuracy.{json,md} there (the chunk tests' table format). A case the library does
+not build skips through feature_matrix.require_built (a failure where the spec file says it is built).
 """
 from __future__ import annotations
 
@@ -110,9 +110,9 @@ def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurre
               cu_seqlens=None, gate=case.gate, layout="v_first" if case.v_first else "k_first", seed=seed + 11,
               fla_o=fla_o, fla_state=fla_s, fla_status=status, bound_o=bound(fla_o), bound_state=bound(fla_s))
     matrix_rows.append(row)
-    err_o = assert_close(ref, "o", o, o_ref, ctx)
-    err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
-    row.ours_o, row.ours_state = err_o, err_s
+    row.ok = False  # until both errors are in: a failed assertion leaves the row marked
+    row.ours_o = err_o = assert_close(ref, "o", o, o_ref, ctx)
+    row.ours_state = err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
     row.ok = err_o <= row.bound_o and err_s <= row.bound_state
     kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and not case.param_bf16 and case.ratio == 1
     assert not (kimi_form and status.startswith("rejected")), f"{ctx}: FLA refused its own form: {status}"

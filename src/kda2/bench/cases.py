@@ -92,7 +92,8 @@ VARLEN = [(0, 15), (0, 256, 500, 1000), (0, 15, 100, 300, 1200, 2000), (0, 100, 
 # A covering set, not the cartesian product: every T of {63, 64, 65, 160, 500, 1000, 1500, 2048, 8192},
 # every gate mode with both state layouts, GVA 1, 2, 4 and 8, bf16 and fp32 raw gates, initial state on/off,
 # final state on/off, l2norm / beta-sigmoid in kernel on and off, allow_neg_eigval once, the four varlen
-# packings, the stress inputs, bf16 A_log / dt_bias. H = 2..3 except the two "larger" cases; T = 8192 runs with H=1, HV=2.
+# packings, the stress inputs, bf16 A_log / dt_bias. H = 2..3 except the two "larger" cases; T = 8192 runs with
+# H=1, HV=2.
 CASES = [
     Case("T63-precomputed-kf", B=2, T=63),
     Case("T64-softplus-bf16g-gva2-vf", B=2, T=64, ratio=2, gate="softplus", g_bf16=True, v_first=True),
@@ -213,7 +214,8 @@ TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 def to_torch(torch, x: dict[str, Any], c: Case, device: str = "cuda") -> dict[str, Any]:
     """The tensors the kernels get: q/k/v in the case's dtype (bf16 or fp16), fp32 (or 16-bit, the input dtype)
-    g and beta, fp32 (or bf16: `param_bf16`) A_log / dt_bias, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64) plus its host copy."""
+    g and beta, fp32 (or bf16: `param_bf16`) A_log / dt_bias, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64)
+    plus its host copy."""
     def t(a, dtype):
         return None if a is None else torch.from_numpy(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
 

@@ -186,6 +186,19 @@ def test_results_table_and_append(tmp_path):
     assert "T64" in (tmp_path / "recurrent-accuracy.md").read_text() and len(json.loads(p.read_text())["sessions"]) == 1
 
 
+def test_gpu_results_carry_the_run(tmp_path, capsys):
+    """A GPU module's table records the seed, device and torch it ran with, and is printed."""
+    from types import SimpleNamespace
+
+    fake = SimpleNamespace(__version__="9.9", cuda=SimpleNamespace(get_device_name=lambda i: "Fake GPU"))
+    row = cc.Row(spec="s", case="c1", B=1, T=4, H=2, HV=2, cu_seqlens=None, gate="softplus", layout="v_first", seed=3,
+                 ours_o=1e-3, ours_state=1e-7, ok=True)
+    cc.write_gpu_results(tmp_path, [row], fake, 3, stem="recurrent-accuracy")
+    session = json.loads((tmp_path / "recurrent-accuracy.json").read_text())["sessions"][0]
+    assert (session["seed"], session["device"], session["torch"]) == (3, "Fake GPU", "9.9") and "fla-core" in session
+    assert "| s | c1 | v_first | 1.00e-03 |" in capsys.readouterr().out
+
+
 def test_block_edge_case_follows_the_kernels_diag_range():
     """The g_block_edge stress case is only a test of the prep kernel's diagonal-range switch while its
     DIAG_RANGE is the kernels'."""

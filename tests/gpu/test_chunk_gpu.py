@@ -29,7 +29,7 @@ if str(HERE) not in sys.path:
 
 from feature_matrix import require_built  # noqa: E402
 from kda2.bench.cases import (  # noqa: E402
-    CASES, Case, Row, draw, format_table, options, ref_options, to_torch, verdict, write_results,
+    CASES, Case, Row, draw, options, ref_options, to_torch, verdict, write_gpu_results,
 )
 
 pytestmark = pytest.mark.gpu
@@ -96,17 +96,8 @@ def accuracy_rows(torch_cuda, pytestconfig, seed):
     """Collects one Row per accuracy case; writes the table to --results-dir at the end of the module."""
     yield _ROWS
     out_dir = pytestconfig.getoption("results_dir")
-    if not out_dir or not _ROWS:
-        return
-    from importlib import metadata
-
-    meta = {"seed": seed, "device": torch_cuda.cuda.get_device_name(0), "torch": torch_cuda.__version__}
-    try:
-        meta["fla-core"] = metadata.version("fla-core")
-    except metadata.PackageNotFoundError:
-        meta["fla-core"] = None
-    path = write_results(out_dir, list(_ROWS), meta)
-    print(f"\nchunk accuracy table -> {path}\n{format_table([vars(r) for r in _ROWS])}")
+    if out_dir and _ROWS:
+        write_gpu_results(out_dir, list(_ROWS), torch_cuda, seed)
 
 
 def _default_case(lib, id: str, **kw) -> Case:

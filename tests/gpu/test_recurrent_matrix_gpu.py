@@ -43,11 +43,9 @@ def matrix_rows(torch_cuda, pytestconfig, seed):
     yield _ROWS
     out_dir = pytestconfig.getoption("results_dir")
     if out_dir and _ROWS:
-        from kda2.bench.cases import format_table, write_results
+        from kda2.bench.cases import write_gpu_results
 
-        meta = {"seed": seed, "device": torch_cuda.cuda.get_device_name(0), "torch": torch_cuda.__version__}
-        path = write_results(out_dir, list(_ROWS), meta, stem="recurrent-accuracy")
-        print(f"\nrecurrent matrix accuracy table -> {path}\n{format_table([vars(r) for r in _ROWS])}")
+        write_gpu_results(out_dir, list(_ROWS), torch_cuda, seed, stem="recurrent-accuracy")
 
 
 @pytest.fixture(scope="module")

@@ -305,6 +305,20 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def write_gpu_results(out_dir: str | os.PathLike, rows: list[Row], torch, seed: int, stem: str = RESULTS_STEM) -> None:
+    """What a GPU test module does at its end: the rows with the run's facts (seed, device, torch, fla-core) to
+    `write_results`, and the table printed."""
+    from importlib import metadata
+
+    meta = {"seed": seed, "device": torch.cuda.get_device_name(0), "torch": torch.__version__}
+    try:
+        meta["fla-core"] = metadata.version("fla-core")
+    except metadata.PackageNotFoundError:
+        meta["fla-core"] = None
+    path = write_results(out_dir, rows, meta, stem)
+    print(f"\n{stem} table -> {path}\n{format_table([vars(r) for r in rows])}")
+
+
 def write_results(out_dir: str | os.PathLike, rows: list[Row | dict], meta: dict | None = None,
                   stem: str = RESULTS_STEM) -> Path:
     """Append this session's rows to <out_dir>/<stem>.json ({"sessions": [...]}) and rewrite <stem>.md with

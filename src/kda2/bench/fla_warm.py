@@ -82,9 +82,11 @@ def select(only: str | None, cases: str | None, gates: str | None, head_dims: st
         raise ValueError(f"--head-dims: expected a comma list of integers, got {head_dims!r}") from None
     if not dims or set(dims) - {64, 128, 256}:
         raise ValueError(f"--head-dims: allowed 64, 128, 256, got {head_dims}")
+    from kda2.bench.chunk import GATES
+
     keep = set(gates.split(",")) if gates else None
-    if keep is not None and keep - {"softplus", "lower_bound"}:
-        raise ValueError(f"--gates: allowed softplus, lower_bound, got {gates}")
+    if keep is not None and keep - set(GATES):
+        raise ValueError(f"--gates: allowed {', '.join(GATES)}, got {gates}")
     # named cases beside the benchmark's sets: one wave of processes for a device call that needs both
     beside = tasks(only, dims) if cases and only in ("bench", "k3") else []
     todo = tasks("cases" if cases else only, dims)

@@ -38,18 +38,10 @@ EXPECTED = {
     "small_head_chunk": {},
     "large_head_chunk": {},
     "large_head_recurrent": {},
-    "small_head_recurrent": {  # softplus/lower_bound gates, v_first only, buckets [1, 8, 256]
-        f"{REC}[T1-decode-precomputed-kf]": ("gate mode precomputed", "k_first"),
-        f"{REC}[T63-lowerbound-gva4-negeig]": ("k_first",),
-        f"{REC}[T500-precomputed-gva2-scale]": ("gate mode precomputed", "k_first", "T=500 > largest bucket 256"),
+    "small_head_recurrent": {  # every gate mode, both layouts, buckets [1, 8, 256]
+        f"{REC}[T500-precomputed-gva2-scale]": ("T=500 > largest bucket 256",),
         f"{REC}[T1000-kimi-softplus-vf]": ("T=1000 > largest bucket 256",),
-        f"{REC}[T2-nofinal-gva4-kf]": ("k_first",),
-        f"{REC}[varlen-256-500-1000-lowerbound-gva2-kf]": ("k_first", "T=500 > largest bucket 256"),
-        f"{REC}[varlen-1-2-50-51-precomputed-gva4-vf]": ("gate mode precomputed",),
-        f"{REC}[T64-fp16-lowerbound-kf-g16-b16]": ("k_first",),
-        f"{REC}[T5-softplus-kf-pbf16-gva4]": ("k_first",),
-        f"{POOL}[decode-kf]": ("k_first",),
-        f"{POOL}[T5-kf]": ("k_first",),
+        f"{REC}[varlen-256-500-1000-lowerbound-gva2-kf]": ("T=500 > largest bucket 256",),
     },
 }
 
@@ -150,9 +142,6 @@ def test_editing_a_spec_moves_exactly_its_cases(tmp_path, what):
 def test_widening_small_head_clears_its_matrix(tmp_path):
     """The other direction: give small_head_recurrent what its skipped cases need and none is expected to skip."""
     docs = _spec_docs()
-    f = docs["small_head_recurrent.yaml"]["features"]
-    f["gate_modes"] = ["precomputed", *f["gate_modes"]]
-    f["state_layouts"] = ["k_first", *f["state_layouts"]]
     docs["small_head_recurrent.yaml"]["seq_len_buckets"] = [1, 256, 1024]
     assert fm.matrix(_write_specs(tmp_path, docs))["small_head_recurrent"] == {}
 
@@ -217,9 +206,9 @@ def _outcome(lib, case) -> tuple[str, str]:
 
 def test_require_built_skips_what_the_spec_does_not_build():
     small = fm.specs()["small_head_recurrent"]
-    how, msg = _outcome(_lib(small), _case(small, f"{REC}[T1-decode-precomputed-kf]"))
+    how, msg = _outcome(_lib(small), _case(small, f"{REC}[T500-precomputed-gva2-scale]"))
     assert how == "not-built", msg
-    assert msg.startswith(f"{fm.NOT_BUILT} small_head_recurrent: gate mode precomputed, k_first"), msg
+    assert msg.startswith(f"{fm.NOT_BUILT} small_head_recurrent: T=500 > largest bucket 256"), msg
     assert issubclass(fm.NotBuilt, pytest.skip.Exception)  # a skip to pytest
     assert _outcome(_lib(small), _case(small, f"{REC}[T2-softplus-vf-gva2-gbf16]")) == ("runs", "")
 
@@ -266,7 +255,7 @@ def test_require_built_fails_a_stale_chunk_build():
 
 def test_require_built_cannot_confirm_an_unknown_spec():
     small = fm.specs()["small_head_recurrent"]
-    case = _case(small, f"{REC}[T1-decode-precomputed-kf]")
+    case = _case(small, f"{REC}[T1000-kimi-softplus-vf]")
     how, msg = _outcome(_lib(dataclasses.replace(small, spec="my_shard")), case)
     assert how == "skip", msg  # a plain skip: --require-gpu fails it, the matrix cannot confirm it
     assert "cannot confirm" in msg
@@ -304,7 +293,7 @@ def case(name, key):
 
 
 def test_matrix_skip():
-    fm.require_built(lib("small_head_recurrent"), case("small_head_recurrent", {k_first_key!r}))
+    fm.require_built(lib("small_head_recurrent"), case("small_head_recurrent", {small_key!r}))
 
 
 def test_plain_skip_with_the_magic_words():
@@ -332,7 +321,7 @@ def child(tmp_path_factory):
     shutil.copytree(fm.SPEC_DIR, root / "kernel_specs")
     (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: gpu\n    unit: unit\n    compile: compile\n")
     (root / "tests" / "gpu" / "test_child.py").write_text(
-        CHILD_TESTS.format(k_first_key=f"{REC}[T1-decode-precomputed-kf]"))
+        CHILD_TESTS.format(k_first_key=f"{REC}[T1-decode-precomputed-kf]", small_key=f"{REC}[T1000-kimi-softplus-vf]"))
     return root
 
 

@@ -217,11 +217,11 @@ def lib(spec, family, k=128, v=128, ratios=(1, 2), gates=("precomputed", "softpl
     return SimpleNamespace(spec=spec, family=family, arch=arch, k=k, v=v, features=f, max_bucket=max(buckets))
 
 
-# The built specs (kernel_specs/*.yaml): chunk K=V=128 ratios 1,2; recurrent K=V=128 ratios 1,2,4 buckets to
-# 1024; small_head_recurrent K=V=64, softplus/lower_bound gates only, v_first only, buckets to 256.
+# Stand-ins: the built Kimi specs (kernel_specs/*.yaml: chunk K=V=128 ratios 1,2; recurrent K=V=128 ratios 1,2,4
+# buckets to 1024) and a user's narrower K=V=64 serving shard (softplus/lower_bound gates, v_first, buckets to 256).
 CHUNK = lib("kimi_linear_chunk", "chunk", buckets=(2048, 8192, 65536))
 RECURRENT = lib("kimi_linear_recurrent", "recurrent", ratios=(1, 2, 4))
-SMALL = lib("small_head_recurrent", "recurrent", k=64, v=64, ratios=(1, 2, 4), gates=("softplus", "lower_bound"),
+SMALL = lib("small_head_serving", "recurrent", k=64, v=64, ratios=(1, 2, 4), gates=("softplus", "lower_bound"),
             layouts=("v_first",), buckets=(1, 256))
 
 
@@ -484,7 +484,7 @@ def test_recurrent_verifier_reasons(env, monkeypatch):
         (dict(A_log=None), "softplus gate needs A_log"),
         (dict(out=T(1, 100, 4, 128, dtype=F32)), "out must be a contiguous bfloat16"),
         (dict(HV=6), "HV=6 is not a multiple of H=4"),
-        (dict(K=64, V=64, state_v_first=False), "layout k_first is not built into small_head_recurrent"),
+        (dict(K=64, V=64, state_v_first=False), "layout k_first is not built into small_head_serving"),
         (dict(K=64, V=64, use_gate_in_kernel=False), "gate mode 'precomputed' is not compiled into small_head"),
         (dict(K=96, V=96), "K=96, V=96"),
     ]:

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Device call 2 (H200): call 1 on the every-candidate build of the widened small_head_recurrent (`kda2 build
+# --candidates all small_head_recurrent`, carried): `kda2 tune` writes its tuning record, the GPU tests force every
+# candidate kind, the matrix runs FLA on every case.
+. experiments/2026-12-03-peers/dev.sh
+L=build/small_head_recurrent/sm_90a
+el "tune"
+timeout 200 python3 -m kda2.tools.cli tune $L --tuning $O/tuning --margin 0.2 --time-limit 160 > $O/tune.log 2>&1
+echo "tune rc $?"; tail -12 $O/tune.log
+el "GPU tests: recurrent + matrix (FLA on every matrix case)"
+( KDA2_LIBRARY=$L timeout 300 python3 -m pytest -m gpu tests/gpu/test_recurrent_gpu.py -q --require-gpu \
+    -rs -p no:cacheprovider > $O/gpu_recurrent.log 2>&1; echo "recurrent rc $?" >> $O/rcs.txt ) &
+( KDA2_LIBRARY=$L timeout 300 python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py -q --require-gpu \
+    --fla-recurrent=all --results-dir $O -rs -p no:cacheprovider > $O/gpu_matrix.log 2>&1
+  echo "matrix rc $?" >> $O/rcs.txt ) &
+wait
+cat $O/rcs.txt
+for f in gpu_recurrent gpu_matrix; do echo "$f: $(tail -1 $O/$f.log)"; grep -E "^FAILED|^ERROR|^SKIPPED" $O/$f.log | head -8; done
+grep -c "k_first" $O/recurrent-accuracy.md
+finish call2

@@ -336,29 +336,37 @@ def test_all_k_latency_widths_are_planned_apart_from_the_usual_tiles(kimi, rules
     assert not any(c["v_per_warp"] == 8 and not c.get("persistent") for c in all_k(without, 1).values())
 
 
-def test_a_routed_build_keeps_the_routed_variants_and_reindexes_the_rows(kimi, rules) -> None:
-    """kda2.plan.planner.built: "routed" keeps the variants some dispatch row routes to and, for the chunk family, per
-    layout the first that runs the exact split (where kda2_fwd sends a split call on a wgmma route), library order
-    kept; every row's index points at its own variant in the reduced list and its candidates are the kept ones;
-    "all" is the plan itself; any other set is refused naming the allowed ones."""
+def test_a_routed_build_keeps_the_routed_variants_and_reindexes_the_rows(kimi, rules, monkeypatch) -> None:
+    """kda2.plan.planner.built: "routed" keeps the variants some dispatch row routes to (and, for a state layout whose
+    routed chunk variant has no fold, the layout's first that has one: where kda2_fwd sends a split call), library
+    order kept; every row's index points at its own variant in the reduced list and its candidates are the kept
+    ones; "all" is the plan itself; any other set is refused naming the allowed ones."""
+    import kda2.plan.planner as planner
     from kda2.plan.planner import built
-    from kda2.plan.variant import splits
 
-    for spec in (kimi, load_spec(SPECS / "kimi_linear_chunk.yaml")):
+    chunk = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    for spec in (kimi, chunk):
         for arch in spec.archs:
             plan = plan_spec(spec, arch, rules)
             assert built(plan, "all") is plan
             small = built(plan, "routed")
-            keep = {d["variant"] for d in plan.dispatch}
-            for layout in spec.features.state_layouts:
-                split = [v.id for v in plan.variants if v.config["state_layout"] == layout and splits(v.config)]
-                keep |= set(split[:1])
-                assert spec.family == "recurrent" or split[0] in {v.id for v in small.variants}
+            keep = {d["variant"] for d in plan.dispatch}   # every chunk variant has a fold: nothing else is kept
             assert [v.id for v in small.variants] == [v.id for v in plan.variants if v.id in keep]
             assert len(small.variants) < len(plan.variants)
             for d, e in zip(plan.dispatch, small.dispatch):
                 assert small.variants[e["index"]].id == e["variant"] == d["variant"]
                 assert e["candidates"] == [c for c in d["candidates"] if c in keep] and d["variant"] in e["candidates"]
+    # A variant kind without a fold (none today): said here of the mma_sync pass, which the untuned plan routes to,
+    # so each layout also keeps its first wgmma variant.
+    monkeypatch.setattr(planner, "splits", lambda c: c.get("family") == "chunk" and c.get("state_mma") == "wgmma")
+    plan = plan_spec(chunk, "sm_90a", rules)
+    small = {v.id for v in built(plan, "routed").variants}
+    routed = {d["variant"] for d in plan.dispatch}
+    for layout in chunk.features.state_layouts:
+        first = next(v.id for v in plan.variants
+                     if v.config["state_layout"] == layout and v.config.get("state_mma") == "wgmma")
+        assert first not in routed and first in small
+    assert len(small) == len(routed) + len(chunk.features.state_layouts)
     # a record routing a row to its last candidate: that variant is built
     plan = plan_spec(kimi, "sm_90a", rules)
     row = next(d for d in plan.dispatch if len(d["candidates"]) > 1 and d["class"] == "decode-n1")

@@ -880,10 +880,10 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
         assert re.search(rf"{sym}\(const KDA2RecurrentArgs a\) {{\n  \S+::Chunk::{re.escape(call)}\(a\);", text), sym
 
 
-def test_chunk_wgmma_variant_renders_and_has_no_split() -> None:
-    """A wgmma state variant: its config struct says so (the header dispatches its state entry to state_wg and
-    traps in the fold it never gets), its library row says it cannot split, and a split call routed to it runs on
-    the layout's first variant that can (kda2_fwd's splittable)."""
+def test_chunk_wgmma_variant_renders_and_splits() -> None:
+    """A wgmma state variant: its config struct says so (the header dispatches its state and fold entries to
+    state_wg), and its library row says it runs the exact split like an mma_sync one; kda2_fwd keeps the redirect of
+    a split call to its layout's first variant with a fold for a variant kind without one (splittable)."""
     from kda2.codegen.render import _chunk_launch
 
     wg = dict(CHUNK_CFG, block_v=64, state_mma="wgmma")
@@ -901,7 +901,7 @@ def test_chunk_wgmma_variant_renders_and_has_no_split() -> None:
     lib = render_library("c", "sm_90a", variants, dispatch, '"{}"', ALL_FEATURES)
     rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d)\},$', lib, re.M)
     # (intermediate, persistent, splits, state maps: chunk rows take none)
-    assert rows == [(variants[0]["id"], "0", "0", "1", "0"), (variants[1]["id"], "0", "0", "0", "0")], lib
+    assert rows == [(variants[0]["id"], "0", "0", "1", "0"), (variants[1]["id"], "0", "0", "1", "0")], lib
     fwd = lib[lib.index('extern "C" int kda2_fwd('):]
     assert "index = splittable(index, args);" in fwd
     assert "if (a->split > 1 && !kVariants[index].splits) return KDA2_ERR_FEATURE;" in lib

@@ -111,3 +111,30 @@ def test_split_argument_is_checked(chunk_lib, chunk_kda, torch_cuda, seed):
     for bad in (0, -1, abi.MAX_SPLIT + 1, 2.0):
         with pytest.raises(KDA2InputError, match="split"):
             _call(chunk_kda, x, c, output_final_state=True, library=lib, split=bad)
+
+
+def test_library_splits_only_long_chains_that_leave_sms_idle(chunk_lib, torch_cuda):
+    """The library's own choice (split=None; docs/DESIGN.md §1, kda2.plan.smem SPLIT_*), read from the workspace it
+    asks for: a long sequence over few heads (its chains leave most SMs idle) is split — into ≥ 3 segments of ≥ 32
+    chunks, ≤ 16 of them; a 48-chunk sequence and a call whose chains fill the GPU (P3) are not."""
+    from kda2.artifact.abi import KDA2RecurrentArgs
+    from kda2.plan.smem import SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS
+    from kda2.runtime import abi
+
+    lib = chunk_lib
+    K, V = lib.k, lib.v
+    layout = "v_first" in lib.features.state_layouts
+
+    def chosen(N: int, T: int, HV: int) -> int:
+        """The split whose workspace the library asks for (every split size differs)."""
+        a = KDA2RecurrentArgs(N=N, T=T, H=HV, HV=HV, state_v_first=layout, split=0, max_seqlen=T)
+        got = lib.workspace_bytes(a)
+        sizes = {abi.chunk_workspace_bytes(N, T, HV, K, V, False, s): s for s in range(1, abi.MAX_SPLIT + 1)}
+        assert got in sizes, f"N={N} T={T} HV={HV}: workspace {got} B is no split's"
+        return sizes[got]
+
+    heads = max(1, 4 * 128 // K)   # four 128-wide heads' worth of columns: few chains at every head dim
+    s = chosen(1, 16384, heads)
+    assert SPLIT_MIN_SEGMENTS <= s <= SPLIT_MAX_SEGMENTS and 16384 // 64 // s >= SPLIT_MIN_CHUNKS, s
+    assert chosen(1, 3072, heads) == 1      # 48 chunks
+    assert chosen(8, 2048, 32 * 128 // K) == 1   # P3's chains fill the GPU

@@ -135,15 +135,18 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
 def built(plan: Any, candidates: str) -> Any:
     """`plan` (a SpecPlan or the plan cache's plain-data form) reduced to what a `candidates` build compiles
     (kda2.artifact.manifest.CANDIDATE_SETS): "all" returns it as it is; "routed" keeps, in library index order, the
-    variants the dispatch rows route to and every variant the library launches in their place — per state layout
-    the first that runs the exact split (a split call on a variant without a fold goes there, kda2_fwd) — each
-    dispatch row's index and candidate list rewritten to them."""
+    variants the dispatch rows route to and every variant the library launches in their place — for a state layout
+    with a routed chunk variant that has no fold, the layout's first that runs the exact split (a split call goes
+    there, kda2_fwd) — each dispatch row's index and candidate list rewritten to them."""
     check_candidates(candidates)
     if candidates == "all":
         return plan
     keep = {d["variant"] for d in plan.dispatch}
     for layout in {pv.config["state_layout"] for pv in plan.variants}:
-        first = next((pv for pv in plan.variants if pv.config["state_layout"] == layout and splits(pv.config)), None)
+        mine = [pv for pv in plan.variants if pv.config["state_layout"] == layout]
+        if all(splits(pv.config) for pv in mine if pv.id in keep and pv.config.get("family") == "chunk"):
+            continue
+        first = next((pv for pv in mine if splits(pv.config)), None)
         if first is not None:
             keep.add(first.id)
     variants = tuple(pv for pv in plan.variants if pv.id in keep)

@@ -29,11 +29,17 @@ XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 fl
 # The exact split's combine kernel (docs/DESIGN.md §1): two threads per key row, COMBINE_COLS value columns
 # per CTA (static shared memory: one fp32 [K][COMBINE_COLS] start-state slice).
 COMBINE_COLS = 32
-# Fewest chunks a split segment keeps: a segment's fold costs about one emission step per chunk, so the
-# split pays only when the segments stay long against the combine and the extra launches.
-SPLIT_MIN_CHUNKS = 4
-# Fewest segments worth splitting into: fold + emission walk 2·nch/s chunks in sequence, so s = 2 saves nothing.
+# The library's own split choice (docs/DESIGN.md §1 exact split; library.cpp.j2 choose_split). Fewest chunks a
+# segment keeps: the fold, the combine and two more launches cost a fixed overhead that only long segments repay.
+# Fewest segments: fold + emission walk 2·nch/s chunks in sequence, so s = 2 saves nothing. Most segments: the
+# combine chains them one after another. Measured on the H200 (the wgmma state pass, softplus, forced splits vs
+# unsplit; bench/results/h200-2026-12-03-wgfold/call3, call4): 16 chunks (T1024 H4) split 2 / 4 0.054 / 0.064 ms vs
+# 0.038; 48 chunks (T3072 H10) split 3 0.112 vs 0.105; 64 chunks (T4096 H8) split 2 / 4 0.137 / 0.122 vs 0.127;
+# 128 chunks (T8192 H4) split 4 / 8 0.156 / 0.159 vs 0.312; 1024 chunks (T65536 H1) split 16 / 33 0.370 / 0.446 vs
+# 2.06. Segments of at least 32 chunks pick no losing split there and forgo only T4096 H8's 4 %.
+SPLIT_MIN_CHUNKS = 32
 SPLIT_MIN_SEGMENTS = 3
+SPLIT_MAX_SEGMENTS = 16
 # Fewest chunks per sequence from which the library overlaps the state pass with the prep by default (docs/DESIGN.md
 # §1 overlap). Measured on the H200 (bench/results/h200-2026-12-01-prep3/call4, same variant overlapped or not): at
 # 16-32 chunks no gain or up to 15 % slower (the ready region's memset and the dependent launch), at 256 and 1024

@@ -26,9 +26,10 @@ def variant_id(config: Mapping[str, Any]) -> str:
 
 
 def splits(config: Mapping[str, Any]) -> bool:
-    """Whether a chunk variant runs the exact split (has a fold kernel): the wgmma state variants do not
-    (docs/DESIGN.md §1); a call asking for the split runs on its layout's first variant that does."""
-    return config.get("family") == "chunk" and config.get("state_mma") != "wgmma"
+    """Whether a variant runs the exact split (has a fold kernel, docs/DESIGN.md §1): every chunk variant, on
+    either state pass; a split call routed to a variant without one would run on its layout's first that has one
+    (kda2_fwd's splittable; the routed build keeps that variant, kda2.plan.planner.built)."""
+    return config.get("family") == "chunk"
 
 
 def variant_name(config: Mapping[str, Any]) -> str:

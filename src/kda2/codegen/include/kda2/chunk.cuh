@@ -342,12 +342,12 @@ struct Kernels {
   // E: the element type of o and of the workspace the prep wrote (so the FOLD pass has one entry per dtype too).
   template <class E, Pass PASS>
   static __device__ __forceinline__ void state(const KDA2RecurrentArgs& a);
-  // The EMIT pass on warpgroup MMAs (WG variants, sm_90a; no FOLD: these variants are not split): one CTA per
-  // (BLOCK_V value columns, value head, sequence), a warpgroup per 64 of them.
-  // OV: the overlapped launch (each slot waited for by its ready flag), a separate instantiation so that the plain
-  // pass's code is what it was without the overlap (one body with a runtime test per chunk changed its register
-  // allocation and made it 1-3 % slower: H200, bench/results/h200-2026-12-01-prep3/call7, call8).
-  template <class E, bool OV>
+  // Both passes on warpgroup MMAs (WG variants, sm_90a): one CTA per (BLOCK_V columns, value head, sequence ×
+  // segment), a warpgroup per 64 of them; the FOLD pass's CTAs take the columns of [M | B].
+  // OV: the overlapped launch (each slot waited for by its ready flag; unsplit EMIT only), a separate instantiation
+  // so that the plain pass's code is what it was without the overlap (one body with a runtime test per chunk changed
+  // its register allocation and made it 1-3 % slower: H200, bench/results/h200-2026-12-01-prep3/call7, call8).
+  template <class E, Pass PASS, bool OV>
   static __device__ __forceinline__ void state_wg(const KDA2RecurrentArgs& a);
   template <class E, Pass PASS, bool OV>
   static __device__ __forceinline__ void state_mma_sync(const KDA2RecurrentArgs& a);
@@ -1114,17 +1114,16 @@ __device__ __forceinline__ void Kernels<Cfg>::state(const KDA2RecurrentArgs& a) 
     if (a.flags & KDA2_CHUNK_OVERLAP) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   if constexpr (PASS == Pass::FOLD) {   // never overlapped (the library overlaps unsplit launches only)
-    if constexpr (WG) __trap();         // the library never splits a WG variant (its Variant row has no fold)
-    else state_mma_sync<E, PASS, false>(a);
+    if constexpr (WG) state_wg<E, PASS, false>(a); else state_mma_sync<E, PASS, false>(a);
   } else if (a.flags & KDA2_CHUNK_OVERLAP) {
-    if constexpr (WG) state_wg<E, true>(a); else state_mma_sync<E, PASS, true>(a);
+    if constexpr (WG) state_wg<E, PASS, true>(a); else state_mma_sync<E, PASS, true>(a);
   } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     // launched as the prep's programmatic dependent (plain unsplit launches): nothing is read before the prep's
     // writes are visible; launched plainly, this returns at once
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    if constexpr (WG) state_wg<E, false>(a); else state_mma_sync<E, PASS, false>(a);
+    if constexpr (WG) state_wg<E, PASS, false>(a); else state_mma_sync<E, PASS, false>(a);
   }
 }
 
@@ -1417,36 +1416,53 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
 // is staged in the consumed stage's w tile (its panel layout), then stored in 16-byte pieces.
 // =============================================================================================
 template <class Cfg>
-template <class E, bool OV>
+template <class E, Pass PASS, bool OV>
 __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& a) {
+  constexpr bool FOLD = PASS == Pass::FOLD;
   static_assert(K == 64 || K == 128, "Sᵀ is one m64nK accumulator (N ≤ 128 in kda2/wgmma.cuh)");
   static_assert(BLOCK_V * 2 * BT <= BT * K * 2, "the o staging fits in the w tile");
   static_assert(S_STAGE % 1024 == 0 && S_W % 1024 == 0 && S_QG % 1024 == 0 && S_KG % 1024 == 0 && S_AQ % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
   using TC = Tc16<E>;
   extern __shared__ __align__(1024) uint8_t smem[];
-  const int hv = blockIdx.y, n = blockIdx.z;
+  const int split = a.split > 1 ? a.split : 1;
+  const int hv = blockIdx.y, n = blockIdx.z / split, seg = blockIdx.z - n * split;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int vc = blockIdx.x * BLOCK_V;          // first value column of the CTA
+  // FOLD: columns 0 .. K-1 of [M | B] are M (u = 0, start I), columns K .. K+V-1 are B (value columns).
+  const int col0 = blockIdx.x * BLOCK_V;
+  const bool m_cols = FOLD && col0 < K;
+  const int vc = FOLD && !m_cols ? col0 - K : col0;   // first value (or M) column of the CTA
   const int vr = 64 * (warp >> 2) + 16 * (warp & 3) + g;   // this thread's value rows vr, vr + 8 (within the CTA)
   const SeqBounds sb = seq_bounds(a, n);
   const int64_t nch = (sb.len + BT - 1) / BT;
+  const Segment sg = segment_of(nch, split, seg);
+  if (FOLD ? seg >= sg.last : (sg.c0 >= sg.c1 && seg != sg.last)) return;  // uniform over the CTA
   const int HV = a.HV;
   const int64_t srow = (static_cast<int64_t>(n) * HV + hv) * K * V;
+  const int64_t zrow = (static_cast<int64_t>(n) * split + seg) * HV + hv;   // this segment's split-region row
+  uint8_t* const wsb = static_cast<uint8_t*>(a.workspace);
   if (tid == 0 && (smem_u32(smem) & 1023)) __trap();   // the descriptors' swizzle atoms need 1024-byte alignment
 
-  // Sᵀ: S[4j + e] = Sᵀ[vc + vr + 8·(e / 2)][8j + 2t + e % 2]
+  // Sᵀ: S[4j + e] = Sᵀ[vc + vr + 8·(e / 2)][8j + 2t + e % 2]. The start state: h0 (segment 0), the combine's start
+  // state (key-first, later segments), I | 0 (FOLD).
   float S[K / 2];
   {
-    const float* h0 = a.h0 ? a.h0 + srow : nullptr;
+    const float* h0 = FOLD ? nullptr
+                    : seg > 0 ? reinterpret_cast<const float*>(wsb + kda2_split_start_offset(&a, K, V)) + zrow * K * V
+                    : a.h0 ? a.h0 + srow : nullptr;
     const int v0 = vc + vr, v1 = v0 + 8;
 #pragma unroll
     for (int j = 0; j < K / 8; ++j) {
       const int k = 8 * j + 2 * t;
-      if (!h0) {
+      if (m_cols) {
+        S[4 * j] = v0 == k ? 1.f : 0.f;
+        S[4 * j + 1] = v0 == k + 1 ? 1.f : 0.f;
+        S[4 * j + 2] = v1 == k ? 1.f : 0.f;
+        S[4 * j + 3] = v1 == k + 1 ? 1.f : 0.f;
+      } else if (!h0) {
         S[4 * j] = S[4 * j + 1] = S[4 * j + 2] = S[4 * j + 3] = 0.f;
-      } else if (V_FIRST) {
+      } else if (V_FIRST && seg == 0) {
         const float2 lo = *reinterpret_cast<const float2*>(h0 + v0 * K + k);
         const float2 hi = *reinterpret_cast<const float2*>(h0 + v1 * K + k);
         S[4 * j] = lo.x; S[4 * j + 1] = lo.y; S[4 * j + 2] = hi.x; S[4 * j + 3] = hi.y;
@@ -1468,7 +1484,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     const uint8_t* slot = slot_ptr(a, sb.bos, n, cc, hv);
     const uint32_t st = smem_u32(smem + stage * S_STAGE);
     if (tid == 0) bulk_tiles(st, smem_u32(smem + S_MB + 16 * stage), slot);
-    if (with_u) load_ut_warp(su, slot, vc, warp, lane);
+    if (with_u && !m_cols) load_ut_warp(su, slot, vc, warp, lane);   // the M columns have u = 0
   };
   if (tid == 0) {
 #pragma unroll
@@ -1476,12 +1492,14 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  // j: chunk within the segment (pipeline stages and phases count from it), c0 + j the sequence's chunk
+  const int64_t c0 = sg.c0;
+  const int nchi = static_cast<int>(sg.c1 - sg.c0);
 #pragma unroll
   for (int s0 = 0; s0 < STAGES - 1; ++s0)
-    if (s0 < nch) load_chunk(s0, s0, s0 == 0);
+    if (s0 < nchi) load_chunk(c0 + s0, s0, s0 == 0);
   cp_async_commit();
   E* o = static_cast<E*>(a.o);
-  const int nchi = static_cast<int>(nch);
   // The chunk loop issues ~940 instructions per warp at one warp per scheduler (H200, P5, ncu: 3 cycles each, "wait"
   // and "selected" two thirds of the stall samples), so what is loop-invariant is set up here: the descriptors'
   // base (one add per wgmma), the o staging's row addresses (stmatrix) and the copy-out's pieces.
@@ -1504,13 +1522,13 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     // Two stages or more: the next tiles' copies start after this barrier, which every thread reaches past its
     // last use of the stage they refill (so the loop needs no barrier at its end). One stage: before the wait.
     if constexpr (STAGES == 1) {
-      load_chunk(j, 0, true);
+      load_chunk(c0 + j, 0, true);
       cp_async_commit();
     }
     mbar_wait(smem_u32(smem + S_MB + 16 * stage), static_cast<uint32_t>((j / STAGES) & 1));
     __syncthreads();   // every thread is done with the stage refilled next
     if constexpr (STAGES > 1)
-      if (j + STAGES - 1 < nchi) load_chunk(j + STAGES - 1, (j + STAGES - 1) % STAGES, false);
+      if (j + STAGES - 1 < nchi) load_chunk(c0 + j + STAGES - 1, (j + STAGES - 1) % STAGES, false);
     uint8_t* stp = smem + stage * S_STAGE;
     const uint32_t sd = base16 + stage * (S_STAGE / 16);   // the stage in 16-byte units
     const uint32_t kd = desc_k128_lo(sd), nd = desc_mn128_lo(sd, BT);
@@ -1528,17 +1546,22 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
       Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
     }
     // P = Sᵀwᵀ (the recurrence's chain) and O = Sᵀqgᵀ as two groups: v_newᵀ is formed while O's products run.
+    // FOLD has no outputs: P alone.
     float P[BT / 2], O[BT / 2];
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < K / 16; ++ks)
       WgmmaRS<E, BT>::run(P, Sb[ks], kslice(S_W, ks), ks > 0);
     wgmma_commit();
+    if constexpr (!FOLD) {
 #pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks)
-      WgmmaRS<E, BT>::run(O, Sb[ks], kslice(S_QG, ks), ks > 0);
-    wgmma_commit();
-    wgmma_wait<1>();
+      for (int ks = 0; ks < K / 16; ++ks)
+        WgmmaRS<E, BT>::run(O, Sb[ks], kslice(S_QG, ks), ks > 0);
+      wgmma_commit();
+      wgmma_wait<1>();
+    } else {
+      wgmma_wait<0>();
+    }
     wgmma_hold(P);
     {  // the decay of Sᵀ's columns, while the MMAs above run on its 16-bit copy
       const float* sGl = reinterpret_cast<const float*>(stp + S_GL);
@@ -1556,27 +1579,35 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
 #pragma unroll
     for (int jj = 0; jj < BT / 8; ++jj) {
       const int tok = 8 * jj + 2 * t;
-      const float2 u_lo = TC::unpack(*reinterpret_cast<const uint32_t*>(sU + vr * LDS_U + tok));
-      const float2 u_hi = TC::unpack(*reinterpret_cast<const uint32_t*>(sU + (vr + 8) * LDS_U + tok));
+      const float2 u_lo = m_cols ? make_float2(0.f, 0.f)
+          : TC::unpack(*reinterpret_cast<const uint32_t*>(sU + vr * LDS_U + tok));
+      const float2 u_hi = m_cols ? make_float2(0.f, 0.f)
+          : TC::unpack(*reinterpret_cast<const uint32_t*>(sU + (vr + 8) * LDS_U + tok));
       Vb[jj >> 1][(jj & 1) * 2] = TC::pack(u_lo.x - P[4 * jj], u_lo.y - P[4 * jj + 1]);
       Vb[jj >> 1][(jj & 1) * 2 + 1] = TC::pack(u_hi.x - P[4 * jj + 2], u_hi.y - P[4 * jj + 3]);
     }
     if constexpr (STAGES > 1) {   // the warp's lanes are past their uᵀ reads: its rows of the next chunk (flag acquired)
       __syncwarp();
-      if (j + 1 < nchi) load_ut_warp(su, slot_ptr(a, sb.bos, n, j + 1, hv), vc, warp, lane);
+      if (j + 1 < nchi && !m_cols) load_ut_warp(su, slot_ptr(a, sb.bos, n, c0 + j + 1, hv), vc, warp, lane);
       cp_async_commit();
     }
     wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
+    if constexpr (!FOLD) {
 #pragma unroll
-    for (int ks = 0; ks < BT / 16; ++ks)
-      WgmmaRS<E, BT>::run(O, Vb[ks], kslice(S_AQ, ks), true);
+      for (int ks = 0; ks < BT / 16; ++ks)
+        WgmmaRS<E, BT>::run(O, Vb[ks], kslice(S_AQ, ks), true);
+    }
 #pragma unroll
     for (int ks = 0; ks < BT / 16; ++ks)
       WgmmaRS<E, K, true>::run(S, Vb[ks], nslice(S_KG, ks), true);
     wgmma_commit();
     wgmma_wait<0>();
-    wgmma_hold(O);
+    if constexpr (!FOLD) wgmma_hold(O);
     wgmma_hold(S);
+    if constexpr (FOLD) {
+      if constexpr (STAGES == 1) __syncthreads();   // the stage is refilled next iteration
+      continue;
+    }
 
     // o: [token][value column of the CTA] staged in this stage's w tile (every warpgroup is past its reads of it)
     __syncthreads();
@@ -1596,8 +1627,8 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     __syncthreads();
     {
       const E* sO = reinterpret_cast<const E*>(stp + S_W);
-      const int64_t t0 = sb.bos + static_cast<int64_t>(j) * BT;
-      const int rows = static_cast<int>(sb.len - static_cast<int64_t>(j) * BT < BT ? sb.len - static_cast<int64_t>(j) * BT : BT);
+      const int64_t cc = c0 + j, t0 = sb.bos + cc * BT;
+      const int rows = static_cast<int>(sb.len - cc * BT < BT ? sb.len - cc * BT : BT);
       E* og = o + ((t0 + tok0) * HV + hv) * V + vc + 8 * pc;
 #pragma unroll
       for (int m = 0; m < BT / TPP; ++m)
@@ -1609,7 +1640,18 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
     if constexpr (STAGES == 1) __syncthreads();
   }
 
-  if (a.ht) {
+  if (FOLD) {  // [M | B] rows k, columns col0 + vr (+ 8), key-first
+    float* tr = reinterpret_cast<float*>(wsb + kda2_split_trans_offset(&a, K, V)) + zrow * K * (K + V);
+    const int c = col0 + vr;
+#pragma unroll
+    for (int j = 0; j < K / 8; ++j) {
+      const int k = 8 * j + 2 * t;
+      tr[k * (K + V) + c] = S[4 * j];
+      tr[(k + 1) * (K + V) + c] = S[4 * j + 1];
+      tr[k * (K + V) + c + 8] = S[4 * j + 2];
+      tr[(k + 1) * (K + V) + c + 8] = S[4 * j + 3];
+    }
+  } else if (a.ht && seg == sg.last) {
     float* ht = a.ht + srow;
     const int v0 = vc + vr, v1 = v0 + 8;
 #pragma unroll

@@ -141,18 +141,22 @@ def test_resolve_shapes_and_gates():
     assert [s.id for s in bc.resolve_shapes(None)] == ["P1", "P2", "P3", "P4", "P5", "P6"]
     assert [s.id for s in bc.resolve_shapes(["k3"])] == [f"K{i}" for i in range(1, 11)]
     assert [s.id for s in bc.resolve_shapes(["K2", "P6", "p"])] == ["P1", "P2", "P3", "P4", "P5", "P6", "K2"]
-    assert len(bc.resolve_shapes(["all"])) == 16
+    assert [s.id for s in bc.resolve_shapes(["f"])] == ["F1", "F2", "F3", "F4"]
+    assert all(s.B == 1 and s.H <= 4 for s in bc.resolve_shapes(["f"]))   # few chains: one prompt on a few heads
+    assert len(bc.resolve_shapes(["all"])) == 20
     with pytest.raises(ValueError, match="unknown shape 'K11'"):
         bc.resolve_shapes(["K11"])
     assert bc.gates_for(bc.SHAPES[0], None) == ["softplus", "lower_bound"]
     assert bc.gates_for(bc.K3_SHAPES[0], None) == ["lower_bound"]  # cuDNN's shapes run with the bounded gate
     assert bc.gates_for(bc.K3_SHAPES[0], ["softplus"]) == ["softplus"]
+    assert bc.gates_for(bc.FEW_CHAIN_SHAPES[0], None) == ["softplus", "lower_bound"]
 
 
 def test_fla_warm_k3_tasks():
     from kda2.bench import fla_warm
 
     assert fla_warm.tasks("k3") == [("bench", f"K{i}", "lower_bound", 128) for i in range(1, 11)]
+    assert fla_warm.tasks("f") == [("bench", f"F{i}", g, 128) for i in range(1, 5) for g in ("softplus", "lower_bound")]
     assert all(t[1].startswith("P") for t in fla_warm.tasks("bench"))
 
 

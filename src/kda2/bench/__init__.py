@@ -33,10 +33,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="directory for bench_chunk.json / .md / .png (default: ./bench_out)")
     c.add_argument("--library", help="chunk library manifest.json or build directory (default: KDA2_CHUNK_LIBRARY, "
                                      "else the chunk-family build under ./build)")
-    c.add_argument("--shapes", help="comma list of shape ids (P1..P6, K1..K10) and sets: p (P1-P6, the default), k3 "
-                                    "(cuDNN-FE's ten Kimi-K3 shapes), all")
-    c.add_argument("--gates", help="comma list of softplus,lower_bound (default: both for P shapes, lower_bound for "
-                                   "the k3 set)")
+    c.add_argument("--shapes", help="comma list of shape ids (P1..P6, K1..K10, F1..F4) and sets: p (P1-P6, the "
+                                    "default), k3 (cuDNN-FE's ten Kimi-K3 shapes), f (few chains: one long prompt on "
+                                    "1-4 heads, where the library splits sequences), all")
+    c.add_argument("--gates", help="comma list of softplus,lower_bound (default: both for P and F shapes, lower_bound "
+                                   "for the k3 set)")
     c.add_argument("--layout", default="v_first", choices=["v_first", "k_first"],
                    help="state layout (default v_first, as FLA's KDA layer)")
     c.add_argument("--iters", type=int, default=20, help="timed calls per shape x gate x impl (default 20)")

@@ -115,8 +115,16 @@ def k3_shape(i: int, t_total: int, h: int, n: int) -> Shape:
 
 
 K3_SHAPES = [k3_shape(i + 1, *x) for i, x in enumerate(K3)]
-ALL_SHAPES = SHAPES + K3_SHAPES
-SHAPE_SETS = {"p": [s.id for s in SHAPES], "k3": [s.id for s in K3_SHAPES]}
+#: Few chains, long sequences: one prompt on a tensor-parallel shard of a few heads, where unsplit chains would
+#: leave most SMs idle (the library's exact split, docs/DESIGN.md §1).
+FEW_CHAIN_SHAPES = [
+    Shape("F1", 1, 8192, 4, why="one prompt, Kimi-Linear's 32 heads over 8 GPUs"),
+    Shape("F2", 1, 16384, 4, why="a longer prompt on the same shard"),
+    Shape("F3", 1, 32768, 2, why="long prompt, 2 heads per GPU"),
+    Shape("F4", 1, 65536, 1, why="long context, one head per GPU"),
+]
+ALL_SHAPES = SHAPES + K3_SHAPES + FEW_CHAIN_SHAPES
+SHAPE_SETS = {"p": [s.id for s in SHAPES], "k3": [s.id for s in K3_SHAPES], "f": [s.id for s in FEW_CHAIN_SHAPES]}
 K3_GATES = ("lower_bound",)
 
 
@@ -139,7 +147,7 @@ def resolve_shapes(tokens: list[str] | None) -> list[Shape]:
 
 
 def gates_for(s: Shape, gates: list[str] | None) -> list[str]:
-    """--gates when given, else both for P shapes and the bounded gate for the K3 set."""
+    """--gates when given, else both for P and F shapes and the bounded gate for the K3 set."""
     if gates:
         return list(gates)
     return list(K3_GATES) if s.id.startswith("K") else list(GATES)
@@ -686,5 +694,5 @@ def _print_row(r: dict) -> None:
     print("  ".join(parts), flush=True)
 
 
-__all__ = ["ALL_SHAPES", "ANCHORS", "K3_SHAPES", "SHAPES", "SHAPE_SETS", "Shape", "anchor", "chart", "cudnn_table",
+__all__ = ["ALL_SHAPES", "ANCHORS", "FEW_CHAIN_SHAPES", "K3_SHAPES", "SHAPES", "SHAPE_SETS", "Shape", "anchor", "chart", "cudnn_table",
            "gates_for", "markdown_table", "resolve_shapes", "run", "start_cudnn"]

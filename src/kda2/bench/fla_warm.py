@@ -6,10 +6,11 @@ the H200 host. Serially that is most of a 30-minute device session; across proce
 Run it on the GPU host before the tests and the benchmark, with TRITON_CACHE_DIR pointing at the cache they
 will use (scripts/gpu_check.sh does that; its step `fla-warm`). Timings taken while it runs are meaningless.
 
-    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3] [--cases ID,ID] [--gates G,G]
+    python -m kda2.bench.fla_warm [--jobs N] [--only cases|bench|k3|f] [--cases ID,ID] [--gates G,G]
                                   [--head-dims 64,128,256]
-                                  (k3: the benchmark's optional K1-K10 set; --cases: a subset of the tests' cases,
-                                   alone or beside --only bench|k3; --gates: the benchmark sets of these gates only;
+                                  (k3, f: the benchmark's optional K1-K10 and F1-F4 sets; --cases: a subset of the
+                                   tests' cases, alone or beside --only bench|k3|f; --gates: the benchmark sets of
+                                   these gates only;
                                    --head-dims: K = V of the option sets, default 128)
 
 Exit status: 0 when every option set ran, 1 when any failed (each failure is printed; FLA rejecting an
@@ -29,7 +30,7 @@ from pathlib import Path
 def tasks(only: str | None, head_dims: tuple[int, ...] = (128,)) -> list[tuple]:
     from kda2.bench.cases import CASES
 
-    from kda2.bench.chunk import GATES, K3_SHAPES, SHAPES, gates_for
+    from kda2.bench.chunk import FEW_CHAIN_SHAPES, GATES, K3_SHAPES, SHAPES, gates_for
 
     out: list[tuple] = []
     for k in head_dims:
@@ -39,6 +40,8 @@ def tasks(only: str | None, head_dims: tuple[int, ...] = (128,)) -> list[tuple]:
             out += [("bench", s.id, g, k) for s in SHAPES for g in GATES]
         if only == "k3":  # the benchmark's optional k3 set (cuDNN-FE's shapes), on request only
             out += [("bench", s.id, g, k) for s in K3_SHAPES for g in gates_for(s, None)]
+        if only == "f":  # the optional few-chain set, on request only
+            out += [("bench", s.id, g, k) for s in FEW_CHAIN_SHAPES for g in gates_for(s, None)]
     return out
 
 
@@ -88,7 +91,7 @@ def select(only: str | None, cases: str | None, gates: str | None, head_dims: st
     if keep is not None and keep - set(GATES):
         raise ValueError(f"--gates: allowed {', '.join(GATES)}, got {gates}")
     # named cases beside the benchmark's sets: one wave of processes for a device call that needs both
-    beside = tasks(only, dims) if cases and only in ("bench", "k3") else []
+    beside = tasks(only, dims) if cases and only in ("bench", "k3", "f") else []
     todo = tasks("cases" if cases else only, dims)
     if cases:
         want = cases.split(",")
@@ -107,11 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2),
                     help="worker processes (default: CPUs - 2)")
-    ap.add_argument("--only", choices=("cases", "bench", "k3"),
-                    help="warm only the tests' or only the benchmark's P1-P6 sets, or only the benchmark's k3 set")
+    ap.add_argument("--only", choices=("cases", "bench", "k3", "f"),
+                    help="warm only the tests' or only the benchmark's P1-P6 sets, or only its k3 or f set")
     ap.add_argument("--cases", metavar="ID,ID",
                     help="only these accuracy cases (the ids the GPU tests' --fla-cases takes); alone it implies "
-                         "--only cases, with --only bench|k3 it warms those sets too")
+                         "--only cases, with --only bench|k3|f it warms those sets too")
     ap.add_argument("--gates", metavar="G,G",
                     help="benchmark sets of these gates only (softplus, lower_bound; default: the sets' own)")
     ap.add_argument("--head-dims", default="128", metavar="K,K",

@@ -1404,8 +1404,9 @@ __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2Recurrent
 }
 
 // =============================================================================================
-// State pass on warpgroup MMAs (WG variants, sm_90a): one CTA per (BLOCK_V value columns, value head, sequence),
-// warpgroup wg over value columns vc + 64·wg .. + 63, Sᵀ [64 v][K] (fp32) in m64nK accumulators. Per chunk:
+// State pass on warpgroup MMAs (WG variants, sm_90a): one CTA per (BLOCK_V value columns, value head, sequence ×
+// segment), warpgroup wg over value columns vc + 64·wg .. + 63, Sᵀ [64 v][K] (fp32) in m64nK accumulators. FOLD (the
+// exact split): the CTAs take the columns of [M | B] instead, no O products, no o. Per chunk:
 //   P = Sᵀ wᵀ, O = Sᵀ qgᵀ            B K-major: the w, qg tiles [token][channel] (K-step over channels)
 //   Sᵀ ← Sᵀ Diag(2^Γlast)            (while P and O are in flight: they read Sᵀ's 16-bit copy)
 //   v_newᵀ = uᵀ − P                  registers → A fragments over tokens

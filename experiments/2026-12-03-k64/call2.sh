@@ -4,18 +4,12 @@
 # candidate kind, the matrix runs FLA on every case. Carried with build/.kda2 (the plan cache tune reads; a first try
 # without it was refused).
 . experiments/2026-12-03-peers/dev.sh
+. experiments/2026-12-03-k64/steps.sh
 L=build/small_head_recurrent/sm_90a
 el "tune"
 timeout 200 python3 -m kda2.tools.cli tune $L --tuning $O/tuning --margin 0.2 --time-limit 160 > $O/tune.log 2>&1
 echo "tune rc $?"; tail -12 $O/tune.log
 el "GPU tests: recurrent + matrix (FLA on every matrix case)"
-( KDA2_LIBRARY=$L timeout 300 python3 -m pytest -m gpu tests/gpu/test_recurrent_gpu.py -q --require-gpu \
-    -rs -p no:cacheprovider > $O/gpu_recurrent.log 2>&1; echo "recurrent rc $?" >> $O/rcs.txt ) &
-( KDA2_LIBRARY=$L timeout 300 python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py -q --require-gpu \
-    --fla-recurrent=all --results-dir $O -rs -p no:cacheprovider > $O/gpu_matrix.log 2>&1
-  echo "matrix rc $?" >> $O/rcs.txt ) &
-wait
-cat $O/rcs.txt
-for f in gpu_recurrent gpu_matrix; do echo "$f: $(tail -1 $O/$f.log)"; grep -E "^FAILED|^ERROR|^SKIPPED" $O/$f.log | head -8; done
+rec_tests 300
 grep -c "k_first" $O/recurrent-accuracy.md
 finish call2

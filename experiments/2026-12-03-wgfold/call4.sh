@@ -5,22 +5,15 @@
 # 2) split_bench.py timings again, HEAD's vendored build vs this one. 3) kda2 bench P1-P6 softplus and the K3 set,
 # both libraries alternating, two rounds each (no peers: unchanged since the peers run).
 . experiments/2026-12-03-peers/dev.sh
-X=experiments/2026-12-03-wgfold/split_bench.py
-declare -A NEW=([64]=build/small_head_chunk/sm_90a [128]=build/kimi_linear_chunk/sm_90a [256]=build/large_head_chunk/sm_90a)
+. experiments/2026-12-03-wgfold/steps.sh
 el "GPU tests"
 for K in 64 128 256; do
   ( M=tests/gpu/test_chunk_split_gpu.py; [ $K = 128 ] && M="$M tests/gpu/test_chunk_gpu.py tests/gpu/test_chunk_overlap_gpu.py"
     timeout 330 python3 -m pytest -m gpu $M -q --require-gpu --chunk-library ${NEW[$K]} --fla-cases none -rs \
       -p no:cacheprovider > $O/gpu_k$K.log 2>&1; echo "K=$K rc $?" >> $O/rcs.txt ) &
 done
-wait; cat $O/rcs.txt
-for K in 64 128 256; do echo "K=$K: $(tail -1 $O/gpu_k$K.log)"; grep -E "^FAILED|^ERROR" $O/gpu_k$K.log | head -6; done
-el "split choices"
-timeout 200 python3 $X time $O/split.json old=$V/kimi_linear_chunk new=${NEW[128]} > $O/split.log 2>&1; echo "time rc $?"
-grep -E '"split": "auto"|"split": 1,' $O/split.log | python3 -c "
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l); print(r['shape'], r['lib'], r['split'], r.get('ms'))"
+gpu_summary gpu_k64 gpu_k128 gpu_k256
+split_choices
 el "bench P (softplus) and K3 (lower_bound), old / new alternating"
 for r in 1 2; do
   for L in old new; do

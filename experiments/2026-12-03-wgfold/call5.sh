@@ -4,22 +4,15 @@
 # (with the choice's test); then split_bench.py timings (HEAD's vendored build vs this one) and `kda2 bench chunk
 # --shapes f` with FLA and cuDNN on this build, and without peers on HEAD's vendored build.
 . experiments/2026-12-03-peers/dev.sh
-X=experiments/2026-12-03-wgfold/split_bench.py
-declare -A NEW=([64]=build/small_head_chunk/sm_90a [128]=build/kimi_linear_chunk/sm_90a [256]=build/large_head_chunk/sm_90a)
+. experiments/2026-12-03-wgfold/steps.sh
 el "FLA warm (F1-F4 softplus) beside the split modules"
 ( timeout 330 python3 -m kda2.bench.fla_warm --jobs 4 --only f --gates softplus > $O/warm.log 2>&1; echo "warm rc $?" >> $O/rcs.txt ) &
 for K in 64 128 256; do
   ( timeout 200 python3 -m pytest -m gpu tests/gpu/test_chunk_split_gpu.py -q --require-gpu --chunk-library ${NEW[$K]} \
       --fla-cases none -rs -p no:cacheprovider > $O/split_k$K.log 2>&1; echo "K=$K rc $?" >> $O/rcs.txt ) &
 done
-wait; cat $O/rcs.txt; tail -1 $O/warm.log
-for K in 64 128 256; do echo "K=$K: $(tail -1 $O/split_k$K.log)"; grep -E "^FAILED|^E  " $O/split_k$K.log | head -6; done
-el "split choices"
-timeout 200 python3 $X time $O/split.json old=$V/kimi_linear_chunk new=${NEW[128]} > $O/split.log 2>&1; echo "time rc $?"
-grep -E '"split": "auto"|"split": 1,' $O/split.log | python3 -c "
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l); print(r['shape'], r['lib'], r['split'], r.get('ms'))"
+gpu_summary split_k64 split_k128 split_k256; tail -1 $O/warm.log
+split_choices
 el "bench f (softplus): this build with FLA and cuDNN, HEAD's build alone"
 timeout 200 python3 -m kda2.bench chunk --library ${NEW[128]} --shapes f --gates softplus --out $O/f_new > $O/f_new.log 2>&1
 echo "f new rc $?"; grep -E "^\| F" $O/f_new/bench_chunk.md

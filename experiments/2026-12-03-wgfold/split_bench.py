@@ -66,16 +66,14 @@ def bits(lib_path, out):
 
 
 def cmp(a, b):
-    A, B = torch.load(a), torch.load(b)
-    bad = 0
-    for ci in A:
-        for name, x, y in (("o", A[ci][0], B[ci][0]), ("ht", A[ci][1], B[ci][1])):
-            view = torch.int16 if x.dtype == torch.bfloat16 else torch.int32
-            same = torch.equal(x.view(view), y.view(view))
-            fin = bool(torch.isfinite(x.float()).all())
-            print(f"case {ci} {BITS[ci]} {name}: {'identical' if same else 'DIFFERENT'} (finite {fin})")
-            bad += not same or not fin
-    sys.exit(1 if bad else 0)
+    """experiments/2026-12-01-prep2/same_bits.py's comparison (the same save format), naming this file's cases."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "2026-12-01-prep2"))
+    import same_bits
+
+    same_bits.CASES = BITS
+    same_bits.cmp(a, b)
 
 
 def rel(a, b):

@@ -1,0 +1,16 @@
+# Sourced by call1.sh / call2.sh after ../2026-12-03-peers/dev.sh (moved here after they ran: the same commands).
+# rec_tests SECONDS [ARGS...]: the recurrent GPU tests (ARGS added) and the issue-13 matrix with FLA on every case,
+# on the library $L, in parallel; the summary lines.
+rec_tests() {
+  local secs=$1; shift
+  ( KDA2_LIBRARY=$L timeout $secs python3 -m pytest -m gpu tests/gpu/test_recurrent_gpu.py -q --require-gpu "$@" \
+      -rs -p no:cacheprovider > $O/gpu_recurrent.log 2>&1; echo "recurrent rc $?" >> $O/rcs.txt ) &
+  ( KDA2_LIBRARY=$L timeout $secs python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py -q --require-gpu \
+      --fla-recurrent=all --results-dir $O -rs -p no:cacheprovider > $O/gpu_matrix.log 2>&1
+    echo "matrix rc $?" >> $O/rcs.txt ) &
+  wait
+  cat $O/rcs.txt
+  for f in gpu_recurrent gpu_matrix; do
+    echo "$f: $(tail -1 $O/$f.log)"; grep -E "^FAILED|^ERROR|^SKIPPED" $O/$f.log | head -8
+  done
+}

@@ -7,10 +7,7 @@
 . experiments/2026-12-03-peers/dev.sh
 . experiments/2026-12-03-k64/steps.sh
 L=build/small_head_recurrent/sm_90a
-el "tune"
-timeout 150 python3 -m kda2.tools.cli tune $L --tuning $O/tuning --margin 0.2 --time-limit 120 > $O/tune.log 2>&1
-echo "tune rc $?"; tail -4 $O/tune.log
-el "GPU tests: recurrent + matrix (FLA on every matrix case)"
+tune_step 150 120 4
 rec_tests 400 --fla-recurrent=all
 cut -d'|' -f2-9 $O/recurrent-accuracy.md | head -40
 finish call1

@@ -6,10 +6,7 @@
 . experiments/2026-12-03-peers/dev.sh
 . experiments/2026-12-03-k64/steps.sh
 L=build/small_head_recurrent/sm_90a
-el "tune"
-timeout 200 python3 -m kda2.tools.cli tune $L --tuning $O/tuning --margin 0.2 --time-limit 160 > $O/tune.log 2>&1
-echo "tune rc $?"; tail -12 $O/tune.log
-el "GPU tests: recurrent + matrix (FLA on every matrix case)"
+tune_step 200 160 12
 rec_tests 300
 grep -c "k_first" $O/recurrent-accuracy.md
 finish call2

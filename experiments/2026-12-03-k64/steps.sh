@@ -14,3 +14,10 @@ rec_tests() {
     echo "$f: $(tail -1 $O/$f.log)"; grep -E "^FAILED|^ERROR|^SKIPPED" $O/$f.log | head -8
   done
 }
+# tune_step SECONDS LIMIT LINES: `kda2 tune` of $L into $O/tuning (time limit LIMIT), the log's last LINES lines.
+tune_step() {
+  el "tune"
+  timeout $1 python3 -m kda2.tools.cli tune $L --tuning $O/tuning --margin 0.2 --time-limit $2 > $O/tune.log 2>&1
+  echo "tune rc $?"; tail -$3 $O/tune.log
+  el "GPU tests: recurrent + matrix (FLA on every matrix case)"
+}

@@ -694,5 +694,5 @@ def _print_row(r: dict) -> None:
     print("  ".join(parts), flush=True)
 
 
-__all__ = ["ALL_SHAPES", "ANCHORS", "FEW_CHAIN_SHAPES", "K3_SHAPES", "SHAPES", "SHAPE_SETS", "Shape", "anchor", "chart", "cudnn_table",
-           "gates_for", "markdown_table", "resolve_shapes", "run", "start_cudnn"]
+__all__ = ["ALL_SHAPES", "ANCHORS", "FEW_CHAIN_SHAPES", "K3_SHAPES", "SHAPES", "SHAPE_SETS", "Shape", "anchor", "chart",
+           "cudnn_table", "gates_for", "markdown_table", "resolve_shapes", "run", "start_cudnn"]

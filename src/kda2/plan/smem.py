@@ -35,8 +35,9 @@ COMBINE_COLS = 32
 # combine chains them one after another. Measured on the H200 (the wgmma state pass, softplus, forced splits vs
 # unsplit; bench/results/h200-2026-12-03-wgfold/call3, call4): 16 chunks (T1024 H4) split 2 / 4 0.054 / 0.064 ms vs
 # 0.038; 48 chunks (T3072 H10) split 3 0.112 vs 0.105; 64 chunks (T4096 H8) split 2 / 4 0.137 / 0.122 vs 0.127;
-# 128 chunks (T8192 H4) split 4 / 8 0.156 / 0.159 vs 0.312; 1024 chunks (T65536 H1) split 16 / 33 0.370 / 0.446 vs
-# 2.06. Segments of at least 32 chunks pick no losing split there and forgo only T4096 H8's 4 %.
+# 128 chunks (T8192 H4) split 4 / 8 0.156 / 0.159 vs 0.312; 1024 chunks (T65536 H1) split 16 0.370 vs 2.06, while the
+# choice without the cap (one wave: 33 segments) took 0.446. Segments of at least 32 chunks pick no losing split there
+# and forgo only T4096 H8's 4 %.
 SPLIT_MIN_CHUNKS = 32
 SPLIT_MIN_SEGMENTS = 3
 SPLIT_MAX_SEGMENTS = 16

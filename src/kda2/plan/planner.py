@@ -144,11 +144,10 @@ def built(plan: Any, candidates: str) -> Any:
     keep = {d["variant"] for d in plan.dispatch}
     for layout in {pv.config["state_layout"] for pv in plan.variants}:
         mine = [pv for pv in plan.variants if pv.config["state_layout"] == layout]
-        if all(splits(pv.config) for pv in mine if pv.id in keep and pv.config.get("family") == "chunk"):
-            continue
-        first = next((pv for pv in mine if splits(pv.config)), None)
-        if first is not None:
-            keep.add(first.id)
+        if any(pv.id in keep and not splits(pv.config) for pv in mine):
+            first = next((pv for pv in mine if splits(pv.config)), None)   # none in a recurrent plan
+            if first is not None:
+                keep.add(first.id)
     variants = tuple(pv for pv in plan.variants if pv.id in keep)
     index = {pv.id: i for i, pv in enumerate(variants)}
     dispatch = tuple({**d, "index": index[d["variant"]], "candidates": [c for c in d["candidates"] if c in keep]}

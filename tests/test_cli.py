@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kda2.plan.planner import plan_spec
-from kda2.plan.lock import read_spec_baselines, routes
+from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
 from kda2.plan.profile import load_profiles, resolve_targets
 from kda2.spec.rules import load_rules
 from kda2.spec.model import load_spec
@@ -92,13 +92,20 @@ def routes_and_rules(cell: str) -> tuple[list[str], list[str]]:
 
 
 def expected_routes(plan, vid: str) -> list[str]:
-    return sorted(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}/{d['class']}({d['routed_by']})"
-                  for d in plan.dispatch if d["variant"] == vid) or ["candidate"]
+    """Chunk rows add their split knob: "kf<=8192/prefill-n2(tune,split<=4:agents)"."""
+    split = (lambda d: f",split<={d['split']}:{d['split_by']}") if plan.spec.family == "chunk" else (lambda d: "")
+    return sorted(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}/{d['class']}({d['routed_by']}"
+                  f"{split(d)})" for d in plan.dispatch if d["variant"] == vid) or ["candidate"]
 
 
 def tuned(spec) -> dict:
     """What the build routes by: the spec's tuning records (tuning/<spec>.<profile>.json)."""
     return routes(read_spec_baselines(spec.name, resolve_targets(spec, load_profiles()), REPO / "tuning"))
+
+
+def tuned_split(spec) -> dict:
+    """The split knobs the same records confirmed."""
+    return tuned_splits(read_spec_baselines(spec.name, resolve_targets(spec, load_profiles()), REPO / "tuning"))
 
 
 def test_plan_table_has_one_row_per_variant() -> None:
@@ -386,7 +393,8 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
     spec, rules = load_spec(KIMI_CHUNK), load_rules(RULES)
     assert "block_v" in p.stdout and "stages" in p.stdout and "smem prep/state B" in p.stdout
     for arch in spec.archs:
-        plan = plan_spec(spec, arch, rules, tuned=tuned(spec).get(arch))  # as the CLI: routed by the tuning record
+        plan = plan_spec(spec, arch, rules, tuned=tuned(spec).get(arch),  # as the CLI: routed by the tuning record
+                         tuned_splits=tuned_split(spec).get(arch))
         section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
                                  f"dispatch rows", 1)[1].split("\n\n")[0]
         rows = [CHUNK_ROW.match(line) for line in section.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]

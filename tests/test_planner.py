@@ -591,3 +591,39 @@ def test_a_partial_plan_does_not_call_rules_unmatched(kimi, rules) -> None:
     _, part = plan_all([kimi], rules, every_spec=False)
     assert any("rule 0001 matches no current variant" in w for w in every)
     assert not any("matches no current variant" in w for w in part)
+
+
+def test_each_chunk_row_carries_a_split_knob_from_the_profile_and_the_record(rules) -> None:
+    """The exact split's knob per dispatch row (kda2.plan.agents.chunk row_split): judged at the row's fewest chains
+    and the bucket's length with the profile's SMs — a row whose calls can be one long sequence splits (3 to 16
+    segments of >= 32 chunks), a row of short sequences or of chains that fill the GPU does not, a GPU with fewer SMs
+    gets fewer segments; a tuning record's split routes the row where its winner is routed, and only there."""
+    from kda2.plan.smem import SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS
+
+    spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    h200 = load_profiles()["h200"]
+    plan = plan_spec(spec, "sm_90a", rules, profile=h200)
+    rows = routes(plan)
+    for key, d in rows.items():
+        assert d["split_by"] == "agents" and isinstance(d["split"], int) and d["split_why"], key
+        if d["bucket"] // 64 < SPLIT_MIN_SEGMENTS * SPLIT_MIN_CHUNKS or d["min_chains"] >= 46:
+            assert d["split"] == 1 and d["split_why"].startswith("unsplit"), (key, d["split_why"])
+    longest = [d for d in plan.dispatch if d["bucket"] == max(spec.seq_len_buckets) and d["min_chains"] == 0]
+    assert longest and all(SPLIT_MIN_SEGMENTS <= d["split"] <= SPLIT_MAX_SEGMENTS for d in longest), longest
+    assert all(d["split"] == d["bucket"] // 64 // SPLIT_MIN_CHUNKS for d in plan.dispatch
+               if d["bucket"] == 8192 and d["min_chains"] == 0)   # as many segments as keep 32 chunks each
+    # a GPU with an eighth of the SMs: the fold's one wave holds fewer segments of the one-sequence rows
+    small = h200.model_copy(update={"sm_count": h200.sm_count // 8})
+    fewer = {k: d["split"] for k, d in routes(plan_spec(spec, "sm_90a", rules, profile=small)).items()}
+    assert all(fewer[k] <= d["split"] for k, d in rows.items())
+    assert any(fewer[k] < rows[k]["split"] for k in rows), fewer
+    # a record's split: applied to the row routed to the record's winner, not to a row whose winner is gone
+    key = f"{longest[0]['state_layout']}:{longest[0]['bucket']}:{longest[0]['class']}"
+    other = next(k for k, d in rows.items() if d["split"] > 1 and k != key)
+    tuned = {key: longest[0]["variant"], other: "0" * 12}
+    got = routes(plan_spec(spec, "sm_90a", rules, tuned, profile=h200, tuned_splits={key: 2, other: 1}))
+    assert (got[key]["split"], got[key]["split_by"]) == (2, "tune") and "tune: 2 segment(s)" in got[key]["split_why"]
+    assert got[other]["routed_by"] == "rank" and (got[other]["split"], got[other]["split_by"]) == (
+        rows[other]["split"], "agents")
+    recurrent = plan_spec(load_spec(KIMI), "sm_90a", rules)
+    assert all((d["split"], d["split_by"]) == (1, "family") for d in recurrent.dispatch)

@@ -433,7 +433,7 @@ def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_p
         assert f'"{kernel_symbol(v["id"])}"' in text
         assert f'kda2_cubin_{v["id"]}' in text
         assert f'.incbin \\"{cubin}\\"' in text
-    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+), (\d+) \},  // c: ([0-9a-f]{12})$", text, re.M)
+    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+), (\d+), 1 \},  // c: ([0-9a-f]{12})$", text, re.M)  # never split
     assert rows == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), "0", str(d["index"]),
                      variants[d["index"]]["id"]) for d in dispatch]
     assert "constexpr int kNumVariants = 3;" in text and "constexpr int kNumRoutes = 3;" in text
@@ -578,7 +578,7 @@ def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_p
     rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d)\},$', text, re.M)
     # (intermediate, persistent, splits: recurrent rows never split, state maps: direct kernels take none)
     assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent")))), "0", "0") for v in variants], text
-    launch = text[text.index('extern "C" int kda2_launch('):]
+    launch = text[text.index('static int launch_variant('):]
     assert "if (v.persistent)" in launch and "slots[e] > 0 && slots[e] < tiles ? slots[e] : tiles" in launch
     assert "static_cast<int64_t>(kValueDim / v.block_v) * a.HV * a.N" in launch
     assert "launch_recurrent(d, fn[e], static_cast<unsigned>(grid), 1, 1," in launch
@@ -630,12 +630,12 @@ def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path,
             plan = {"prep_threads": 256, "state_threads": bv // 16 * 64, "prep_smem_bytes": 103680,
                     "state_smem_bytes": {32: 155680, 64: 195616}[bv]}  # (the TIR stage's numbers, test_tir)
             dispatch.append({"state_layout": layout, "bucket": b, "class": "few", "min_chains": 0,
-                             "index": len(variants)})
+                             "index": len(variants), "split": 1 + len(variants) % 3, "split_by": "agents"})
             variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": str(cubin), "plan": plan})
         # a second batch class in the first bucket, from 64 chains on, served by the last bucket's tiles
         dispatch.insert(len(dispatch) - len(dispatch_buckets) + 1, {
             "state_layout": layout, "bucket": dispatch_buckets[0], "class": "many", "min_chains": 64,
-            "index": len(variants) - 1})
+            "index": len(variants) - 1, "split": 1, "split_by": "tune"})
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "c", "arch": "sm_90a", "family": "chunk",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("c", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
@@ -674,6 +674,15 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     for name, (restype, argtypes) in abi.FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
+    # each row carries its split knob (the most segments the library's own choice takes for its calls), which
+    # kda2_fwd hands to the launch; a launch by index takes the library-wide bound
+    dispatch = json.loads(lib.kda2_library_json())["dispatch"]
+    routes = re.findall(r"^    \{ (\d), (\d+), (\d+), (\d+), (\d+) \},", text, re.M)
+    assert routes == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), str(d["min_chains"]),
+                       str(d["index"]), str(d["split"])) for d in dispatch] and {r[4] for r in routes} == {"1", "2", "3"}
+    fwd = text[text.index('extern "C" int kda2_fwd('):]
+    assert "launch_variant(index, &a, stream, kRoutes[row].max_split)" in fwd
+    assert "launch_variant(index, args, stream, kSplitMaxSegments)" in text[text.index('extern "C" int kda2_launch('):]
     assert lib.kda2_abi_version() == abi.ABI_VERSION
     assert json.loads(lib.kda2_library_json())["family"] == "chunk"
     assert [lib.kda2_select(vf, t, 1) for vf in (0, 1) for t in (1, 2048, 2049, 65536, 1 << 20)] == [
@@ -903,5 +912,5 @@ def test_chunk_wgmma_variant_renders_and_splits() -> None:
     # (intermediate, persistent, splits, state maps: chunk rows take none)
     assert rows == [(variants[0]["id"], "0", "0", "1", "0"), (variants[1]["id"], "0", "0", "1", "0")], lib
     fwd = lib[lib.index('extern "C" int kda2_fwd('):]
-    assert "index = splittable(index, args);" in fwd
+    assert "const int index = splittable(kRoutes[row].index, args);" in fwd
     assert "if (a->split > 1 && !kVariants[index].splits) return KDA2_ERR_FEATURE;" in lib

@@ -431,3 +431,93 @@ def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_cta
     pools.clear()
     got = tune.measure({**task, "bucket": 64, "config": {**cfg, "persistent": False}}, quick=True)
     assert "failure" not in got and pools and not any(pools), pools  # a prefill bucket: h0 -> ht
+
+
+def test_split_rows_are_timed_and_the_record_sets_their_split(built, tmp_path, monkeypatch) -> None:
+    """Each task carries the rows of its bucket the agents would split (the row's fewest chains, the agents'
+    segments); the record keeps, per class, the segments its winner was fastest with (unsplit included), and the
+    build routes those rows with that split."""
+    from kda2.plan.model import workloads
+
+    d, plan = built
+    tuning = tmp_path / "tuning"
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(tune, "_torch_version", lambda: "test")
+    g = tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tuning))
+    agents = {(r["state_layout"], r["bucket"], r["class"]): r["split"] for r in plan.dispatch}
+    for t in g.tasks:
+        layout = t.route.split(":")[0]
+        assert {c: s["segments"] for c, s in t.splits.items()} == {
+            c: n for (lay, b, c), n in agents.items() if lay == layout and b == t.bucket and n > 1}, t.route
+    split_classes = {c for t in g.tasks for c in t.splits}
+    assert split_classes == {workloads("chunk", 8192)[0].name, workloads("chunk", 65536)[0].name}
+    assert tune.split_choices(16) == [16, 8, 1] and tune.split_choices(4) == [4, 1]
+    # fake timings: at 65536 the half split is fastest, at 8192 unsplit beats the split
+    fast = {workloads("chunk", 65536)[0].name: {"16": 300.0, "8": 280.0, "1": 900.0},
+            workloads("chunk", 8192)[0].name: {"4": 100.0, "1": 90.0}}
+    results: dict[str, dict] = {}
+    for t in g.tasks:  # (one result per variant for all its rows: the fake executor does not tell routes apart)
+        us = 100.0 + t.config["block_v"]
+        r = results.setdefault(t.variant, {"us": us, "error": 1e-3, "splits": {},
+                                           "classes": {w.name: us for b in (2048, 8192, 65536)
+                                                       for w in workloads("chunk", b)}})
+        r["splits"].update({c: {"segments": s["segments"], "shape": {"N": 1, "T": t.bucket, "H": 1}, "us": fast[c]}
+                            for c, s in t.splits.items()})
+    monkeypatch.setattr(tune, "_executor", fake_executor(results, []))
+    lines: list[str] = []
+    rec = tune.tune_group(g, tuning_dir=str(tuning), log=lines.append)
+    assert rec is not None
+    classes = rec["routes"]["k_first:65536"]["classes"][workloads("chunk", 65536)[0].name]
+    assert classes["split"]["segments"] == 8 and classes["split"]["us"] == fast[workloads("chunk", 65536)[0].name]
+    assert rec["routes"]["k_first:8192"]["classes"][workloads("chunk", 8192)[0].name]["split"]["segments"] == 1
+    assert "split" not in rec["routes"]["k_first:2048"]["classes"][workloads("chunk", 2048)[0].name]
+    assert any("split at N=1 T=65536 H=1" in line and "-> split<=8" in line for line in lines), lines
+    plans, _ = load_plans(str(KIMI_CHUNK.parent), str(REPO / "rules"), str(tmp_path / "b"), ["kimi_linear_chunk"],
+                          str(REPO / "profiles"), str(tuning))
+    rows = {(r["state_layout"], r["bucket"], r["class"]): r for r in next(p for p in plans if p.arch == "sm_90a").dispatch}
+    assert (rows[("k_first", 65536, workloads("chunk", 65536)[0].name)]["split"],
+            rows[("k_first", 65536, workloads("chunk", 65536)[0].name)]["split_by"]) == (8, "tune")
+    assert rows[("k_first", 8192, workloads("chunk", 8192)[0].name)]["split"] == 1
+    assert rows[("k_first", 2048, workloads("chunk", 2048)[0].name)]["split_by"] == "agents"
+
+
+def test_measure_times_a_split_row_at_its_fewest_chains(monkeypatch) -> None:
+    """measure(): a chunk candidate's split row is timed as one sequence of the bucket's length on the row's fewest
+    chains, with explicit splits (the agents' segments, half, unsplit) whose workspace holds the split region;
+    torch, the library and the reference are stand-ins."""
+    import types
+
+    from kda2.bench import timing
+    from kda2.runtime import loader
+
+    cuda = types.SimpleNamespace(current_device=lambda: 0, synchronize=lambda: None,
+                                 current_stream=lambda: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    launched: list[dict] = []
+    lib = types.SimpleNamespace(preload=lambda dev: None, launch_variant=lambda idx, args, stream: launched.append(args))
+    monkeypatch.setattr(loader, "load", lambda manifest: lib)
+    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed, pool=False, split=0: {
+        "args": {"N": N, "T": T, "H": H, "split": split}, "bytes": 1 << 20})
+    monkeypatch.setattr(tune, "_reference_error", lambda c: 1e-4)
+    ms = {16: 0.3, 8: 0.25, 1: 2.0}
+
+    class FakeTimer:
+        def __init__(self, torch):
+            pass
+
+        def kernel(self, fn, n_sets, reps):
+            fn(0)
+            a = launched[-1]
+            return types.SimpleNamespace(median_ms=ms[a["split"]] if a["split"] else 1.0)
+
+    monkeypatch.setattr(timing, "Timer", FakeTimer)
+    cfg = {"family": "chunk", "k": 128, "v": 128, "state_layout": "k_first", "block_v": 64}
+    task = {"manifest": "m.json", "config": cfg, "index": 3, "features": {}, "bucket": 65536,
+            "splits": {"prefill-n1": {"chains": 1, "segments": 16}}}
+    got = tune.measure(task, quick=True)
+    assert got["splits"] == {"prefill-n1": {"segments": 16, "shape": {"N": 1, "T": 65536, "H": 1},
+                                            "us": {"16": 300.0, "8": 250.0, "1": 2000.0}}}, got
+    split_launches = [(a["N"], a["T"], a["H"], a["split"]) for a in launched if a["split"]]
+    assert sorted(set(split_launches)) == [(1, 65536, 1, 1), (1, 65536, 1, 8), (1, 65536, 1, 16)]
+    # the class timings leave the split to the library (split 0), which a workspace of the slots keeps unsplit
+    assert {a["split"] for a in launched if a["T"] != 65536 or a["H"] != 1} == {0}

@@ -138,3 +138,28 @@ def test_library_splits_only_long_chains_that_leave_sms_idle(chunk_lib, torch_cu
     assert SPLIT_MIN_SEGMENTS <= s <= SPLIT_MAX_SEGMENTS and 16384 // 64 // s >= SPLIT_MIN_CHUNKS, s
     assert chosen(1, 3072, heads) == 1      # 48 chunks
     assert chosen(8, 2048, 32 * 128 // K) == 1   # P3's chains fill the GPU
+
+
+def test_each_rows_split_knob_bounds_the_librarys_choice(chunk_lib, chunk_kda, torch_cuda, seed):
+    """A dispatch row's split knob (`split`: the agents' from the profile, or what kda2 tune timed fastest;
+    kda2.plan.agents.chunk row_split) bounds the library's own choice for the row's calls: at the rows that serve one
+    sequence (min_chains 0), one sequence of the bucket's length on one head, the split=None outputs are bit for bit
+    those of an explicit split of at most that many segments — and not the unsplit ones where the row splits."""
+    torch = torch_cuda
+    lib = chunk_lib
+    v_first = "v_first" in lib.features.state_layouts
+    layout = "v_first" if v_first else "k_first"
+    rows = [d for d in lib.dispatch if d["state_layout"] == layout and int(d["min_chains"]) == 0]
+    assert rows and all("split" in d for d in rows), f"{lib.spec}: dispatch rows without a split knob (rebuild)"
+    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
+    for d in rows:
+        T, cap = int(d["bucket"]), int(d["split"])
+        c = Case(f"split-row-T{T}", T=T, H=1, gate=gate, v_first=v_first, l2=lib.features.qk_l2norm,
+                 bsig=lib.features.beta_sigmoid)
+        x = to_torch(torch, draw(c, seed + 597, lib.k, lib.v), c, DEVICE)
+        chosen, _ = _run(torch, chunk_kda, lib, x, c, None)
+        same = [s for s in range(1, cap + 1) if torch.equal(_run(torch, chunk_kda, lib, x, c, s)[0], chosen)]
+        ctx = f"[{lib.spec}] {layout}<={T}/{d['class']} split<={cap} ({d['split_by']})"
+        assert same, f"{ctx}: the library's choice matches no split of at most {cap} segments"
+        if cap > 1:
+            assert same != [1], f"{ctx}: one long sequence on one head left unsplit"

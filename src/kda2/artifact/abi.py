@@ -271,15 +271,16 @@ FUNCTIONS_TABLE: tuple[Function, ...] = (
     Function("kda2_workspace_bytes", "int64_t", (("const KDA2RecurrentArgs*", "args"),),
              "Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent "
              "libraries, kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split "
-             "the library will launch with (args->split, or its choice when 0) and the ready region for chunk ones; "
-             "< 0: a KDA2Status."),
+             "the library will launch with (args->split, or when 0 its choice under the library-wide bound, which a "
+             "dispatch row's bound never exceeds) and the ready region for chunk ones; < 0: a KDA2Status."),
     Function("kda2_preload", "int", (),
              "Load every variant's cubin into the current context (call before CUDA graph capture)."),
     Function("kda2_launch", "int", (("int", "index"), ("const KDA2RecurrentArgs*", "args"), ("void*", "stream")),
              "Launch variant `index` (as listed in kda2_library_json) on `stream` (args->max_seqlen as given)."),
     Function("kda2_fwd", "int",
              (("const KDA2RecurrentArgs*", "args"), ("int64_t", "max_seqlen"), ("void*", "stream")),
-             "kda2_select (chains = args->N * args->HV) + kda2_launch, with args->max_seqlen set to max_seqlen."),
+             "kda2_select (chains = args->N * args->HV) + kda2_launch, with args->max_seqlen set to max_seqlen; chunk "
+             "libraries: the library's own split choice (args->split 0) at most the routed row's max_split."),
     Function("kda2_recurrent_fwd", "int",
              (("const KDA2RecurrentArgs*", "args"), ("int64_t", "max_seqlen"), ("void*", "stream")),
              "The ABI 1 name of kda2_fwd."),

@@ -15,6 +15,9 @@ SCHEMA = 2
 #: "routed": the variants its dispatch rows route to, what a deployment runs (the default); "all": every candidate the
 #: agents kept, which `kda2 tune` times. A manifest without the field predates it and holds every candidate.
 CANDIDATE_SETS = ("routed", "all")
+#: Fields of a dispatch row the manifest carries and the library's own table (kda2_library_json) leaves out: the
+#: tuned latency (the runtime monitor's baseline) and the reasons for the split knob. Everything else routes.
+MANIFEST_ONLY_ROW_FIELDS = ("tuned", "split_why")
 
 
 def check_candidates(candidates: str) -> None:

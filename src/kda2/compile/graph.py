@@ -24,7 +24,7 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 
 from kda2.artifact.abi import ABI_VERSION
 from kda2.artifact.canonical import canonical_json
-from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA, check_candidates
+from kda2.artifact.manifest import MANIFEST_ONLY_ROW_FIELDS, SCHEMA as MANIFEST_SCHEMA, check_candidates
 from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR, launch_keys
 from kda2.compile.nvcc import uses_arch_features
 from kda2.compile import actions, signature
@@ -113,8 +113,8 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidate
     plan_paths = {pv.id: str(nodes[pv.id]["plan"]) for pv in with_plan}
     variants = [{"id": pv.id, "name": pv.name, "config": pv.config, "cubin_path": str(nodes[pv.id]["cubin"]),
                  **({"plan_path": plan_paths[pv.id]} if pv.id in plan_paths else {})} for pv in plan.variants]
-    # the library's table is routing only; tuned latencies (the monitor's baseline) live in the manifest
-    dispatch = [{k: v for k, v in d.items() if k != "tuned"} for d in plan.dispatch]
+    # the library's table is routing only (kda2.artifact.manifest MANIFEST_ONLY_ROW_FIELDS stay in the manifest)
+    dispatch = [{k: v for k, v in d.items() if k not in MANIFEST_ONLY_ROW_FIELDS} for d in plan.dispatch]
     library_json = {"abi_version": ABI_VERSION, "spec": spec.name, "arch": arch, "family": spec.family,
                     "k": spec.head_dims.k, "v": spec.head_dims.v,  # a C/C++ caller sizes its tensors from these
                     "variants": [pv.id for pv in plan.variants], "dispatch": dispatch}

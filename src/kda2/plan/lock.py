@@ -7,10 +7,12 @@ Schema 2 (one profile per file):
     {"schema": 2, "spec", "profile", "arch", "gpu", "date", "torch", "library_sha256",
      "routes": {"<layout>:<bucket>": {"variant", "shape": {N, T, H, class}, "spearman",
                                       "candidates": {id: {"us", "error", "model_us", "classes", "rejected"}},
-                                      "classes": {class: {"variant", "us", "shape"}}}}}
+                                      "classes": {class: {"variant", "us", "shape", "split"?}}}}}
 `variant`/`shape` are the row's first batch class (what the static model ranks by); `classes` holds each
 class's winner (kda2.plan.model.workloads), which its own dispatch row routes to (a record without it routes
-every class of the bucket to `variant`).
+every class of the bucket to `variant`). `split` (chunk rows the agents would split): {"segments", "shape",
+"us": {segments: us}}, the winner timed at the row's fewest chains split as the agents planned, at half that and
+unsplit (kda2.plan.agents.chunk row_split); the fastest is the row's max_split.
 Schema 1 (`kernel_specs/<spec>.lock.json`, {"archs": {arch: {gpu, date, routes}}}) is still read, so an old
 lock passed by path keeps working; the committed ones were migrated to schema 2 with the same winners.
 """
@@ -48,6 +50,8 @@ def _entry_baselines(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for name, c in r.get("classes", {}).items():  # each batch class's own winner
             out[f"{key}:{name}"] = {"variant": c["variant"], "us": c["us"], "gpu": entry.get("gpu"),
                                     "date": entry.get("date"), "shape": c["shape"]}
+            if isinstance(c.get("split"), dict):
+                out[f"{key}:{name}"]["split"] = int(c["split"]["segments"])
     return out
 
 
@@ -86,6 +90,11 @@ def read_spec_baselines(spec_name: str, targets: Mapping[str, Any],
 def routes(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, str]]:
     """{arch: {"k_first:1": variant_id}}: what the planner routes by."""
     return {arch: {key: b["variant"] for key, b in rows.items()} for arch, rows in baselines.items()}
+
+
+def tuned_splits(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, int]]:
+    """{arch: {"k_first:8192:prefill-n2": segments}}: the split each class's winner was timed fastest with."""
+    return {arch: {key: b["split"] for key, b in rows.items() if "split" in b} for arch, rows in baselines.items()}
 
 
 def read_lock(path: str | os.PathLike) -> dict[str, dict[str, str]]:

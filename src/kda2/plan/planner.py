@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from kda2.artifact.manifest import check_candidates
 from kda2.plan.agents import FAMILY_AGENTS, Candidate
+from kda2.plan.agents.chunk import row_split
 from kda2.plan.model import class_rows
 from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
@@ -49,7 +50,8 @@ class SpecPlan:
     arch: str
     variants: tuple[PlannedVariant, ...]     # library index order
     dispatch: tuple[dict[str, Any], ...]     # {"state_layout", "bucket", "class", "min_chains", "index", "variant",
-                                             #  "routed_by", "candidates"}: one row per batch class of a bucket
+                                             #  "routed_by", "candidates", "split", "split_by", "split_why"}: one
+                                             #  row per batch class of a bucket
     considered: tuple[dict[str, Any], ...]   # every config the agents proposed (for rule warnings)
     warnings: tuple[str, ...] = ()
     profile: Profile | None = None           # the hardware the agents designed for
@@ -66,10 +68,12 @@ def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
 
 
 def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None,
-              profile: Profile | None = None) -> SpecPlan:
+              profile: Profile | None = None, tuned_splits: Mapping[str, int] | None = None) -> SpecPlan:
     """`tuned`: {"<layout>:<bucket>:<class>": variant id} from the spec's tuning record for this arch, if any (a
     "<layout>:<bucket>" key, from a record of one class per bucket, routes every class of the bucket).
-    `profile`: the hardware the agents design for (default: the spec's target for `arch`, from profiles/)."""
+    `tuned_splits`: {"<layout>:<bucket>:<class>": segments} the record confirmed for that class's winner (chunk; a row
+    routed elsewhere keeps the agents' split). `profile`: the hardware the agents design for (default: the spec's
+    target for `arch`, from profiles/)."""
     if profile is None:
         profile = resolve_targets(spec, load_profiles())[arch]
     if profile.arch != arch:
@@ -124,10 +128,20 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                         warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant "
                                         f"{winner} for {key} ({w.name}) is no longer a candidate; routing to the "
                                         f"agents' first choice (re-run `kda2 tune`)")
+                split, split_by, split_why = 1, "family", "recurrent kernels take no split"
+                if spec.family == "chunk":
+                    split, split_why = row_split(first.config, profile, bucket, min_chains)
+                    split_by = "agents"
+                    confirmed = (tuned_splits or {}).get(f"{key}:{w.name}")
+                    if confirmed is not None and routed_by == "tune":
+                        split, split_by = confirmed, "tune"
+                        split_why = (f"tune: {confirmed} segment(s) timed fastest for {first.id} at this row's fewest "
+                                     f"chains (tuning/{spec.name}.{profile.name}.json); the agents': {split_why}")
                 dispatch.append({"state_layout": layout, "bucket": bucket, "class": w.name, "min_chains": min_chains,
                                  "variant": first.id, "routed_by": routed_by,
                                  "index": next(i for i, v in enumerate(variants) if v.id == first.id),
-                                 "candidates": [pv.id for pv in group]})
+                                 "candidates": [pv.id for pv in group],
+                                 "split": split, "split_by": split_by, "split_why": split_why})
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
                     considered=tuple(considered), warnings=tuple(warnings), profile=profile)
 
@@ -161,16 +175,20 @@ def built(plan: Any, candidates: str) -> Any:
 
 def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
              locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
-             profiles: Mapping[str, Profile] | None = None, *, every_spec: bool = True) -> tuple[list[SpecPlan], list[str]]:
+             profiles: Mapping[str, Profile] | None = None, *, every_spec: bool = True,
+             splits: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None) -> tuple[list[SpecPlan], list[str]]:
     """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tuning records.
 
-    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock);
+    `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock); `splits`: {spec
+    name: {arch: {"<layout>:<bucket>:<class>": segments}}} (kda2.plan.lock.tuned_splits);
     `profiles`: {name: Profile} (default: profiles/), each spec's targets resolved in it; `every_spec`: False when
     `specs` is a subset of the repository's (a rule may match only specs left out, so none is called unmatched).
     """
     locks = locks or {}
     profiles = load_profiles() if profiles is None else profiles
-    plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch), profile=hw)
+    splits = splits or {}
+    plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch), profile=hw,
+                       tuned_splits=splits.get(s.name, {}).get(arch))
              for s in specs for arch, hw in resolve_targets(s, dict(profiles)).items()]
     configs = [c for p in plans for c in p.considered]
     warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"

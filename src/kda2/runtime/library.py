@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from kda2.artifact.manifest import MANIFEST_ONLY_ROW_FIELDS  # stdlib only: safe for the runtime
 from kda2.runtime import abi
 from kda2.runtime.errors import ArtifactError, KDA2LaunchError
 
@@ -136,8 +137,8 @@ class Library:
             raise ArtifactError(f"{so}: kda2_library_json() says abi_version={info['abi_version']}, "
                                 f"this runtime speaks ABI {abi.ABI_VERSION}")
         if "dispatch" in info:
-            # routing fields only: the manifest adds what the library does not route by (tuned latencies)
-            key = lambda d: sorted((k, v) for k, v in d.items() if k != "tuned")  # noqa: E731
+            # routing fields only: the manifest adds what the library does not route by (MANIFEST_ONLY_ROW_FIELDS)
+            key = lambda d: sorted((k, v) for k, v in d.items() if k not in MANIFEST_ONLY_ROW_FIELDS)  # noqa: E731
             if sorted(map(key, info["dispatch"])) != sorted(map(key, self.dispatch)):
                 raise ArtifactError(f"{so}: its dispatch table differs from the manifest's ({mf})")
         n = self._dll.kda2_num_variants()

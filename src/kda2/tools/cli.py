@@ -114,7 +114,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
     from kda2.spec.model import SpecError, load_spec
-    from kda2.plan.lock import read_spec_baselines, routes
+    from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
     from kda2.plan.profile import load_profiles, resolve_targets
 
     try:
@@ -129,8 +129,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if prof is None:
                 return _fail(f"--profile {args.profile}: unknown; allowed: {', '.join(sorted(load_profiles(args.profiles)))}")
             targets, archs = {prof.arch: prof}, [prof.arch]
-        lock = routes(read_spec_baselines(spec.name, targets, args.tuning))  # what the build routes by
-        plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a]) for a in archs]
+        baselines = read_spec_baselines(spec.name, targets, args.tuning)  # what the build routes by
+        lock, splits = routes(baselines), tuned_splits(baselines)
+        plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a], tuned_splits=splits.get(a)) for a in archs]
         for p in plans:
             for w in p.warnings:
                 print(f"kda2: warning: {w}", file=sys.stderr)
@@ -146,13 +147,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for p in plans:
         routed: dict[str, list[str]] = {}
         for d in p.dispatch:
+            split = f",split<={d['split']}:{d['split_by']}" if spec.family == "chunk" else ""
             routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
-                                                       f"<={d['bucket']}/{d['class']}({d['routed_by']})")
+                                                       f"<={d['bucket']}/{d['class']}({d['routed_by']}{split})")
         print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "
               f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}")
         print(f"  {'id':<12} {'layout':<8} "
-              + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket/batch class, routed by)  rules")
+              + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket/batch class, routed by"
+              + (",split<=segments:chosen by" if spec.family == "chunk" else "") + ")  rules")
         for v in p.variants:
             c = v.config
             print(f"  {v.id:<12} {c['state_layout']:<8} "
@@ -161,6 +164,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if args.reasons:
                 for agent, why in v.reasons:
                     print(f"      [{agent}] {why}")
+        if args.reasons and spec.family == "chunk":
+            print("  the exact split per dispatch row (the most segments the library's choice takes):")
+            for d in p.dispatch:
+                print(f"    {d['state_layout']}<={d['bucket']}/{d['class']} (>= {d['min_chains']} chains): "
+                      f"split<={d['split']} [{d['split_by']}] {d['split_why']}")
         print()
     return 0
 

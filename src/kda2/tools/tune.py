@@ -69,6 +69,9 @@ class Task:
     model: dict[str, Any]
     pruned: str | None = None
     incumbent: bool = False     # what the row routes to before this run
+    # chunk: the classes of the bucket whose dispatch row the agents would split with this candidate routed,
+    # {class: {"chains": the row's fewest chains, "segments": the agents' split}} (kda2.plan.agents.chunk row_split)
+    splits: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -157,6 +160,7 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
             continue  # a bucket's other batch classes share its candidates: one task each
         key = f"{d['state_layout']}:{d['bucket']}"
         incumbent = prior.get(key, {}).get("variant") or d["variant"]
+        rows = [r for r in m["dispatch"] if r["state_layout"] == d["state_layout"] and r["bucket"] == d["bucket"]]
         for vid in d["candidates"]:
             v = by_id[vid]
             cfg = v["config"]
@@ -164,9 +168,24 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
             model, pruned = _model(cfg, res, hw, d["bucket"], budget)
             g.tasks.append(Task(m["spec"], m["arch"], hw.name, m["family"], key, d["bucket"], vid, v["index"], cfg,
                                 dict(m.get("features", {})), str(path), asdict(res), model, pruned,
-                                incumbent=vid == incumbent))
+                                incumbent=vid == incumbent, splits=_split_rows(cfg, hw, rows)))
     fit_steps(g, record_path(m["spec"], hw.name, tuning_dir), budget)
     return g
+
+
+def _split_rows(cfg: dict, hw: Any, rows: list[dict]) -> dict[str, dict[str, int]]:
+    """The rows of one bucket the agents would split with `cfg` routed: {class: {"chains", "segments"}}."""
+    if cfg["family"] != "chunk":
+        return {}
+    from kda2.plan.agents.chunk import row_split
+
+    out = {}
+    for r in rows:
+        segments, _ = row_split(cfg, hw, int(r["bucket"]), int(r.get("min_chains", 0)))
+        if segments > 1:
+            out[r.get("class") or _primary("chunk", r["bucket"])] = {"chains": max(int(r.get("min_chains", 0)), 1),
+                                                                      "segments": segments}
+    return out
 
 
 def _primary(family: str, bucket: int) -> str:
@@ -253,13 +272,14 @@ def groups_from_spec(spec_path: str | os.PathLike, *, rules_dir: str = "rules", 
             if d["class"] != _primary(spec.family, d["bucket"]):
                 continue
             key = f"{d['state_layout']}:{d['bucket']}"
+            rows = [r for r in plan.dispatch if r["state_layout"] == d["state_layout"] and r["bucket"] == d["bucket"]]
             for vid in d["candidates"]:
                 cfg = by_id[vid].config
                 res = estimate_resources(cfg)
                 model, pruned = _model(cfg, res, hw, d["bucket"], spec.budget)
                 g.tasks.append(Task(spec.name, arch, hw.name, spec.family, key, d["bucket"], vid, -1, cfg,
                                     spec.canonical()["features"], None, asdict(res), model, pruned,
-                                    incumbent=vid == d["variant"]))
+                                    incumbent=vid == d["variant"], splits=_split_rows(cfg, hw, rows)))
         fit_steps(g, record_path(spec.name, hw.name, tuning_dir), spec.budget)
         out.append(g)
     return out
@@ -308,6 +328,10 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
     for key, tasks in rows.items():
         classes = ", ".join(f"{w.name} N={w.N} T={w.T} H={w.H}" for w in workloads(g.family, tasks[0].bucket))
         log(f"  {key}  (batch classes: {classes})")
+        split_rows = {name: r for t in tasks for name, r in t.splits.items()}
+        for name, r in split_rows.items():
+            log(f"    {name}: the split timed too, at N=1 T={tasks[0].bucket} H={r['chains']} (the row's fewest chains): "
+                + ", ".join(str(n) for n in split_choices(r["segments"])) + " segments")
         for t in sorted(tasks, key=lambda t: t.model["us"]):
             kn = " ".join(f"{k}={v}" for k, v in knobs(t.config).items() if k != "state_layout")
             what = f"PRUNED: {t.pruned}" if t.pruned else (
@@ -319,7 +343,7 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
 # ---- measuring one candidate (runs on a GPU, in this process or a Dask worker) ----------------------
 
 def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, seed: int,
-          pool: bool = False) -> dict:
+          pool: bool = False, split: int = 0) -> dict:
     """Random inputs of one shape in the library's layout (outputs poisoned), plus the packed arguments. pool: the
     states updated in place through state_indices (rows 0..N-1), as a serving step runs decode (the benchmark's
     decode rows too); else h0 in, ht out to a separate buffer."""
@@ -362,7 +386,9 @@ def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, s
     a.scale, a.lower_bound = K ** -0.5, -5.0
     a.gate_mode, a.flags, a.state_v_first = GATE_MODES[mode], flags, int(v_first)
     if cfg["family"] == "chunk":  # two kernels through a device workspace (kda2/abi.h)
-        nbytes = abi.chunk_workspace_bytes(N, T, HV, K, V, False)
+        # split 0: the library's choice, which gives way to a workspace of the slots only (unsplit)
+        nbytes = abi.chunk_workspace_bytes(N, T, HV, K, V, False, max(split, 1))
+        a.split = split
         c["ws"] = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
         a.workspace, a.workspace_bytes = c["ws"].data_ptr(), nbytes
     else:
@@ -472,7 +498,37 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
         classes[w.name] = round(st.median_ms * 1e3, 2)
         del cases, one
     first = workloads(cfg["family"], task["bucket"])[0].name
-    return {"error": err, "us": classes[first], "classes": classes}
+    out = {"error": err, "us": classes[first], "classes": classes}
+    # the split rows: this candidate at the row's fewest chains (one sequence of the bucket's length), split as the
+    # agents plan it, at half that and unsplit (explicit splits: the library's own choice is what they bound)
+    splits: dict[str, dict[str, Any]] = {}
+    for name, r in task.get("splits", {}).items():
+        shape = {"N": 1, "T": task["bucket"], "H": r["chains"]}
+        timed: dict[str, float] = {}
+        for n_seg in split_choices(r["segments"]):
+            sets = [_case(torch, abi, cfg, feats, N=1, T=shape["T"], H=r["chains"], HV=r["chains"], seed=200 + i,
+                          split=n_seg) for i in range(2)]
+            try:
+                st = timer.kernel(lambda i: lib.launch_variant(idx, sets[i]["args"], stream), len(sets),
+                                  reps=10 if quick else 40)
+            except (KDA2LaunchError, RuntimeError) as e:
+                return {"failure": "launch_error", "fatal": isinstance(e, RuntimeError) and
+                        not isinstance(e, KDA2LaunchError), "detail": f"split {n_seg}: " + " ".join(str(e).split())[:300],
+                        "shape": shape}
+            timed[str(n_seg)] = round(st.median_ms * 1e3, 2)
+            del sets
+        splits[name] = {"segments": r["segments"], "shape": shape, "us": timed}
+    if splits:
+        out["splits"] = splits
+    return out
+
+
+def split_choices(segments: int) -> list[int]:
+    """What the tuner times a split row at: the agents' segments, half that where the library would still split,
+    and unsplit (kda2.plan.smem SPLIT_MIN_SEGMENTS)."""
+    from kda2.plan.smem import SPLIT_MIN_SEGMENTS
+
+    return sorted({segments, *([segments // 2] if segments // 2 >= SPLIT_MIN_SEGMENTS else []), 1}, reverse=True)
 
 
 # ---- running: progress, resume, failures, the record ------------------------------------------------
@@ -698,6 +754,10 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
             if timed:
                 win = min(timed, key=timed.get)
                 classes[w.name] = {"variant": win, "us": timed[win], "shape": w.as_dict()}
+                sp = ok[win].get("splits", {}).get(w.name)
+                if sp:  # the winner's split at the row's fewest chains: the fastest number of segments
+                    best_seg = min(sp["us"], key=lambda n: (sp["us"][n], int(n)))
+                    classes[w.name]["split"] = {**sp, "segments": int(best_seg)}
         rows[key] = {"variant": best, "shape": workloads(g.family, tasks[0].bucket)[0].as_dict(),
                      "spearman": None if rho is None else round(rho, 3), "candidates": cands, "classes": classes}
         log(f"  {key:<14} -> {best} {ok[best]['us']:.1f} us; model-vs-measured Spearman "
@@ -705,6 +765,11 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
         for name, c in classes.items():
             if name != rows[key]["shape"]["class"]:
                 log(f"  {key:<14}    {name}: {c['variant']} {c['us']:.1f} us")
+            if "split" in c:
+                sp = c["split"]
+                log(f"  {key:<14}    {name} split at N=1 T={sp['shape']['T']} H={sp['shape']['H']}: "
+                    + ", ".join(f"{n} segment(s) {us:.1f} us" for n, us in sp["us"].items())
+                    + f" -> split<={sp['segments']}")
     append_failures(Path(tuning_dir) / "failures" / f"{g.spec}.{g.profile.name}.jsonl", late)
     data = {"schema": RECORD_SCHEMA, "spec": g.spec, "profile": g.profile.name, "arch": g.arch, "gpu": gpu,
             "date": _now(), "torch": _torch_version(), "library_sha256": g.library_sha256, "command": command,

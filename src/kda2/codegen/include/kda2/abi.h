@@ -171,13 +171,15 @@ int kda2_route(int32_t state_v_first, int64_t max_seqlen, int64_t chains);
 int kda2_select(int32_t state_v_first, int64_t max_seqlen, int64_t chains);
 // Workspace bytes a launch with these args needs (N, T, HV, cu_seqlens are read): 0 for recurrent libraries,
 // kda2_chunk_ids(a) * HV * kda2_chunk_slot_bytes(K, V) plus the split region of the split the library will
-// launch with (args->split, or its choice when 0) and the ready region for chunk ones; < 0: a KDA2Status.
+// launch with (args->split, or when 0 its choice under the library-wide bound, which a dispatch row's bound
+// never exceeds) and the ready region for chunk ones; < 0: a KDA2Status.
 int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* args);
 // Load every variant's cubin into the current context (call before CUDA graph capture).
 int kda2_preload(void);
 // Launch variant `index` (as listed in kda2_library_json) on `stream` (args->max_seqlen as given).
 int kda2_launch(int index, const KDA2RecurrentArgs* args, void* stream);
-// kda2_select (chains = args->N * args->HV) + kda2_launch, with args->max_seqlen set to max_seqlen.
+// kda2_select (chains = args->N * args->HV) + kda2_launch, with args->max_seqlen set to max_seqlen; chunk
+// libraries: the library's own split choice (args->split 0) at most the routed row's max_split.
 int kda2_fwd(const KDA2RecurrentArgs* args, int64_t max_seqlen, void* stream);
 // The ABI 1 name of kda2_fwd.
 int kda2_recurrent_fwd(const KDA2RecurrentArgs* args, int64_t max_seqlen, void* stream);

@@ -451,6 +451,12 @@ def test_split_rows_are_timed_and_the_record_sets_their_split(built, tmp_path, m
             c: n for (lay, b, c), n in agents.items() if lay == layout and b == t.bucket and n > 1}, t.route
     split_classes = {c for t in g.tasks for c in t.splits}
     assert split_classes == {workloads("chunk", 8192)[0].name, workloads("chunk", 65536)[0].name}
+    listed: list[str] = []
+    tune.describe(g, listed.append)   # the dry run names each candidate's split timings
+    one = next(t for t in g.tasks if t.bucket == 65536 and not t.pruned)
+    seg = one.splits[workloads("chunk", 65536)[0].name]["segments"]
+    assert any(line.strip().startswith(one.variant) and f"split {'/'.join(map(str, tune.split_choices(seg)))}" in line
+               for line in listed), listed
     assert tune.split_choices(16) == [16, 8, 1] and tune.split_choices(4) == [4, 1]
     # fake timings: at 65536 the half split is fastest, at 8192 unsplit beats the split
     fast = {workloads("chunk", 65536)[0].name: {"16": 300.0, "8": 280.0, "1": 900.0},

@@ -328,15 +328,15 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
     for key, tasks in rows.items():
         classes = ", ".join(f"{w.name} N={w.N} T={w.T} H={w.H}" for w in workloads(g.family, tasks[0].bucket))
         log(f"  {key}  (batch classes: {classes})")
-        split_rows = {name: r for t in tasks for name, r in t.splits.items()}
-        for name, r in split_rows.items():
-            log(f"    {name}: the split timed too, at N=1 T={tasks[0].bucket} H={r['chains']} (the row's fewest chains): "
-                + ", ".join(str(n) for n in split_choices(r["segments"])) + " segments")
+        for name, chains in {n: r["chains"] for t in tasks for n, r in t.splits.items()}.items():
+            log(f"    {name}: each candidate's split timed too, at N=1 T={tasks[0].bucket} H={chains} (the row's fewest "
+                f"chains), in the segments listed")
         for t in sorted(tasks, key=lambda t: t.model["us"]):
             kn = " ".join(f"{k}={v}" for k, v in knobs(t.config).items() if k != "state_layout")
             what = f"PRUNED: {t.pruned}" if t.pruned else (
                 f"model {t.model['us']:9.1f} us ({t.model['bound']}, {t.model['ctas_per_sm']} CTA/SM, "
-                f"{t.model['waves']} waves)")
+                f"{t.model['waves']} waves)" + "".join(f"; {n} split {'/'.join(map(str, split_choices(r['segments'])))}"
+                                                       for n, r in t.splits.items()))
             log(f"    {t.variant} {'*' if t.incumbent else ' '} {kn:<62} {what}")
 
 

@@ -7,19 +7,9 @@
 # candidate, and the split rows timed at their fewest chains.
 . experiments/2026-12-03-splitknob/dev.sh
 el "bits"
-python3 $X bits $H $O/old.pt > $O/bits.log 2>&1 && python3 $X bits $NEW $O/new.pt >> $O/bits.log 2>&1 \
-  && python3 $X cmp $O/old.pt $O/new.pt >> $O/bits.log 2>&1; echo "bits rc $?"; tail -3 $O/bits.log; rm -f $O/*.pt
+bits_vs_head; tail -3 $O/bits.log
 el "bench P (softplus) and K3 (lower_bound), old / new alternating"
-for r in 1 2; do
-  for L in old new; do
-    LIB=$H; [ $L = new ] && LIB=$NEW
-    timeout 80 python3 -m kda2.bench chunk --library $LIB --shapes p --gates softplus --no-fla --no-cudnn \
-      --out $O/p_${L}_$r > $O/p_${L}_$r.log 2>&1 || echo "p $L $r failed"
-    timeout 60 python3 -m kda2.bench chunk --library $LIB --shapes k3 --no-fla --no-cudnn \
-      --out $O/k3_${L}_$r > $O/k3_${L}_$r.log 2>&1 || echo "k3 $L $r failed"
-  done
-done
-for f in $O/p_*_1 $O/p_*_2 $O/k3_*_1 $O/k3_*_2; do echo "== $(basename $f)"; grep -E "^\| [PK][0-9]" $f/bench_chunk.md | cut -d'|' -f2-5; done
+ab_pk3 2-5
 el "GPU tests"
 timeout 150 python3 -m pytest -m gpu tests/gpu/test_chunk_split_gpu.py tests/gpu/test_chunk_gpu.py \
   tests/gpu/test_chunk_overlap_gpu.py -q --require-gpu --chunk-library $NEW --fla-cases none -rs -p no:cacheprovider \

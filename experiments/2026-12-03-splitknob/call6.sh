@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Device call 6 (H200): call 5's prep change at K = 64 and 256: the chunk GPU tests (fp64 bar, no FLA; the split
-# module) on the routed small_head_chunk and large_head_chunk builds, their accuracy tables kept.
+# Device call 6 (H200), not run (no device time left): experiments/2026-12-03-splitknob/first_row_factors.patch (call 5,
+# tested at K = 128) applied and built, its chunk GPU tests (fp64 bar, no FLA; the split module) on the routed
+# small_head_chunk (K = 64) and large_head_chunk (K = 256) builds, their accuracy tables kept.
 . experiments/2026-12-03-splitknob/dev.sh
 el "GPU tests"
 declare -A LIBS=([64]=build/small_head_chunk/sm_90a [256]=build/large_head_chunk/sm_90a)

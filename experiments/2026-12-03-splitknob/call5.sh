@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Device call 5 (H200): the prep's off-diagonal left factors from the diagonal ones (chunk.cuh step 3: 2^(Γi−Γr) as
 # 2^(Γi−Γd)·2^(Γd−Γr), one ex2 per channel instead of one per row: 4 K fewer MUFU per item at K = 128). Not the same
-# bits; ran on a build with first_row_factors.patch applied (kept as the patch: call 6 could not run). 1) the chunk GPU tests at K = 128 (fp64 bar, no FLA), the accuracy table of HEAD's build and this one
-# (--results-dir) to compare case by case. 2) kda2 bench P1-P6 softplus and the K3 set, both alternating, two rounds.
+# bits; ran on a build with first_row_factors.patch applied (kept as the patch: call 6 could not run). 1) the chunk
+# GPU tests at K = 128 (fp64 bar, no FLA), the accuracy table of HEAD's build and this one (--results-dir) to compare
+# case by case. 2) kda2 bench P1-P6 softplus and the K3 set, both alternating, two rounds.
 . experiments/2026-12-03-splitknob/dev.sh
 el "GPU tests"
 for L in old new; do

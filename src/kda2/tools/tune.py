@@ -511,10 +511,11 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
             try:
                 st = timer.kernel(lambda i: lib.launch_variant(idx, sets[i]["args"], stream), len(sets),
                                   reps=10 if quick else 40)
-            except (KDA2LaunchError, RuntimeError) as e:
-                return {"failure": "launch_error", "fatal": isinstance(e, RuntimeError) and
-                        not isinstance(e, KDA2LaunchError), "detail": f"split {n_seg}: " + " ".join(str(e).split())[:300],
-                        "shape": shape}
+            except KDA2LaunchError as e:
+                return {"failure": "launch_error", "detail": f"split {n_seg}: {e}", "shape": shape}
+            except RuntimeError as e:  # a fault inside the kernel, as above
+                return {"failure": "launch_error", "fatal": True, "shape": shape,
+                        "detail": f"split {n_seg}: " + " ".join(str(e).split())[:300]}
             timed[str(n_seg)] = round(st.median_ms * 1e3, 2)
             del sets
         splits[name] = {"segments": r["segments"], "shape": shape, "us": timed}

@@ -677,17 +677,20 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         // the diagonal left factors' anchor: the middle row for a kept channel, the block's first row r for one left
         // out (its factors then are the off-diagonal ones, ≤ 1: finite, so only the right factors need the zero)
         const float2 gd = make_float2(ok0 ? gm.x : gr.x, ok1 ? gm.y : gr.y);
+        // The off-diagonal left factors 2^(Γi−Γr) = 2^(Γi−Γd)·2^(Γd−Γr): the diagonal ones times a per-channel
+        // factor ≤ 1 (exactly 1 for a channel left out, anchored at r), one ex2 per channel instead of one per row.
+        const float c0 = ex2(gd.x - gr.x), c1 = ex2(gd.y - gr.y);
         float2 kx[2], qx[2], eD[2], kD[2];
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {      // rows g8, g8+8
           const int i = r + g8 + 8 * hr;
           const float2 gi = *reinterpret_cast<const float2*>(sG + i * LDS_G + d);
-          const float e0 = ex2(gi.x - gr.x), e1 = ex2(gi.y - gr.y);
+          const float m0 = ex2(gi.x - gd.x), m1 = ex2(gi.y - gd.y);   // diagonal anchor r + 8 (kept channels)
+          const float e0 = m0 * c0, e1 = m1 * c1;
           const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i * LDS_KV + d));
           const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LDS_KV + d));
           aK[hr + 2 * hc] = TC::pack(kk.x * e0, kk.y * e1);
           aQ[hr + 2 * hc] = TC::pack(qq.x * e0, qq.y * e1);
-          const float m0 = ex2(gi.x - gd.x), m1 = ex2(gi.y - gd.y);   // diagonal anchor r + 8 (kept channels)
           kx[hr] = make_float2(kk.x * m0, kk.y * m1);
           qx[hr] = make_float2(qq.x * m0, qq.y * m1);
           eD[hr] = make_float2(m0, m1);

@@ -438,17 +438,22 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
     lib.preload(torch.cuda.current_device())
     stream = torch.cuda.current_stream().cuda_stream
     cfg, idx, feats = task["config"], task["index"], task["features"]
+
+    def launch_failure(e: RuntimeError, shape: dict, what: str = "") -> dict:
+        """A launch's failure record: the library refused it (KDA2LaunchError), or a fault inside the kernel, after
+        which the CUDA context is lost for every later launch (fatal: nothing more can run in this process)."""
+        if isinstance(e, KDA2LaunchError):
+            return {"failure": "launch_error", "detail": what + str(e), "shape": shape}
+        return {"failure": "launch_error", "fatal": True, "detail": what + " ".join(str(e).split())[:300], "shape": shape}
+
     def check(shape: dict, seed: int, note: str = "") -> tuple[float, dict | None]:
         """(relative L2 error, None), or (nan, the failure record) of one launch at `shape` vs the reference."""
         try:
             case = _case(torch, abi, cfg, feats, seed=seed, **shape)
             lib.launch_variant(idx, case["args"], stream)
             torch.cuda.synchronize()
-        except KDA2LaunchError as e:
-            return math.nan, {"failure": "launch_error", "detail": str(e), "shape": shape}
-        except RuntimeError as e:  # a fault inside the kernel: the CUDA context is lost for every later launch
-            return math.nan, {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300],
-                              "shape": shape}
+        except RuntimeError as e:  # KDA2LaunchError included
+            return math.nan, launch_failure(e, shape)
         e = _reference_error(case)
         if not e <= MAX_REL_L2:
             return e, {"failure": "wrong_result", "error": e, "detail": f"relative L2 {e:.3e} > {MAX_REL_L2} vs the "
@@ -490,11 +495,8 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
             else:
                 st = timer.kernel(lambda i: lib.launch_variant(idx, cases[i]["args"], stream), n_sets,
                                   reps=10 if quick else 40)
-        except KDA2LaunchError as e:
-            return {"failure": "launch_error", "detail": str(e), "shape": w.as_dict()}
-        except RuntimeError as e:  # see above: nothing more can run in this process
-            return {"failure": "launch_error", "fatal": True, "detail": " ".join(str(e).split())[:300],
-                    "shape": w.as_dict()}
+        except RuntimeError as e:
+            return launch_failure(e, w.as_dict())
         classes[w.name] = round(st.median_ms * 1e3, 2)
         del cases, one
     first = workloads(cfg["family"], task["bucket"])[0].name
@@ -511,11 +513,8 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
             try:
                 st = timer.kernel(lambda i: lib.launch_variant(idx, sets[i]["args"], stream), len(sets),
                                   reps=10 if quick else 40)
-            except KDA2LaunchError as e:
-                return {"failure": "launch_error", "detail": f"split {n_seg}: {e}", "shape": shape}
-            except RuntimeError as e:  # a fault inside the kernel, as above
-                return {"failure": "launch_error", "fatal": True, "shape": shape,
-                        "detail": f"split {n_seg}: " + " ".join(str(e).split())[:300]}
+            except RuntimeError as e:
+                return launch_failure(e, shape, f"split {n_seg}: ")
             timed[str(n_seg)] = round(st.median_ms * 1e3, 2)
             del sets
         splits[name] = {"segments": r["segments"], "shape": shape, "us": timed}

@@ -20,9 +20,9 @@ element type; the kernel's name):
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
   fragment reads of the A / Aqk factors; 16-byte element-wise reads. Pad.
 * ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution; the
-  block levels; 16-byte row reads of T for its 16-bit copy. Pad.
-* ``t16`` bf16 [64][64] (prep 16-bit T, over the dead A): 8-byte row stores of the copy; ldmatrix 8×8 phases of
-  its 16×16 blocks for w and u. Pad.
+  block levels; 16-byte row reads of T1 and T2 for their 16-bit copy. Pad.
+* ``t16`` bf16 [64][64] (prep 16-bit T, over A's dead rows 0..31): 8-byte row stores of the T1 / T2 copy, level 2's
+  T21 fragment words; ldmatrix 8×8 phases of its 16×16 blocks for w and u. Pad.
 * ``y``   fp32 [32][8] per warp (prep scratch of the block levels' tensor-core products): float2 accumulator stores,
   B-fragment reads. Pad.
 * ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
@@ -275,22 +275,29 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                     for e in T.vectorized(2):
                         tmat[(pw // 2 * 2 + 1) * 16 + tx % 32 // 4 + h * 8, pw // 2 * 32 + pw % 2 * 8 + tx % 32 % 4 * 2 + e] = \
                             ffrag[e]
+        # T's 16-bit copy, while level 2 runs: level 2's warps store their T21 columns as 16-bit pairs in accumulator
+        # order; warps pw ≥ 4 copy T1 and T2 (thread p = 32 (pw − 4) + lane: row r(p / 8) + 16 m, 4 columns from
+        # 4 (p % 8), + 32 for m ≥ 2; r(q) = q / 2 % 4 + 4 (q % 2) + 8 (q / 8)). Then each warp's ldmatrix of the
+        # 16×16 blocks (rb, ks ≤ rb) of its row blocks, for w = T (β k 2^Γ) and again for u = T (β v)
+        for pw in T.serial(PW, annotations={"kda2.access": "t21_store"}):
+            if pw < 4:
                 for m in T.serial(2):
                     for h in T.serial(2):
                         for e in T.vectorized(2):
-                            tmat[32 + m * 16 + tx % 32 // 4 + h * 8, pw * 8 + tx % 32 % 4 * 2 + e] = ffrag[e]
-        # T's 16-bit copy: thread p reads 4 floats of row p / 16 (+ 16 m), columns 4 (p % 16), and stores them as
-        # four 16-bit elements at the same place of t16; then each warp's ldmatrix of the 16×16 blocks (rb, ks ≤ rb)
-        # of its row blocks, for w = T (β k 2^Γ) and again for u = T (β v)
+                            t16[32 + m * 16 + tx % 32 // 4 + h * 8, pw * 8 + tx % 32 % 4 * 2 + e] = frag[e]
         for pw in T.serial(PW, annotations={"kda2.access": "t_convert"}):
-            for m in T.serial(C * C // 4 // PT):
-                for e in T.vectorized(4):
-                    ffrag[e] = tmat[(pw * 32 + tx % 32) // (C // 4) + m * (PT // (C // 4)), (pw * 32 + tx % 32) % (C // 4) * 4 + e]
+            if pw >= 4:
+                for m in T.serial(4):
+                    for e in T.vectorized(4):
+                        ffrag[e] = tmat[((pw - 4) * 4 + tx % 32 // 8) // 2 % 4 + ((pw - 4) * 4 + tx % 32 // 8) % 2 * 4
+                                        + ((pw - 4) * 4 + tx % 32 // 8) // 8 * 8 + 16 * m,
+                                        tx % 8 * 4 + m // 2 * 32 + e]
         for pw in T.serial(PW, annotations={"kda2.access": "t16_store"}):
-            for m in T.serial(C * C // 4 // PT):
-                for e in T.vectorized(4):
-                    t16[(pw * 32 + tx % 32) // (C // 4) + m * (PT // (C // 4)), (pw * 32 + tx % 32) % (C // 4) * 4 + e] = \
-                        frag[e]
+            if pw >= 4:
+                for m in T.serial(4):
+                    for e in T.vectorized(4):
+                        t16[((pw - 4) * 4 + tx % 32 // 8) // 2 % 4 + ((pw - 4) * 4 + tx % 32 // 8) % 2 * 4
+                            + ((pw - 4) * 4 + tx % 32 // 8) // 8 * 8 + 16 * m, tx % 8 * 4 + m // 2 * 32 + e] = frag[e]
         for pw in T.serial(PW, annotations={"kda2.access": "t16_ldmatrix", "kda2.phase_lanes": 8}):
             for which in T.serial(2):
                 for j in T.serial(NRB6):

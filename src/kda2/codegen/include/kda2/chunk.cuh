@@ -971,7 +971,13 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       *reinterpret_cast<float2*>(sTi + (16 * I + g8 + 8) * LDS_T + n0 + 2 * t4) = make_float2(-z[2], -z[3]);
     }
   }
-  __syncthreads();   // T1 and T2 complete
+  __syncthreads();   // T1 and T2 complete; A's rows 0..31 are dead (level 2 reads rows 32..63 only)
+  // T as the 16-bit mma operand of step 6 (the rounding each A fragment got from fp32 T before), row stride LDS_T16
+  // (the TIR stage's), so that step 6's warps read any 16×16 block of it with one ldmatrix. It lies over A's dead
+  // rows 0..31, so it is written while level 2 runs: warps 4–7 copy the final blocks T1 and T2, level 2's warps
+  // store their T21 columns in 16 bits straight from the accumulators (the same rounding: nothing reads T21 in fp32).
+  E* sT16 = reinterpret_cast<E*>(smem + P_T);
+  static_assert(BT * LDS_T16 * 2 <= 32 * LDS_T * 4, "the 16-bit T lies over A's rows 0..31");
   {  // level 2: warp w < 4 makes the 8 columns n0 = 8w .. of T21 (rows 32..63): Y = A21 T1[:, n0..] (T1's upper-right
      // block is zero and not stored: columns from 16 take k-steps over rows 16..31 only), then T21[:, n0..] = −T2 Y
      // (T2 block lower triangular: rows 32..47 take k over 32..47 only)
@@ -1003,20 +1009,21 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
           bmma(z[m], af, sY, LDS_Y, 8 * s, g8);
         }
         const int r = 32 + 16 * m + g8;
-        *reinterpret_cast<float2*>(sTi + r * LDS_T + n0 + 2 * t4) = make_float2(-z[m][0], -z[m][1]);
-        *reinterpret_cast<float2*>(sTi + (r + 8) * LDS_T + n0 + 2 * t4) = make_float2(-z[m][2], -z[m][3]);
+        *reinterpret_cast<uint32_t*>(sT16 + r * LDS_T16 + n0 + 2 * t4) = TC::pack(-z[m][0], -z[m][1]);
+        *reinterpret_cast<uint32_t*>(sT16 + (r + 8) * LDS_T16 + n0 + 2 * t4) = TC::pack(-z[m][2], -z[m][3]);
+      }
+    } else {
+      // T1 (rows 0..31, columns 0..31) and T2 (rows 32..63, columns 32..63): 4 columns per thread, 8 threads per row;
+      // the two rows of a half-warp's store are 4 apart, so its 8-byte stores fill the 32 banks once (LDS_T16 = 72)
+      const int q = (tid - 128) >> 3, j4 = 4 * (tid & 7);
+      const int row = (q >> 1 & 3) + 4 * (q & 1) + 8 * (q >> 3);
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const int i = row + 16 * m, j = j4 + (m >= 2 ? 32 : 0);
+        const float4 t = *reinterpret_cast<const float4*>(sTi + i * LDS_T + j);
+        *reinterpret_cast<uint2*>(sT16 + i * LDS_T16 + j) = make_uint2(TC::pack(t.x, t.y), TC::pack(t.z, t.w));
       }
     }
-  }
-  __syncthreads();   // T complete
-  // T as the 16-bit mma operand (the rounding each A fragment got from fp32 T before): over the dead A tile, row
-  // stride LDS_T16 (the TIR stage's), so that step 6's warps read any 16×16 block of it with one ldmatrix.
-  E* sT16 = reinterpret_cast<E*>(smem + P_T);
-#pragma unroll
-  for (int m = 0; m < BT * BT / 4 / PREP_THREADS; ++m) {
-    const int i = tid / (BT / 4) + m * (PREP_THREADS / (BT / 4)), j = 4 * (tid % (BT / 4));
-    const float4 t = *reinterpret_cast<const float4*>(sTi + i * LDS_T + j);
-    *reinterpret_cast<uint2*>(sT16 + i * LDS_T16 + j) = make_uint2(TC::pack(t.x, t.y), TC::pack(t.z, t.w));
   }
   __syncthreads();   // T16 complete before step 6 reads it
 

@@ -2,6 +2,7 @@
 # Device call (H200): the prep variants built by mkvariants.sh (this directory) (build/_ab/v_*, vendored kimi_linear_chunk, sm_90a)
 # against HEAD's build (v_base): unsplit outputs bit for bit (split_bench.py bits / cmp), then kda2 bench P1–P6
 # (softplus) and the K3 set (lower_bound), no peers, every variant once per round, two rounds, the order rotated.
+# CALL=name names the tarball (call 3 ran this script with CALL=call3).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -41,4 +42,4 @@ for kind in ("p", "k3"):
         print(f"| {s} | " + " | ".join(" / ".join(f"{t[r][s]:.4f}" for r in (0, 1)) for n, t in tab.items()) + " |")
 PY
 rm -f $O/*.pt
-tar czf $OUT/call1.tgz -C /tmp o
+tar czf $OUT/${CALL:-call1}.tgz -C /tmp o

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build kimi_linear_chunk (sm_90a) at HEAD and with each variant's patches applied, vendored to build/_ab/v_<name>
 # (carried to the device by the call scripts). pfN: prefetch.patch with the prefetch distance N CTAs; allN: t16, s6stage
-# and pfN together. Run from the
+# and pfN together. late_N / lines_N: prefetch_late.patch (the prefetches after the CTA's own copies are issued; bulk
+# prefetches, or prefetch.global.L2 per 128-byte line), distance N. Run from the
 # repository root with the venv active; restores the headers.
 set -euo pipefail
 export PYTHONPATH=$PWD/src KDA2_CACHE_DIR=${KDA2_CACHE_DIR:-$PWD/cache}
@@ -14,6 +15,9 @@ for name in "$@"; do
     s6stage) git apply $D/s6stage.patch ;;
     all*) git apply $D/t16.patch; git apply $D/s6stage.patch; git apply $D/prefetch.patch
           sed -i "s/#define KDA2_PREP_PREFETCH 264/#define KDA2_PREP_PREFETCH ${name#all}/" $H/chunk.cuh ;;
+    late*|lines*) git apply $D/prefetch_late.patch
+            sed -i "s/#define KDA2_PREP_PREFETCH 264/#define KDA2_PREP_PREFETCH ${name#*_}/" $H/chunk.cuh
+            [ "${name%%_*}" = lines ] && sed -i "s/#define KDA2_PREP_PREFETCH_LINES 0/#define KDA2_PREP_PREFETCH_LINES 1/" $H/chunk.cuh ;;
     pf*) git apply $D/prefetch.patch; sed -i "s/#define KDA2_PREP_PREFETCH 264/#define KDA2_PREP_PREFETCH ${name#pf}/" $H/chunk.cuh ;;
     t16pf*) git apply $D/t16.patch; git apply $D/prefetch.patch
             sed -i "s/#define KDA2_PREP_PREFETCH 264/#define KDA2_PREP_PREFETCH ${name#t16pf}/" $H/chunk.cuh ;;

@@ -2,6 +2,7 @@
 # Device call (H200): the prep variants built by mkvariants.sh (build/_ab/v_*, vendored kimi_linear_chunk, sm_90a)
 # against HEAD's build (v_base): unsplit outputs bit for bit (split_bench.py bits / cmp), then kda2 bench P1–P6
 # (softplus) and the K3 set (lower_bound), no peers, every variant once per round, two rounds, the order rotated.
+# CALL names the tarball (default call2; experiments/2026-12-03-prefetch runs this script for its calls 1, 3, 4).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -41,4 +42,4 @@ for kind in ("p", "k3"):
         print(f"| {s} | " + " | ".join(" / ".join(f"{t[r][s]:.4f}" for r in (0, 1)) for n, t in tab.items()) + " |")
 PY
 rm -f $O/*.pt   # (call 2 ran without this: its tarball was over the size limit)
-tar czf $OUT/call2.tgz -C /tmp o
+tar czf $OUT/${CALL:-call2}.tgz -C /tmp o

@@ -3,6 +3,8 @@
 # unsplit outputs bit for bit against HEAD's vendored builds at K = 64, 128, 256 (v_b64, v_base, v_b256); the chunk
 # GPU tests (fp64 bar, no FLA; the split module) at the three head dims; then kda2 bench P1–P6 (softplus) and the K3
 # set, HEAD's K = 128 build and the patched one alternating, three rounds (no peers).
+# NEW_LABEL names the patched build's column (default: step 6 unrolled), CALL the tarball (default call3); with
+# TESTS_ONLY=1 the call ends after the bits and the GPU tests. (experiments/2026-12-03-prefetch runs it for calls 2, 4.)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -21,6 +23,7 @@ for K in 64 128 256; do
     echo "tests K=$K rc $? $(tail -1 $O/gpu_k$K.log)" >> $O/rcs.txt ) &
 done
 wait; sort $O/rcs.txt
+if [ "${TESTS_ONLY:-0}" = 1 ]; then tail -4 $O/bits*.log; tar czf $OUT/${CALL:-call3}.tgz -C /tmp o; exit 0; fi
 el bench
 for r in 1 2 3; do
   for L in old new; do
@@ -32,14 +35,14 @@ for r in 1 2 3; do
   done
 done
 el tables
-python3 - "$O" <<'PY'
+python3 - "$O" "${NEW_LABEL:-step 6 unrolled}" <<'PY'
 import json, sys
 O = sys.argv[1]
 ms = lambda p: {r["id"]: r["kda2"]["ms_median"] for r in json.load(open(p + "/bench_chunk.json"))["rows"]}
 for kind in ("p", "k3"):
     t = {L: [ms(f"{O}/{kind}_{L}_{r}") for r in (1, 2, 3)] for L in ("old", "new")}
-    print("| shape | HEAD ms | step 6 unrolled ms |")
+    print("| shape | HEAD ms | " + sys.argv[2] + " ms |")
     for s in t["old"][0]:
         print(f"| {s} | " + " | ".join(" / ".join(f"{x[s]:.4f}" for x in t[L]) for L in ("old", "new")) + " |")
 PY
-tar czf $OUT/call3.tgz -C /tmp o
+tar czf $OUT/${CALL:-call3}.tgz -C /tmp o

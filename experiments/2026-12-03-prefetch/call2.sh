@@ -1,45 +1,5 @@
 #!/usr/bin/env bash
-# Device call (H200): t16.patch applied (the working tree's builds of the three chunk specs, sm_90a):
-# unsplit outputs bit for bit against HEAD's vendored builds at K = 64, 128, 256 (v_b64, v_base, v_b256); the chunk
-# GPU tests (fp64 bar, no FLA; the split module) at the three head dims; then kda2 bench P1–P6 (softplus) and the K3
-# set, HEAD's K = 128 build and the patched one alternating, three rounds (no peers).
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-O=/tmp/o; rm -rf $O; mkdir -p $O
-X=experiments/2026-12-03-wgfold/split_bench.py
-python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
-declare -A NEW=([64]=build/small_head_chunk/sm_90a [128]=build/kimi_linear_chunk/sm_90a [256]=build/large_head_chunk/sm_90a)
-declare -A OLD=([64]=build/_ab/v_b64/small_head_chunk/sm_90a [128]=build/_ab/v_base/kimi_linear_chunk/sm_90a
-                [256]=build/_ab/v_b256/large_head_chunk/sm_90a)
-el "bits + GPU tests"
-for K in 64 128 256; do
-  ( python3 $X bits ${OLD[$K]} $O/old$K.pt > $O/bits$K.log 2>&1 && python3 $X bits ${NEW[$K]} $O/new$K.pt >> $O/bits$K.log 2>&1 \
-      && python3 $X cmp $O/old$K.pt $O/new$K.pt >> $O/bits$K.log 2>&1; echo "bits K=$K rc $?" >> $O/rcs.txt; rm -f $O/*$K.pt
-    timeout 300 python3 -m pytest -m gpu tests/gpu/test_chunk_gpu.py tests/gpu/test_chunk_split_gpu.py -q --require-gpu \
-      --chunk-library ${NEW[$K]} --fla-cases none --results-dir $O/acc_k$K -rs -p no:cacheprovider > $O/gpu_k$K.log 2>&1
-    echo "tests K=$K rc $? $(tail -1 $O/gpu_k$K.log)" >> $O/rcs.txt ) &
-done
-wait; sort $O/rcs.txt
-el bench
-for r in 1 2 3; do
-  for L in old new; do
-    LIB=${OLD[128]}; [ $L = new ] && LIB=${NEW[128]}
-    timeout 80 python3 -m kda2.bench chunk --library $LIB --shapes p --gates softplus --no-fla --no-cudnn \
-      --out $O/p_${L}_$r > $O/p_${L}_$r.log 2>&1 || echo "p $L $r failed"
-    timeout 60 python3 -m kda2.bench chunk --library $LIB --shapes k3 --no-fla --no-cudnn \
-      --out $O/k3_${L}_$r > $O/k3_${L}_$r.log 2>&1 || echo "k3 $L $r failed"
-  done
-done
-el tables
-python3 - "$O" <<'PY'
-import json, sys
-O = sys.argv[1]
-ms = lambda p: {r["id"]: r["kda2"]["ms_median"] for r in json.load(open(p + "/bench_chunk.json"))["rows"]}
-for kind in ("p", "k3"):
-    t = {L: [ms(f"{O}/{kind}_{L}_{r}") for r in (1, 2, 3)] for L in ("old", "new")}
-    print("| shape | HEAD ms | T16 beside level 2 ms |")
-    for s in t["old"][0]:
-        print(f"| {s} | " + " | ".join(" / ".join(f"{x[s]:.4f}" for x in t[L]) for L in ("old", "new")) + " |")
-PY
-rm -f $O/*.pt; tar czf $OUT/call2.tgz -C /tmp o
+# Device call 2 (H200): t16.patch applied to the working tree's three chunk specs (sm_90a): bits against HEAD's builds
+# (v_b64, v_base, v_b256), the chunk GPU tests at K = 64, 128, 256, then HEAD and t16 alternating, three rounds — by
+# the pipes experiment's script for the same steps.
+NEW_LABEL="T16 beside level 2" CALL=call2 exec bash experiments/2026-12-03-pipes/call3.sh

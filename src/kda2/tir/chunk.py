@@ -73,6 +73,7 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
     K, V, BV, NT, C = g["K"], g["V"], g["BV"], g["NT"], g["C"]
     FILL_KV, FILL_U = g["FILL_KV"], g["FILL_U"]
     KC, CC = K // 8, C // 8            # 16-byte chunks per row of kv, of ut
+    LN = KC // 2 if KC >= 16 else KC   # the l2norm's lanes per row
     KS, CS = K // 16, C // 16          # 16-column MMA k-steps over K, over the chunk
     MB = C // 16                       # 16-row blocks of a chunk
     KH = K // 2                        # key channels per warp of a state pair
@@ -146,11 +147,12 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                             for e in T.vectorized(2):
                                 frag[e] = kv[(pw // 4 * (pw % 4) + nt) * 8 + tx % 32 // 4,
                                              ks * 16 + tx % 32 % 4 * 2 + hc * 8 + e]
-        # l2norm: KC lanes per row, 16-byte pieces
+        # l2norm: LN lanes per row (KC, or KC / 2 from K = 128), a lane's 16-byte pieces s and s + LN (chunk.cuh 2a)
         for pw in T.serial(PW, annotations={"kda2.access": "kv_l2norm"}):
-            for m in T.serial(C * K // 8 // PT):
-                for e in T.vectorized(8):
-                    frag[e] = kv[(pw * 32 + tx % 32) // KC + m * (PT // KC), tx % 32 % KC * 8 + e]
+            for m in T.serial(C * LN // PT):
+                for pp in T.serial(KC // LN):
+                    for e in T.vectorized(8):
+                        frag[e] = kv[(pw * 32 + tx % 32) // LN + m * (PT // LN), (tx % 32 % LN + pp * LN) * 8 + e]
         # element-wise pass and the w copy-out: item p = thread + 256 m, row p / (K/8), 16-byte piece
         for pw in T.serial(PW, annotations={"kda2.access": "kv_elementwise"}):
             for m in T.serial(C * K // 8 // PT):

@@ -576,26 +576,39 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   // ---- 2a. l2norm of q, k in place ----
   {
     if (a.flags & KDA2_QK_L2NORM) {
-      const int seg = tid & (KP - 1);
+      // From K = 128 a thread takes two 16-byte pieces of a row, pieces s and s + LPR: a row's sum needs log2(LPR)
+      // shuffles instead of log2(KP), over half as many rows per thread. (At K = 64 a row is 8 pieces: 4 lanes per row
+      // would put two rows in one quarter-warp's 16-byte accesses, bank conflicts at LDS_KV = 72.)
+      constexpr int PPT = KP >= 16 ? 2 : 1, LPR = KP / PPT, RPP = PREP_THREADS / LPR;
+      static_assert(LPR >= 8 && BT % RPP == 0, "a quarter-warp's 16-byte accesses stay inside one row");
+      const int seg = tid & (LPR - 1);
       // two rows per pass: four independent shuffle trees in flight (one per pass left the shuffle latency
       // exposed, 11 % of the prep's stall samples on P3)
 #pragma unroll 2
-      for (int m = 0; m < BT / PREP_ROWS; ++m) {
-        const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
+      for (int m = 0; m < BT / RPP; ++m) {
+        const int r = tid / LPR + RPP * m;
 #pragma unroll
         for (int which = 0; which < 2; ++which) {
           E* row = (which ? sK : sQ) + r * LDS_KV + seg * 8;
-          uint4 x4 = *reinterpret_cast<const uint4*>(row);
-          uint32_t* xw = reinterpret_cast<uint32_t*>(&x4);
+          uint4 x4[PPT];
           float ss = 0.f;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
+          for (int pp = 0; pp < PPT; ++pp) {
+            x4[pp] = *reinterpret_cast<const uint4*>(row + pp * LPR * 8);
+            const uint32_t* xw = reinterpret_cast<const uint32_t*>(&x4[pp]);
 #pragma unroll
-          for (int o = KP / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // KP lanes hold a row
+            for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
+          }
+#pragma unroll
+          for (int o = LPR / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // LPR lanes hold a row
           const float rn = rsqrtf(ss + 1e-6f);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
-          *reinterpret_cast<uint4*>(row) = x4;
+          for (int pp = 0; pp < PPT; ++pp) {
+            uint32_t* xw = reinterpret_cast<uint32_t*>(&x4[pp]);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
+            *reinterpret_cast<uint4*>(row + pp * LPR * 8) = x4[pp];
+          }
         }
       }
     }

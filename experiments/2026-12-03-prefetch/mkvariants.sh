@@ -15,6 +15,7 @@ for name in "$@"; do
     s6stage) git apply $D/s6stage.patch ;;
     l2n2) git apply $D/l2n2.patch ;;
     scanbar) git apply $D/scanbar.patch ;;
+    zfill) git apply $D/zfill.patch ;;
     l2nscan) git apply $D/l2n2.patch; git apply $D/scanbar.patch ;;
     all*) git apply $D/t16.patch; git apply $D/s6stage.patch; git apply $D/prefetch.patch
           sed -i "s/#define KDA2_PREP_PREFETCH 264/#define KDA2_PREP_PREFETCH ${name#all}/" $H/chunk.cuh ;;

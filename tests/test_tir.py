@@ -587,6 +587,45 @@ def bf16_degree(ops: list, stride: int) -> int:
     return worst
 
 
+def _t16_copy_lanes(warp: int, m: int) -> list:
+    """chunk.cuh step 5: warps 4-7 copy T1 (rows 0..31, cols 0..31) and T2 (rows 32..63, cols 32..63) to 16 bits while
+    level 2 runs: thread p = 32 (warp - 4) + lane, row r(p / 8) + 16 m, 4 columns from 4 (p % 8), + 32 for m >= 2."""
+    out = []
+    for lane in range(32):
+        q, j4 = (32 * (warp - 4) + lane) >> 3, 4 * (lane & 7)
+        row = (q >> 1 & 3) + 4 * (q & 1) + 8 * (q >> 3)
+        out.append((row + 16 * m, j4 + (32 if m >= 2 else 0)))
+    return out
+
+
+@pytest.mark.parametrize("k", [64, 128, 256])
+def test_chunk_t16_beside_level2_and_l2norm_lanes(k: int):
+    """The 16-bit T copy made beside level 2 covers exactly T's two final 32-blocks, its 8-byte stores and level 2's
+    T21 fragment words are conflict-free at the planned LDS_T16, the 16-bit tile fits over A's dead rows 0..31; the
+    l2norm's lanes (two 16-byte pieces a lane from K = 128) are conflict-free at the planned LDS_KV."""
+    plan = plan_variant(chunk_cfg(k=k, v=k, block_v=16 if k != 128 else 32, stages=1), BUDGET)
+    lds_t16, lds_t = plan["lds_t16"], plan["lds_t"]
+    assert 64 * lds_t16 * 2 <= 32 * lds_t * 4
+    covered = Counter((r, c + e) for w in range(4, 8) for m in range(4) for r, c in _t16_copy_lanes(w, m) for e in range(4))
+    want = {(r, c) for r in range(64) for c in range(64) if (r < 32) == (c < 32)}
+    assert set(covered) == want and set(covered.values()) == {1}
+    copy = [(4, _t16_copy_lanes(w, m)) for w in range(4, 8) for m in range(4)]
+    t21 = [(2, [(32 + 16 * m + lane // 4 + 8 * h, 8 * w + lane % 4 * 2) for lane in range(32)])
+           for w in range(4) for m in range(2) for h in range(2)]
+    assert bf16_degree(copy, lds_t16) == 1 and bf16_degree(t21, lds_t16) == 1
+    # at a stride of 64 the copy's two rows per half-warp share their banks: the test can tell
+    assert bf16_degree(copy, 64) > 1
+    for name in ("t16_store", "t21_store", "t_convert", "kv_l2norm"):
+        assert plan["conflicts_after"][name] == 1, name
+    kc = k // 8
+    ln = kc // 2 if kc >= 16 else kc
+    l2n = [(8, [((32 * w + lane) // ln + mm * (256 // ln), (lane % ln + pp * ln) * 8) for lane in range(32)])
+           for w in range(8) for mm in range(64 * ln // 256) for pp in range(kc // ln)]
+    rows = Counter((r, c + e) for _, lanes in l2n for r, c in lanes for e in range(8))
+    assert set(rows) == {(r, c) for r in range(64) for c in range(k)} and set(rows.values()) == {1}
+    assert bf16_degree(l2n, plan["lds_kv"]) == 1
+
+
 @pytest.mark.parametrize("k,block_v", [(64, 16), (64, 64), (256, 16), (256, 64)])
 def test_chunk_other_head_dims_plan(k: int, block_v: int):
     """K = V = 64 and 256 (spec/knobs.py CHUNK_HEAD_DIMS): the prep's T tile runs over the k tile into Γ at

@@ -89,6 +89,12 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
 
     def rb6(pw, j):
         return 3 - j if RBG6 == 1 else T.if_then_else(j == 0, 3 - pw // 4, pw // 4)
+
+    def t16_copy_row(pw, tx, m):
+        """The T1 / T2 row that lane tx % 32 of warp pw ≥ 4 copies in pass m (chunk.cuh step 5): r(q) + 16 m with
+        q = 4 (pw − 4) + lane / 8 and r(q) = q / 2 % 4 + 4 (q % 2) + 8 (q / 8)."""
+        q = (pw - 4) * 4 + tx % 32 // 8
+        return q // 2 % 4 + q % 2 * 4 + q // 8 * 8 + 16 * m
     model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
              "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "t16": [C, C], "y": [32, 8], "o": [C // 2, 16],
                        "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
@@ -291,15 +297,12 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
             if pw >= 4:
                 for m in T.serial(4):
                     for e in T.vectorized(4):
-                        ffrag[e] = tmat[((pw - 4) * 4 + tx % 32 // 8) // 2 % 4 + ((pw - 4) * 4 + tx % 32 // 8) % 2 * 4
-                                        + ((pw - 4) * 4 + tx % 32 // 8) // 8 * 8 + 16 * m,
-                                        tx % 8 * 4 + m // 2 * 32 + e]
+                        ffrag[e] = tmat[t16_copy_row(pw, tx, m), tx % 8 * 4 + m // 2 * 32 + e]
         for pw in T.serial(PW, annotations={"kda2.access": "t16_store"}):
             if pw >= 4:
                 for m in T.serial(4):
                     for e in T.vectorized(4):
-                        t16[((pw - 4) * 4 + tx % 32 // 8) // 2 % 4 + ((pw - 4) * 4 + tx % 32 // 8) % 2 * 4
-                            + ((pw - 4) * 4 + tx % 32 // 8) // 8 * 8 + 16 * m, tx % 8 * 4 + m // 2 * 32 + e] = frag[e]
+                        t16[t16_copy_row(pw, tx, m), tx % 8 * 4 + m // 2 * 32 + e] = frag[e]
         for pw in T.serial(PW, annotations={"kda2.access": "t16_ldmatrix", "kda2.phase_lanes": 8}):
             for which in T.serial(2):
                 for j in T.serial(NRB6):

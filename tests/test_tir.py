@@ -626,6 +626,66 @@ def test_chunk_t16_beside_level2_and_l2norm_lanes(k: int):
     assert bf16_degree(l2n, plan["lds_kv"]) == 1
 
 
+def _diag_copy_lanes(warp: int, m: int) -> list:
+    """chunk.cuh diag_copy_row: warps 4-7 copy the four inverted diagonal blocks into T during level 1: thread p =
+    32 (warp - 4) + lane, piece m; a quarter-warp (8 lanes) takes rows base, base + 2 of a block, 4 floats a lane."""
+    out = []
+    for lane in range(32):
+        idx = 32 * (warp - 4) + lane + 128 * m
+        q8 = (idx >> 3) & 7
+        row = 16 * (idx >> 6) + (q8 & 1) + 4 * (q8 >> 1) + 2 * ((idx >> 2) & 1)
+        out.append((row, 16 * (row // 16) + 4 * (lane & 3)))
+    return out
+
+
+def _step6_stsm_lanes(k: int, warp: int, transposed: bool) -> list:
+    """chunk.cuh step 6 on sm_90: per row block j and 16-column piece np of the warp, one stmatrix; lane 8 m + r
+    addresses row r of quarter m (tokens 16 rb + 8 (m % 2), columns 16 (np0 + np) + 8 (m / 2)); .trans for uᵀ, whose
+    rows are the value columns. (row, col) of each lane's 16-byte row, per instruction."""
+    pieces = k // 16
+    rbg = 1 if pieces >= 8 else 2
+    nrb, npc = 4 // rbg, pieces * rbg // 8
+    grp, np0 = (0, npc * warp) if rbg == 1 else (warp >> 2, npc * (warp & 3))
+    rb = [3 - j for j in range(4)] if rbg == 1 else [3 - grp, grp]
+    ops = []
+    for j in range(nrb):
+        for np_ in range(npc):
+            lanes = []
+            for lane in range(32):
+                m, r = lane >> 3, lane & 7
+                tok, col = 16 * rb[j] + 8 * (m & 1), 16 * (np0 + np_) + 8 * (m >> 1)
+                lanes.append((col + r, tok) if transposed else (tok + r, col))
+            ops.append((8, lanes))
+    return ops
+
+
+@pytest.mark.parametrize("k", [64, 128, 256])
+def test_chunk_diagonal_copy_and_stmatrix_staging(k: int):
+    """The inverted diagonal blocks' copy during level 1 covers the four 16×16 blocks once, conflict-free at the
+    planned LDS_T; step 6's stmatrix staging covers w [64][K] and uᵀ [V][64] once, conflict-free at the planned
+    LDS_KV and LDS_U (index arithmetic from chunk.cuh, independent of the TIR model)."""
+    plan = plan_variant(chunk_cfg(k=k, v=k, block_v=16 if k != 128 else 32, stages=1), BUDGET)
+    copy = [_diag_copy_lanes(w, m) for w in range(4, 8) for m in range(2)]
+    covered = Counter((r, c + e) for lanes in copy for r, c in lanes for e in range(4))
+    assert set(covered) == {(r, c) for r in range(64) for c in range(16 * (r // 16), 16 * (r // 16) + 16)}
+    assert set(covered.values()) == {1}
+    # fp32 16-byte pieces as 8 bf16 elements at twice the column and stride
+    as_bf16 = [(8, [(r, 2 * c) for r, c in lanes]) for lanes in copy]
+    assert bf16_degree(as_bf16, 2 * plan["lds_t"]) == 1
+    # a half-warp's four rows 4 apart (row index within the block transposed 4 × 4) share their banks at LDS_T = 72:
+    # the test can tell
+    spread = [(8, [(r // 16 * 16 + r % 4 * 4 + r % 16 // 4, c) for r, c in lanes]) for _, lanes in as_bf16]
+    assert bf16_degree(spread, 2 * 72) > 1
+    for transposed, key, shape in ((False, "lds_kv", (64, k)), (True, "lds_u", (k, 64))):
+        ops = [op for w in range(8) for op in _step6_stsm_lanes(k, w, transposed)]
+        rows = Counter((r, c + e) for _, lanes in ops for r, c in lanes for e in range(8))
+        assert set(rows) == {(r, c) for r in range(shape[0]) for c in range(shape[1])} and set(rows.values()) == {1}
+        assert bf16_degree(ops, plan[key]) == 1, key
+        assert bf16_degree(ops, shape[1]) > 1, key   # unpadded rows: 8 rows of a quarter on the same banks
+    for name in ("t_diag_copy", "kv_w_stsm", "ut_stsm"):
+        assert plan["conflicts_after"][name] == 1, name
+
+
 @pytest.mark.parametrize("k,block_v", [(64, 16), (64, 64), (256, 16), (256, 64)])
 def test_chunk_other_head_dims_plan(k: int, block_v: int):
     """K = V = 64 and 256 (spec/knobs.py CHUNK_HEAD_DIMS): the prep's T tile runs over the k tile into Γ at

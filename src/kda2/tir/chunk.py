@@ -13,14 +13,14 @@ element type; the kernel's name):
 
 * ``kv``  bf16 [64][K] (prep sQ, sK, sV; the w staging): 16-byte cp.async fill; ldmatrix (and .trans) 8×8
   phases; mma fragment words [row lane/4][col 2·(lane%4)] of the A / Aqk products; l2norm and element-wise
-  16-byte row pieces; w staging stores of accumulator fragments. Pad.
+  16-byte row pieces; w staging stores of accumulator fragments (stmatrix rows on sm_90). Pad.
 * ``ut``  bf16 [V][64] (state sU, prep uᵀ staging): fill (16-byte pieces, 8 threads per 128-byte row; the wgmma
   pass fills each warp's own 16 rows the same way: the same phases); fragment words of v_new; the prep's 2-byte
-  transposed staging stores. Pad.
+  transposed staging stores (stmatrix .trans rows on sm_90). Pad.
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
   fragment reads of the A / Aqk factors; 16-byte element-wise reads. Pad.
-* ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution; the
-  block levels; 16-byte row reads of T1 and T2 for their 16-bit copy. Pad.
+* ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution (in place
+  over A's diagonal blocks) and the 16-byte copy of its blocks into T; the block levels; 16-byte row reads of T1 and T2 for their 16-bit copy. Pad.
 * ``t16`` bf16 [64][64] (prep 16-bit T, over A's dead rows 0..31): 8-byte row stores of the T1 / T2 copy, level 2's
   T21 fragment words; ldmatrix 8×8 phases of its 16×16 blocks for w and u. Pad.
 * ``y``   fp32 [32][8] per warp (prep scratch of the block levels' tensor-core products): float2 accumulator stores,
@@ -95,6 +95,13 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
         q = 4 (pw − 4) + lane / 8 and r(q) = q / 2 % 4 + 4 (q % 2) + 8 (q / 8)."""
         q = (pw - 4) * 4 + tx % 32 // 8
         return q // 2 % 4 + q % 2 * 4 + q // 8 * 8 + 16 * m
+
+    def diag_copy_row(pw, tx, m):
+        """The row of the inverted diagonal blocks that lane tx % 32 of warp pw ≥ 4 copies in piece m (chunk.cuh
+        diag_copy_row): idx = p + 128 m, p = 32 (pw − 4) + lane, quarter q = idx / 8: block q / 8, rows (q % 8) % 2 +
+        4 ((q % 8) / 2), + 2 for the quarter's upper four lanes."""
+        idx = (pw - 4) * 32 + tx % 32 + 128 * m
+        return idx // 64 * 16 + idx // 8 % 2 + idx // 16 % 4 * 4 + idx // 4 % 2 * 2
     model = {"family": "chunk", "k": K, "v": V, "block_v": BV, "threads": NT, "chunk": C,
              "tiles": {"kv": [C, K], "ut": [V, C], "gamma": [C, K], "tmat": [C, C], "t16": [C, C], "y": [32, 8], "o": [C // 2, 16],
                        "xch": [12 * 32, 4], "w": [C, K], "qg": [C, K], "kg": [C, K], "aqk": [C, C], "x": [K, XC]}}
@@ -173,7 +180,16 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                         for e in T.vectorized(2):
                             kv[rb6(pw, j) * 16 + tx % 32 // 4 + h * 8,
                                pw % (PW // RBG6) * NPC6 * 16 + nt * 8 + tx % 32 % 4 * 2 + e] = frag[e]
-        # ---- u^T: state fill and fragment words; prep staging (2-byte transposed stores), copy-out -----
+        # on sm_90 the same staging by stmatrix: lane 8 m + r stores 16 bytes, row r of quarter m (tokens 16 rb +
+        # 8 (m % 2), columns 16 (np0 + np) + 8 (m / 2)); both paths are in the header, a build takes one by its arch
+        for pw in T.serial(PW, annotations={"kda2.access": "kv_w_stsm"}):
+            for j in T.serial(NRB6):
+                for np_ in T.serial(NPC6):
+                    for e in T.vectorized(8):
+                        kv[rb6(pw, j) * 16 + tx % 32 // 8 % 2 * 8 + tx % 8,
+                           (pw % (PW // RBG6) * NPC6 + np_) * 16 + tx % 32 // 16 * 8 + e] = frag[e]
+        # ---- u^T: state fill and fragment words; prep staging (2-byte transposed stores, or stmatrix .trans on
+        # sm_90), copy-out -----
         for it in T.serial(FILL_U, annotations={"kda2.access": "ut_fill"}):
             if it * NT + tx < BV * CC:
                 for e in T.vectorized(8):
@@ -191,6 +207,12 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                         for h in T.serial(2):
                             ut[pw % (PW // RBG6) * NPC6 * 16 + nt * 8 + tx % 32 % 4 * 2 + c,
                                rb6(pw, j) * 16 + tx % 32 // 4 + h * 8] = frag[0]
+        for pw in T.serial(PW, annotations={"kda2.access": "ut_stsm"}):
+            for j in T.serial(NRB6):
+                for np_ in T.serial(NPC6):
+                    for e in T.vectorized(8):
+                        ut[(pw % (PW // RBG6) * NPC6 + np_) * 16 + tx % 32 // 16 * 8 + tx % 8,
+                           rb6(pw, j) * 16 + tx % 32 // 8 % 2 * 8 + e] = frag[e]
         for pw in T.serial(PW, annotations={"kda2.access": "ut_copyout"}):
             for m in T.serial(V * C // 8 // PT):
                 for e in T.vectorized(8):
@@ -244,9 +266,19 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                             for c in T.vectorized(2):
                                 tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw % 4 * 16 + dc * 8 + tx % 32 % 4 * 2 + c] = \
                                     ffrag[0]
+        # the diagonal blocks' forward substitution, in place over A_II by pair 1's warps (1 and 5: pw 0, 1 here, the
+        # same lane pattern): lanes 0..15 one block's columns, 16..31 the next block's
         for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
             for i in T.serial(16):
                 tmat[(pw * 32 + tx % 32) // 16 * 16 + i, (pw * 32 + tx % 32) // 16 * 16 + tx % 16] = ffrag[0]
+        # warps 4–7 copy the four inverted blocks from over A into T during level 1: 16-byte pieces, thread p =
+        # 32 (pw − 4) + lane, pieces m = 0, 1: row diag_copy_row(p, m), columns 4 (p % 4) of its block
+        for pw in T.serial(PW, annotations={"kda2.access": "t_diag_copy"}):
+            if pw >= 4:
+                for m in T.serial(2):
+                    for e in T.vectorized(4):
+                        ffrag[e] = tmat[diag_copy_row(pw, tx, m), diag_copy_row(pw, tx, m) // 16 * 16 + tx % 4 * 4 + e]
+                        tmat[diag_copy_row(pw, tx, m), diag_copy_row(pw, tx, m) // 16 * 16 + tx % 4 * 4 + e] = ffrag[e]
         # The block levels on tensor cores (tf32 m16n8k8; warps pw < 4 at each level). Level 1: warp pw makes the 8
         # columns n0 = 16 J + 8 (pw % 2) of T_IJ, (I, J) = (2 (pw / 2) + 1, I − 1); level 2: warp pw the 8 columns
         # n0 = 8 pw of T21 (rows 32..63). A fragments (rows r + lane/4 (+8), columns k + lane%4 (+4)) of A_IJ, T_II

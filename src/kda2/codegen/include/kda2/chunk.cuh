@@ -134,6 +134,18 @@ __device__ __forceinline__ void prep_pair_sync(int I) {
   }
 }
 
+// The prep's diagonal inverse (step 5's first part, run at the end of step 4 by pair 1: Kernels::prep_item): named
+// barrier DIAG_INV_BAR, which the part-0 warps of pairs 0, 2, 3 arrive at once their A_II is final and pair 1's two
+// warps wait at: 5 warps.
+constexpr int DIAG_INV_BAR = 5, DIAG_INV_THREADS = 5 * 32;
+
+// Warps 4–7's copy of the four inverted diagonal blocks during level 1: thread p (0..127), piece m (0, 1) copies
+// columns 4 (p % 4) .. + 3 of this row; a quarter-warp's two rows are 2 apart (rows base, base + 2 of a block).
+__device__ __forceinline__ int diag_copy_row(int p, int m) {
+  const int idx = p + 128 * m, q = idx >> 3, q8 = q & 7;
+  return 16 * (q >> 3) + (q8 & 1) + 4 * (q8 >> 1) + 2 * ((idx >> 2) & 1);
+}
+
 template <class Cfg>
 struct Kernels {
   static constexpr int K = Cfg::K, V = Cfg::V, BT = Cfg::BT, BLOCK_V = Cfg::BLOCK_V;
@@ -849,6 +861,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
       for (int c = 0; c < 2; ++c)
         put(i0, i1, r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
+      // A_II is final: pair 1 inverts it after its step 4 (DIAG_INV_BAR); the other pairs go on without waiting
+      if (I != 1) asm volatile("bar.arrive %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");
     }
   }
   // zeros right of the diagonal blocks of Aqk
@@ -917,15 +931,34 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       gl = make_float4(ex2(gl.x), ex2(gl.y), ex2(gl.z), ex2(gl.w));
       *reinterpret_cast<float4*>(reinterpret_cast<float*>(slot + OFF_GL) + 4 * tid) = gl;
     }
-    __syncthreads();   // steps 3 and 4 done: A complete, q and k read for the last time
+    // The diagonal blocks' inverses T_II = (I + A_II)^-1 by forward substitution (fp32), in place over A_II (which
+    // nothing else reads), by pair 1 (warps 1 and 5): its row block has the fewest off-diagonal tiles in step 3, so
+    // the substitution runs in its slack while pairs 2 and 3 finish steps 3 and 4, not between two CTA barriers
+    // with 2 of 8 warps working. Lanes 0..15 of warp 1 take block 0's columns, 16..31 block 1's, warp 5 blocks 2, 3.
+    if (warp == 1 || warp == 5) {
+      asm volatile("bar.sync %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");  // every A_II final
+      const int r0 = 16 * (2 * (warp == 5) + (lane >> 4)), col = lane & 15;
+      float Tc[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        float s0 = (i == col) ? 1.f : 0.f;
+#pragma unroll
+        for (int j = 0; j < i; ++j) s0 = fmaf(-sT[(r0 + i) * LDS_T + r0 + j], Tc[j], s0);
+        Tc[i] = s0;
+      }
+      __syncwarp();   // the block's 16 lanes have read A_II before any of them overwrites it
+#pragma unroll
+      for (int i = 0; i < 16; ++i) sT[(r0 + i) * LDS_T + r0 + col] = Tc[i];
+    }
+    __syncthreads();   // steps 3 and 4 done: A complete and its diagonal blocks inverted, q and k read for the last time
     // β v over q; step 5 writes over k and Γ and reads A only, and its first barrier orders these stores before step 6
 #pragma unroll
     for (int m = 0; m < ITEMS; ++m) *reinterpret_cast<uint4*>(sQ + item_row(m) * LDS_KV + d) = vbs[m];
   }
 
   // ---- 5. T = (I + A)^-1, blockwise (k is no longer needed: T lives over it) ------------------------------
-  // Diagonal 16-blocks by forward substitution (fp32); then two levels by output columns, so a warp's scratch Y
-  // stays its own: level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ) for (I, J) = (1, 0), (3, 2); level 2
+  // Diagonal 16-blocks by forward substitution (fp32; pair 1 did them at the end of step 4); then two levels by output
+  // columns, so a warp's scratch Y stays its own: level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ) for (I, J) = (1, 0), (3, 2); level 2
   // the lower-left 32-block, T21 = −T2 (A21 T1). The levels' products run on tf32 tensor cores (m16n8k8, fp32
   // accumulation): T is rounded to the input dtype for step 6 anyway, and tf32's 10 mantissa bits are bf16's 7 + 3,
   // fp16's 10 (the fp16 cases' errors moved most: states up to +1.1 %, still ~10× under the bar).
@@ -935,20 +968,6 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   // 0.720, P4 0.823 / 0.825 → 0.776; fp64 errors within −0.1 … +0.3 % on o of the 29 Kimi accuracy cases (call 2).
   float* sTi = reinterpret_cast<float*>(sK);   // over k, on into Γ by T_OVER bytes (see P_SCR)
   float* sY = reinterpret_cast<float*>(smem + P_SCR) + warp * 32 * LDS_Y;  // Γ is dead: per-warp Y [32][8]
-  if (tid < 64) {
-    const int I = tid >> 4, col = tid & 15, r0 = 16 * I;
-    float Tc[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      float s0 = (i == col) ? 1.f : 0.f;
-#pragma unroll
-      for (int j = 0; j < i; ++j) s0 = fmaf(-sT[(r0 + i) * LDS_T + r0 + j], Tc[j], s0);
-      Tc[i] = s0;
-    }
-#pragma unroll
-    for (int i = 0; i < 16; ++i) sTi[(r0 + i) * LDS_T + r0 + col] = Tc[i];
-  }
-  __syncthreads();
   // the m16n8k8 tf32 fragments of the levels' products: A rows r + g8 (+8) at columns k (+4) of an fp32 tile of row
   // stride ld (k includes the lane's t4); B rows k + t4 (+4) at column n
   auto afrag = [&](const float* x, int ld, int r, int k, uint32_t (&f)[4]) {
@@ -961,7 +980,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     mma_tf32(d, f, tf32_operand(x[(k + t4) * ld + n]), tf32_operand(x[(k + t4 + 4) * ld + n]));
   };
   {  // level 1 on tensor cores (tf32 m16n8k8): warp w < 4 makes the 8 columns n0 .. of T_IJ, (I, J) = (2B + 1, 2B),
-     // B = w / 2: Y = A_IJ T_JJ[:, n0..], staged in the warp's scratch, then T_IJ[:, n0..] = −T_II Y
+     // B = w / 2: Y = A_IJ T_JJ[:, n0..], staged in the warp's scratch, then T_IJ[:, n0..] = −T_II Y. T_II and T_JJ are
+     // read where pair 1 left them, over A's diagonal blocks; meanwhile warps 4–7 copy those four blocks into T (two
+     // 16-byte pieces a thread; a quarter-warp's rows 2 apart fill the 32 banks once at LDS_T = 72).
     if (warp < 4) {
       const int I = 2 * (warp >> 1) + 1, J = I - 1, n0 = 16 * J + 8 * (warp & 1);
       float y[4] = {0.f, 0.f, 0.f, 0.f}, z[4] = {0.f, 0.f, 0.f, 0.f};
@@ -969,7 +990,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int s = 0; s < 2; ++s) {
         uint32_t af[4];
         afrag(sT, LDS_T, 16 * I, 16 * J + 8 * s + t4, af);
-        bmma(y, af, sTi, LDS_T, 16 * J + 8 * s, n0 + g8);
+        bmma(y, af, sT, LDS_T, 16 * J + 8 * s, n0 + g8);
       }
       *reinterpret_cast<float2*>(sY + g8 * LDS_Y + 2 * t4) = make_float2(y[0], y[1]);
       *reinterpret_cast<float2*>(sY + (g8 + 8) * LDS_Y + 2 * t4) = make_float2(y[2], y[3]);
@@ -977,11 +998,17 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         uint32_t af[4];
-        afrag(sTi, LDS_T, 16 * I, 16 * I + 8 * s + t4, af);
+        afrag(sT, LDS_T, 16 * I, 16 * I + 8 * s + t4, af);
         bmma(z, af, sY, LDS_Y, 8 * s, g8);
       }
       *reinterpret_cast<float2*>(sTi + (16 * I + g8) * LDS_T + n0 + 2 * t4) = make_float2(-z[0], -z[1]);
       *reinterpret_cast<float2*>(sTi + (16 * I + g8 + 8) * LDS_T + n0 + 2 * t4) = make_float2(-z[2], -z[3]);
+    } else {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const int row = diag_copy_row(tid - 128, m), c4 = 4 * (tid & 3), b = 16 * (row >> 4);
+        *reinterpret_cast<float4*>(sTi + row * LDS_T + b + c4) = *reinterpret_cast<const float4*>(sT + row * LDS_T + b + c4);
+      }
     }
   }
   __syncthreads();   // T1 and T2 complete; A's rows 0..31 are dead (level 2 reads rows 32..63 only)
@@ -1089,7 +1116,23 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
             }
         }
       }
-      // stage as E: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores
+      // stage as E: w row-major [64][LDS_KV], uᵀ [V][LDS_U]; then 16-B coalesced stores. On sm_90 a stmatrix stores a
+      // 16×16 block's four 8×8 quarters (.trans for uᵀ: a quarter's token rows become value rows), lane 8m + rr
+      // addressing row rr of quarter m (tokens + 8 (m % 2), columns + 8 (m / 2)); per element the transposed 2-byte
+      // stores and their conversions had been ~3 instructions.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#pragma unroll
+      for (int j = 0; j < NRB; ++j)
+#pragma unroll
+        for (int np = 0; np < NPC; ++np) {
+          const uint32_t r4[4] = {TC::pack(acc[j][2 * np][0], acc[j][2 * np][1]), TC::pack(acc[j][2 * np][2], acc[j][2 * np][3]),
+                                  TC::pack(acc[j][2 * np + 1][0], acc[j][2 * np + 1][1]),
+                                  TC::pack(acc[j][2 * np + 1][2], acc[j][2 * np + 1][3])};
+          const int tb = 16 * rb(j) + 8 * (lm & 1), nb = 16 * (np0 + np) + 8 * (lm >> 1);
+          if (which == 0) stsm_x4(r4, smem_u32(sSt + (tb + lr) * LDS_KV + nb));
+          else stsm_x4_t(r4, smem_u32(sSt + (nb + lr) * LDS_U + tb));
+        }
+#else
 #pragma unroll
       for (int j = 0; j < NRB; ++j)
 #pragma unroll
@@ -1105,6 +1148,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
             sSt[(col + 1) * LDS_U + i1] = TC::from_f(acc[j][nt][3]);
           }
         }
+#endif
       __syncthreads();
       if (which == 0) {
         E* gW = reinterpret_cast<E*>(slot + OFF_W);

@@ -93,6 +93,14 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
+// sm_90: four 8×8 blocks of 16-bit elements stored as the lanes hold them (stmatrix). Lane 8m + r gives the address
+// of row r of block m (lane 4i + c: row i, columns 2c, 2c + 1 in register m).
+__device__ __forceinline__ void stsm_x4(const uint32_t (&r)[4], uint32_t addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n"
+               ::"r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+#endif
+}
 // sm_90: four 8×8 blocks of 16-bit elements stored transposed (stmatrix .trans). Lane 8m + r gives the address of
 // stored row r of block m, which receives column r of the block as the lanes hold it (lane 4i + c: row i, columns
 // 2c, 2c + 1 in register m).

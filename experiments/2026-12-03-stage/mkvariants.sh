@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build and vendor (sm_90a) HEAD and each variant of this experiment into build/_ab/v_<name> (carried to the device):
+#   base    HEAD's kimi_linear_chunk          b64 / b256   HEAD's small_head_chunk / large_head_chunk
+#   dinv    dinv.patch (the diagonal inverse by pair 1 inside step 4, in place over A_II)
+#   both    dinv.patch + stm.patch (step 6's staging by stmatrix)
+# Run from the repository root with the venv active, on a clean tree; restores the sources.
+set -euo pipefail
+export PYTHONPATH=$PWD/src KDA2_CACHE_DIR=${KDA2_CACHE_DIR:-$PWD/cache}
+D=experiments/2026-12-03-stage
+for name in "$@"; do
+  spec=kimi_linear_chunk
+  case $name in
+    base) ;;
+    b64) spec=small_head_chunk ;;
+    b256) spec=large_head_chunk ;;
+    dinv) git apply $D/dinv.patch ;;
+    both) git apply $D/dinv.patch; git apply $D/stm.patch ;;
+    *) echo "unknown variant $name"; exit 2 ;;
+  esac
+  python3 -m kda2.tools.cli build -j2 $spec -- -Q build/$spec/sm_90a > /tmp/mkv_$name.log 2>&1 \
+    || { echo "build $name failed"; tail -5 /tmp/mkv_$name.log; git checkout -q src; exit 1; }
+  rm -rf build/_ab/v_$name
+  python3 -m kda2.tools.cli vendor --to build/_ab/v_$name --arch sm_90a $spec > /dev/null
+  echo "$name: $(grep -h -A3 "entry function 'kda2_chunk_prep_[0-9a-f]*'" build/$spec/sm_90a/*.ptxas.log | grep -o 'Used [0-9]* registers\|[0-9]* bytes spill stores' | sort | uniq -c | tr '\n' ' ')"
+  git checkout -q src
+done

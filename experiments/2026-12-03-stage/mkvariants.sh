@@ -2,7 +2,13 @@
 # Build and vendor (sm_90a) HEAD and each variant of this experiment into build/_ab/v_<name> (carried to the device):
 #   base    HEAD's kimi_linear_chunk          b64 / b256   HEAD's small_head_chunk / large_head_chunk
 #   dinv    dinv.patch (the diagonal inverse by pair 1 inside step 4, in place over A_II)
-#   both    dinv.patch + stm.patch (step 6's staging by stmatrix)
+#   both    dinv.patch + stm.patch (step 6's staging by stmatrix)   — call 1; both landed in fd8d412, so from call 2
+#   on base is HEAD with them and the patches below apply to it:
+#   s6one   step 6 stages w over k and uᵀ in Γ, one barrier before both copy-outs (s6one.patch)
+#   hdiv    the query head by an unsigned division, none for HV = H (hdiv.patch)
+#   full    a whole chunk's tile copies without the zero-stores between them (full.patch)
+#   u2      step 6's two passes unrolled (u2.patch, on s6one + hdiv)
+#   NAME+NAME… several of those patches together, applied in that order
 # Run from the repository root with the venv active, on a clean tree; restores the sources.
 set -euo pipefail
 export PYTHONPATH=$PWD/src KDA2_CACHE_DIR=${KDA2_CACHE_DIR:-$PWD/cache}
@@ -15,6 +21,7 @@ for name in "$@"; do
     b256) spec=large_head_chunk ;;
     dinv) git apply $D/dinv.patch ;;
     both) git apply $D/dinv.patch; git apply $D/stm.patch ;;
+    s6one|hdiv|full|u2|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
     *) echo "unknown variant $name"; exit 2 ;;
   esac
   python3 -m kda2.tools.cli build -j2 $spec -- -Q build/$spec/sm_90a > /tmp/mkv_$name.log 2>&1 \

@@ -208,7 +208,8 @@ struct Kernels {
   // Shared memory of the prep kernel: q, v, k tiles (16-bit: the input dtype), Γ (fp32), A (fp32),
   // β. From step 5 on, T (fp32 [BT][LDS_T]) lives over k and, where its row stride (the TIR stage's choice)
   // makes it longer than k, runs on into the dead Γ tile: hence k right before Γ. The block levels' scratch
-  // and the w / uᵀ staging use the rest of the Γ tile, from P_SCR on; step 6's 16-bit T lies over the dead A.
+  // and the uᵀ staging use the rest of the Γ tile, from P_SCR on; step 6's 16-bit T lies over the dead A, its w
+  // staging over k (T is dead there once T16 is made).
   static constexpr int P_Q = 0, P_V = P_Q + BT * LDS_KV * 2, P_K = P_V + BT * LDS_KV * 2, P_G = P_K + BT * LDS_KV * 2;
   static constexpr int P_T = P_G + BT * LDS_G * 4, P_B = P_T + BT * LDS_T * 4, P_END = P_B + BT * 4;
   static_assert(P_END == PREP_SMEM_BYTES, "prep shared memory layout differs from the plan");
@@ -217,7 +218,7 @@ struct Kernels {
   static_assert(P_G == P_K + BT * LDS_KV * 2 && P_SCR - P_G < BT * LDS_G * 4, "T over k runs on into Γ only");
   static_assert(P_SCR + 8 * 32 * LDS_Y * 4 <= P_T, "the block levels' scratch (8 warps × [32][LDS_Y]) fits in Γ after T");
   static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
-  static_assert(P_SCR + BT * LDS_KV * 2 <= P_T && P_SCR + V * LDS_U * 2 <= P_T, "w and uᵀ staging fit in Γ after T");
+  static_assert(P_SCR + V * LDS_U * 2 <= P_T, "uᵀ staging fits in Γ after T (w's is over k, the same size)");
   static_assert(LDS_T16 % 8 == 0 && BT * LDS_T16 * 2 <= BT * LDS_T * 4, "16-bit T (16-byte rows) fits over the dead A tile");
 
   // Shared memory of the state kernel: STAGES × (w, qg, kg [BT][K], Aqk [BT][BT] (swizzled, as in the slot),
@@ -451,7 +452,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   if (static_cast<int64_t>(c) * BT >= sb.len) return;
   const int rows = static_cast<int>(sb.len - static_cast<int64_t>(c) * BT < BT ? sb.len - static_cast<int64_t>(c) * BT : BT);
   const int64_t t0 = sb.bos + static_cast<int64_t>(c) * BT;
-  const int HV = a.HV, h = hv / (HV / a.H);
+  // the query head of value head hv (HV / H value heads share one): unsigned, none for HV = H (the signed divisions
+  // were ~50 instructions a thread of the prologue, H200 ncu)
+  const int HV = a.HV;
+  const int h = HV == a.H ? hv : static_cast<int>(static_cast<unsigned>(hv) / (static_cast<unsigned>(HV) / a.H));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   uint8_t* slot = slot_ptr(a, sb.bos, n, c, hv);
   const float scale = a.scale;
@@ -1084,7 +1088,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     // (k0+8,n0+8); plain for the [row][k] T16 block: (r0,k0),(r0+8,k0),(r0,k0+8),(r0+8,k0+8) — the same lane split
     const int lr = lane & 7, lm = lane >> 3;
     const int krow = lr + 8 * (lm & 1), ncol = 8 * (lm >> 1);
-    E* sSt = reinterpret_cast<E*>(smem + P_SCR);  // staging (Γ and the scratch are dead)
+    // staging: w over k (dead since T16 holds T), uᵀ in Γ (dead), so both passes stage before one barrier
+    E* sStW = sK;
+    E* sStU = reinterpret_cast<E*>(smem + P_SCR);
 #pragma unroll 1
     for (int which = 0; which < 2; ++which) {
       // step 4 left β k 2^Γ over v and β v over q
@@ -1129,8 +1135,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
                                   TC::pack(acc[j][2 * np + 1][0], acc[j][2 * np + 1][1]),
                                   TC::pack(acc[j][2 * np + 1][2], acc[j][2 * np + 1][3])};
           const int tb = 16 * rb(j) + 8 * (lm & 1), nb = 16 * (np0 + np) + 8 * (lm >> 1);
-          if (which == 0) stsm_x4(r4, smem_u32(sSt + (tb + lr) * LDS_KV + nb));
-          else stsm_x4_t(r4, smem_u32(sSt + (nb + lr) * LDS_U + tb));
+          if (which == 0) stsm_x4(r4, smem_u32(sStW + (tb + lr) * LDS_KV + nb));
+          else stsm_x4_t(r4, smem_u32(sStU + (nb + lr) * LDS_U + tb));
         }
 #else
 #pragma unroll
@@ -1139,31 +1145,27 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         for (int nt = 0; nt < 2 * NPC; ++nt) {
           const int col = 16 * np0 + 8 * nt + 2 * t4, i0 = 16 * rb(j) + g8, i1 = i0 + 8;
           if (which == 0) {
-            *reinterpret_cast<uint32_t*>(sSt + i0 * LDS_KV + col) = TC::pack(acc[j][nt][0], acc[j][nt][1]);
-            *reinterpret_cast<uint32_t*>(sSt + i1 * LDS_KV + col) = TC::pack(acc[j][nt][2], acc[j][nt][3]);
+            *reinterpret_cast<uint32_t*>(sStW + i0 * LDS_KV + col) = TC::pack(acc[j][nt][0], acc[j][nt][1]);
+            *reinterpret_cast<uint32_t*>(sStW + i1 * LDS_KV + col) = TC::pack(acc[j][nt][2], acc[j][nt][3]);
           } else {
-            sSt[col * LDS_U + i0] = TC::from_f(acc[j][nt][0]);
-            sSt[(col + 1) * LDS_U + i0] = TC::from_f(acc[j][nt][1]);
-            sSt[col * LDS_U + i1] = TC::from_f(acc[j][nt][2]);
-            sSt[(col + 1) * LDS_U + i1] = TC::from_f(acc[j][nt][3]);
+            sStU[col * LDS_U + i0] = TC::from_f(acc[j][nt][0]);
+            sStU[(col + 1) * LDS_U + i0] = TC::from_f(acc[j][nt][1]);
+            sStU[col * LDS_U + i1] = TC::from_f(acc[j][nt][2]);
+            sStU[(col + 1) * LDS_U + i1] = TC::from_f(acc[j][nt][3]);
           }
         }
 #endif
-      __syncthreads();
-      if (which == 0) {
-        E* gW = reinterpret_cast<E*>(slot + OFF_W);
-        for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
-          const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
-          *reinterpret_cast<uint4*>(gW + swz<SWZ_W>(i, d, K)) = *reinterpret_cast<const uint4*>(sSt + i * LDS_KV + d);
-        }
-      } else {
-        uint4* gU = reinterpret_cast<uint4*>(slot + OFF_U);
-        for (int p = tid; p < V * BT / 8; p += PREP_THREADS) {
-          const int vv = p / (BT / 8), i = (p - vv * (BT / 8)) * 8;
-          gU[p] = *reinterpret_cast<const uint4*>(sSt + vv * LDS_U + i);
-        }
-      }
-      __syncthreads();  // staging is reused by the next pass
+    }
+    __syncthreads();   // both stagings complete
+    E* gW = reinterpret_cast<E*>(slot + OFF_W);
+    for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
+      const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
+      *reinterpret_cast<uint4*>(gW + swz<SWZ_W>(i, d, K)) = *reinterpret_cast<const uint4*>(sStW + i * LDS_KV + d);
+    }
+    uint4* gU = reinterpret_cast<uint4*>(slot + OFF_U);
+    for (int p = tid; p < V * BT / 8; p += PREP_THREADS) {
+      const int vv = p / (BT / 8), i = (p - vv * (BT / 8)) * 8;
+      gU[p] = *reinterpret_cast<const uint4*>(sStU + vv * LDS_U + i);
     }
   }
 }

@@ -7,9 +7,10 @@
 #   s6one   step 6 stages w over k and uᵀ in Γ, one barrier before both copy-outs (s6one.patch)
 #   hdiv    the query head by an unsigned division, none for HV = H (hdiv.patch)
 #   full    a whole chunk's tile copies without the zero-stores between them (full.patch)
-#   u2      step 6's two passes unrolled (u2.patch, on s6one + hdiv)
+#   u2      step 6's two passes unrolled (u2.patch, on s6one + hdiv)   — landed in 918c149 with s6one + hdiv (37e00ba)
+#   refl    on 918c149: step 3's K halves hand over at once, A reflected (refl.patch, with its TIR model and CPU test)
 #   NAME+NAME… several of those patches together, applied in that order
-# Run from the repository root with the venv active, on a clean tree; restores the sources.
+# Run from the repository root with the venv active, on a clean tree; restores the sources and tests.
 set -euo pipefail
 export PYTHONPATH=$PWD/src KDA2_CACHE_DIR=${KDA2_CACHE_DIR:-$PWD/cache}
 D=experiments/2026-12-03-stage
@@ -21,13 +22,13 @@ for name in "$@"; do
     b256) spec=large_head_chunk ;;
     dinv) git apply $D/dinv.patch ;;
     both) git apply $D/dinv.patch; git apply $D/stm.patch ;;
-    s6one|hdiv|full|u2|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
+    s6one|hdiv|full|u2|refl|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
     *) echo "unknown variant $name"; exit 2 ;;
   esac
   python3 -m kda2.tools.cli build -j2 $spec -- -Q build/$spec/sm_90a > /tmp/mkv_$name.log 2>&1 \
-    || { echo "build $name failed"; tail -5 /tmp/mkv_$name.log; git checkout -q src; exit 1; }
+    || { echo "build $name failed"; tail -5 /tmp/mkv_$name.log; git checkout -q src tests; exit 1; }
   rm -rf build/_ab/v_$name
   python3 -m kda2.tools.cli vendor --to build/_ab/v_$name --arch sm_90a $spec > /dev/null
   echo "$name: $(grep -h -A3 "entry function 'kda2_chunk_prep_[0-9a-f]*'" build/$spec/sm_90a/*.ptxas.log | grep -o 'Used [0-9]* registers\|[0-9]* bytes spill stores' | sort | uniq -c | tr '\n' ' ')"
-  git checkout -q src
+  git checkout -q src tests
 done

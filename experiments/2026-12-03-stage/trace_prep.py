@@ -45,8 +45,8 @@ sub("""  __syncthreads();
   KDA2_MARK(4);
 
   E* gAq = reinterpret_cast<E*>(slot + OFF_AQ);""")
-sub("""    // The two halves of K meet in the A tile, at A's own positions""", """    KDA2_MARK(5);
-    // The two halves of K meet in the A tile, at A's own positions""")
+sub("""    // The two halves of K meet in the A tile""", """    KDA2_MARK(5);
+    // The two halves of K meet in the A tile""")
 sub("""  // zeros right of the diagonal blocks of Aqk
 """, """  KDA2_MARK(6);
   // zeros right of the diagonal blocks of Aqk
@@ -59,10 +59,10 @@ sub("""    __syncthreads();   // steps 3 and 4 done: A complete and its diagonal
 """, """    __syncthreads();   // steps 3 and 4 done: A complete and its diagonal blocks inverted, q and k read for the last time
     KDA2_MARK(8);
 """)
-sub("""  __syncthreads();   // T1 and T2 complete; A's rows 0..31 are dead (level 2 reads rows 32..63 only)
-""", """  __syncthreads();   // T1 and T2 complete; A's rows 0..31 are dead (level 2 reads rows 32..63 only)
-  KDA2_MARK(9);
-""")
+# the barrier after level 1 (its comment differs with refl.patch): the mark on the line after it
+_i = s.index("  __syncthreads();   // T1 and T2 complete;")
+_j = s.index("\n", _i) + 1
+s = s[:_j] + "  KDA2_MARK(9);\n" + s[_j:]
 sub("""  __syncthreads();   // T16 complete before step 6 reads it
 """, """  __syncthreads();   // T16 complete before step 6 reads it
   KDA2_MARK(10);

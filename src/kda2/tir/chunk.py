@@ -19,8 +19,9 @@ element type; the kernel's name):
   transposed staging stores (stmatrix .trans rows on sm_90). Pad.
 * ``gamma`` fp32 [64][K] (prep Γ): 16-byte raw-gate fill; the per-channel scan (thread = channel); float2
   fragment reads of the A / Aqk factors; 16-byte element-wise reads. Pad.
-* ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward substitution (in place
-  over A's diagonal blocks) and the 16-byte copy of its blocks into T; the block levels; 16-byte row reads of T1 and T2 for their 16-bit copy. Pad.
+* ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward
+  substitution (in place over A's diagonal blocks) and the 16-byte copy of its blocks into T; the block levels;
+  16-byte row reads of T1 and T2 for their 16-bit copy. Pad.
 * ``t16`` bf16 [64][64] (prep 16-bit T, over A's dead rows 0..31): 8-byte row stores of the T1 / T2 copy, level 2's
   T21 fragment words; ldmatrix 8×8 phases of its 16×16 blocks for w and u. Pad.
 * ``y``   fp32 [32][8] per warp (prep scratch of the block levels' tensor-core products): float2 accumulator stores,

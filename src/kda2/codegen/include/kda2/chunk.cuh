@@ -453,7 +453,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   const int rows = static_cast<int>(sb.len - static_cast<int64_t>(c) * BT < BT ? sb.len - static_cast<int64_t>(c) * BT : BT);
   const int64_t t0 = sb.bos + static_cast<int64_t>(c) * BT;
   // the query head of value head hv (HV / H value heads share one): unsigned, none for HV = H (the signed divisions
-  // were ~50 instructions a thread of the prologue, H200 ncu)
+  // were ~70 SASS instructions a thread of the prologue, H200 ncu)
   const int HV = a.HV;
   const int h = HV == a.H ? hv : static_cast<int>(static_cast<unsigned>(hv) / (static_cast<unsigned>(HV) / a.H));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -962,8 +962,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 
   // ---- 5. T = (I + A)^-1, blockwise (k is no longer needed: T lives over it) ------------------------------
   // Diagonal 16-blocks by forward substitution (fp32; pair 1 did them at the end of step 4); then two levels by output
-  // columns, so a warp's scratch Y stays its own: level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ) for (I, J) = (1, 0), (3, 2); level 2
-  // the lower-left 32-block, T21 = −T2 (A21 T1). The levels' products run on tf32 tensor cores (m16n8k8, fp32
+  // columns, so a warp's scratch Y stays its own: level 1 inverts the two 32-blocks, T_IJ = −T_II (A_IJ T_JJ) for
+  // (I, J) = (1, 0), (3, 2); level 2 the lower-left 32-block, T21 = −T2 (A21 T1). The levels' products run on tf32 tensor cores (m16n8k8, fp32
   // accumulation): T is rounded to the input dtype for step 6 anyway, and tf32's 10 mantissa bits are bf16's 7 + 3,
   // fp16's 10 (the fp16 cases' errors moved most: states up to +1.1 %, still ~10× under the bar).
   // Removing the levels' fp32 CUDA-core FMAs had saved 10 % of P1 (H200, experiments/2026-12-02-prep-ablate): their

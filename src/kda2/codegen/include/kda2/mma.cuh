@@ -101,6 +101,7 @@ __device__ __forceinline__ void stsm_x4(const uint32_t (&r)[4], uint32_t addr) {
                ::"r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 #endif
 }
+
 // sm_90: four 8×8 blocks of 16-bit elements stored transposed (stmatrix .trans). Lane 8m + r gives the address of
 // stored row r of block m, which receives column r of the block as the lanes hold it (lane 4i + c: row i, columns
 // 2c, 2c + 1 in register m).

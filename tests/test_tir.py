@@ -686,6 +686,44 @@ def test_chunk_diagonal_copy_and_stmatrix_staging(k: int):
         assert plan["conflicts_after"][name] == 1, name
 
 
+def _exchange_cells(pair: int, part: int, reflected: bool) -> set:
+    """chunk.cuh step 3: the A-tile cells one warp of pair I writes before the pair barrier. Rows 16 I + lane/4 (+8) of
+    the diagonal tiles (columns 16 I + 8 c + 2 (lane % 4), +1) and rows ro + lane/4 (+8) of the off-diagonal tiles
+    nt_lo <= nt < nt_hi (columns 8 nt + 2 (lane % 4), +1; pair 0 borrows pair 3's first two, rows 48..). Part 0: its
+    Aqk partials at their own positions, on and below the diagonal; part 1: its A partials strictly below it, at
+    (63 - i, 63 - j)."""
+    r = 16 * pair
+    nt_lo, nt_hi, ro = (2 if pair == 3 else 0), (2 if pair == 0 else 2 * pair), (48 if pair == 0 else r)
+    out = set()
+    for lane in range(32):
+        g8, t4 = lane // 4, lane % 4
+        cells = [(ro + g8 + 8 * h, 8 * nt + 2 * t4 + e) for nt in range(nt_lo, nt_hi) for h in range(2) for e in range(2)]
+        diag = [(r + g8 + 8 * h, r + 8 * c + 2 * t4 + e) for c in range(2) for h in range(2) for e in range(2)]
+        cells += [(i, j) for i, j in diag if (j < i if reflected else j <= i)]
+        out |= {(63 - i, 63 - j) if reflected else (i, j) for i, j in cells}
+    return out
+
+
+def test_chunk_reflected_exchange_cells():
+    """Both K halves hand over before one pair barrier: every pair's Aqk cells (own positions) and A cells (reflected)
+    are disjoint, from each other and across pairs; the reflected A covers every A_IJ (I > J) and every diagonal
+    block's strict lower triangle the inverse and the levels read; level 2's A21 lies in rows 0..31, off the 16-bit T
+    over rows 32..63 (index arithmetic from chunk.cuh, independent of the TIR model)."""
+    writes = [(pair, part, _exchange_cells(pair, part, part == 1)) for pair in range(4) for part in range(2)]
+    for n, (_, _, a) in enumerate(writes):
+        for _, _, b in writes[n + 1:]:
+            assert not a & b
+    a_cells = set().union(*(c for _, part, c in writes if part == 1))
+    aqk_cells = set().union(*(c for _, part, c in writes if part == 0))
+    assert a_cells == {(63 - i, 63 - j) for i in range(64) for j in range(i)}
+    assert aqk_cells == {(i, j) for i in range(64) for j in range(i + 1)}
+    assert all(i < j for i, j in a_cells)          # the strict upper triangle, which nothing else writes in step 3
+    a21 = {(63 - i, 63 - j) for i in range(32, 64) for j in range(32)}
+    assert a21 <= a_cells and all(i < 32 for i, _ in a21)
+    # without the reflection (A's partials at their own positions) the halves' cells would collide: the test can tell
+    assert _exchange_cells(1, 0, False) & _exchange_cells(1, 1, False)
+
+
 @pytest.mark.parametrize("k,block_v", [(64, 16), (64, 64), (256, 16), (256, 64)])
 def test_chunk_other_head_dims_plan(k: int, block_v: int):
     """K = V = 64 and 256 (spec/knobs.py CHUNK_HEAD_DIMS): the prep's T tile runs over the k tile into Γ at

@@ -22,8 +22,8 @@ element type; the kernel's name):
 * ``tmat`` fp32 [64][64] (prep A, then T): accumulator fragments of A (and the K halves' exchange); forward
   substitution (in place over A's diagonal blocks) and the 16-byte copy of its blocks into T; the block levels;
   16-byte row reads of T1 and T2 for their 16-bit copy. Pad.
-* ``t16`` bf16 [64][64] (prep 16-bit T, over A's dead rows 0..31): 8-byte row stores of the T1 / T2 copy, level 2's
-  T21 fragment words; ldmatrix 8×8 phases of its 16×16 blocks for w and u. Pad.
+* ``t16`` bf16 [64][64] (prep 16-bit T, over the A tile's dead rows 32..63): 8-byte row stores of the T1 / T2 copy,
+  level 2's T21 fragment words; ldmatrix 8×8 phases of its 16×16 blocks for w and u. Pad.
 * ``y``   fp32 [32][8] per warp (prep scratch of the block levels' tensor-core products): float2 accumulator stores,
   B-fragment reads. Pad.
 * ``o``   bf16 [32][16] per warp (state o staging): 2-byte fragment stores, 16-byte row reads. Pad.
@@ -250,23 +250,35 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
                     for e in T.vectorized(4):
                         ffrag[e] = gamma[(pw * 32 + tx % 32 + m * PT) // KC, (pw * 32 + tx % 32 + m * PT) % KC * 8 + q * 4 + e]
         # ---- A, then T = (I + A)^-1 ---------------------------------------------------------------------
-        # A's accumulator fragments, two adjacent columns per lane (8-byte accesses): the pair of warps of rows
-        # 16I.. split K and meet here, every warp over all 2I off-diagonal and both diagonal column tiles of
-        # its rows; warp (I, 0) stores its Aqk partials, reads the partner's A partials and stores A (3 passes),
-        # warp (I, 1) reads the Aqk partials and stores its A partials (2 passes)
+        # A's accumulator fragments, two adjacent columns per lane (8-byte accesses; on the diagonal tiles the same
+        # words, element by element): the pair of warps of rows 16I.. split K and meet here, every warp over all 2I
+        # off-diagonal and both diagonal column tiles of its rows. At A's own positions warp (I, 0) stores its Aqk
+        # partials and warp (I, 1) reads them; reflected through the tile's centre ((i, j) -> (63 − i, 63 − j), the
+        # pair of columns swapped) warp (I, 1) stores its A partials and warp (I, 0) reads them and stores A (2 passes)
         for pw in T.serial(PW, annotations={"kda2.access": "t_store_a"}):
-            for pss in T.serial(3):
-                if pss < 3 - pw // 4:
+            for nt in T.serial(6):
+                for h in T.serial(2):
+                    if nt < pw % 4 * 2:
+                        for c in T.vectorized(2):
+                            tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, nt * 8 + tx % 32 % 4 * 2 + c] = ffrag[0]
+            for dc in T.serial(2):
+                for h in T.serial(2):
+                    for c in T.vectorized(2):
+                        tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw % 4 * 16 + dc * 8 + tx % 32 % 4 * 2 + c] = ffrag[0]
+        for pw in T.serial(PW, annotations={"kda2.access": "t_refl_a"}):
+            for pss in T.serial(2):
+                if pss < 2 - pw // 4:
                     for nt in T.serial(6):
                         for h in T.serial(2):
                             if nt < pw % 4 * 2:
                                 for c in T.vectorized(2):
-                                    tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, nt * 8 + tx % 32 % 4 * 2 + c] = ffrag[0]
+                                    tmat[63 - pw % 4 * 16 - tx % 32 // 4 - h * 8, 62 - nt * 8 - tx % 32 % 4 * 2 + c] = \
+                                        ffrag[0]
                     for dc in T.serial(2):
                         for h in T.serial(2):
                             for c in T.vectorized(2):
-                                tmat[pw % 4 * 16 + tx % 32 // 4 + h * 8, pw % 4 * 16 + dc * 8 + tx % 32 % 4 * 2 + c] = \
-                                    ffrag[0]
+                                tmat[63 - pw % 4 * 16 - tx % 32 // 4 - h * 8,
+                                     62 - pw % 4 * 16 - dc * 8 - tx % 32 % 4 * 2 + c] = ffrag[0]
         # the diagonal blocks' forward substitution, in place over A_II by pair 1's warps (1 and 5: pw 0, 1 here, the
         # same lane pattern): lanes 0..15 one block's columns, 16..31 the next block's
         for pw in T.serial(2, annotations={"kda2.access": "t_forward"}):
@@ -283,22 +295,22 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
         # The block levels on tensor cores (tf32 m16n8k8; warps pw < 4 at each level). Level 1: warp pw makes the 8
         # columns n0 = 16 J + 8 (pw % 2) of T_IJ, (I, J) = (2 (pw / 2) + 1, I − 1); level 2: warp pw the 8 columns
         # n0 = 8 pw of T21 (rows 32..63). A fragments (rows r + lane/4 (+8), columns k + lane%4 (+4)) of A_IJ, T_II
-        # (level 1) and A21, T2 (level 2); B fragments (rows k + lane%4 (+4), column n0 + lane/4) of T_JJ and T1
+        # (level 1) and A21, T2 (level 2), A_IJ and A21 where A lies, reflected (63 − row, 63 − column); B fragments (rows k + lane%4 (+4), column n0 + lane/4) of T_JJ and T1
         # (T1's columns from 16: rows 16..31 only); float2 stores of −Z in accumulator order.
         for pw in T.serial(PW, annotations={"kda2.access": "t_level_afrag"}):
             if pw < 4:
                 for s2 in T.serial(2):
                     for h in T.serial(2):
                         for e4 in T.serial(2):
-                            ffrag[0] = tmat[(pw // 2 * 2 + 1) * 16 + tx % 32 // 4 + h * 8,
-                                            pw // 2 * 32 + s2 * 8 + tx % 32 % 4 + e4 * 4]
+                            ffrag[0] = tmat[63 - (pw // 2 * 2 + 1) * 16 - tx % 32 // 4 - h * 8,
+                                            63 - pw // 2 * 32 - s2 * 8 - tx % 32 % 4 - e4 * 4]
                             ffrag[0] = tmat[(pw // 2 * 2 + 1) * 16 + tx % 32 // 4 + h * 8,
                                             (pw // 2 * 2 + 1) * 16 + s2 * 8 + tx % 32 % 4 + e4 * 4]
                 for m in T.serial(2):
                     for s4 in T.serial(4):
                         for h in T.serial(2):
                             for e4 in T.serial(2):
-                                ffrag[0] = tmat[32 + m * 16 + tx % 32 // 4 + h * 8, s4 * 8 + tx % 32 % 4 + e4 * 4]
+                                ffrag[0] = tmat[31 - m * 16 - tx % 32 // 4 - h * 8, 63 - s4 * 8 - tx % 32 % 4 - e4 * 4]
                                 if s4 < 2 * (m + 1):
                                     ffrag[0] = tmat[32 + m * 16 + tx % 32 // 4 + h * 8, 32 + s4 * 8 + tx % 32 % 4 + e4 * 4]
         for pw in T.serial(PW, annotations={"kda2.access": "t_level_bfrag"}):

@@ -135,9 +135,11 @@ __device__ __forceinline__ void prep_pair_sync(int I) {
 }
 
 // The prep's diagonal inverse (step 5's first part, run at the end of step 4 by pair 1: Kernels::prep_item): named
-// barrier DIAG_INV_BAR, which the part-0 warps of pairs 0, 2, 3 arrive at once their A_II is final and pair 1's two
-// warps wait at: 5 warps.
-constexpr int DIAG_INV_BAR = 5, DIAG_INV_THREADS = 5 * 32;
+// barrier DIAG_INV_BAR, which the other pairs' part-0 warps arrive at once their A_II is final and their part-1 warps
+// once they have read their Aqk partials (T_II is written over them), and pair 1's two warps wait at: all 8 warps.
+// DIAG_PAIR_BAR: pair 1's two warps between reading the four A_II and writing the T_II (a block's upper part holds
+// another block's reflected A).
+constexpr int DIAG_INV_BAR = 5, DIAG_INV_THREADS = 8 * 32, DIAG_PAIR_BAR = 6;
 
 // Warps 4–7's copy of the four inverted diagonal blocks during level 1: thread p (0..127), piece m (0, 1) copies
 // columns 4 (p % 4) .. + 3 of this row; a quarter-warp's two rows are 2 apart (rows base, base + 2 of a block).
@@ -220,6 +222,9 @@ struct Kernels {
   static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
   static_assert(P_SCR + V * LDS_U * 2 <= P_T, "uᵀ staging fits in Γ after T (w's is over k, the same size)");
   static_assert(LDS_T16 % 8 == 0 && BT * LDS_T16 * 2 <= BT * LDS_T * 4, "16-bit T (16-byte rows) fits over the dead A tile");
+  // Where element (i, j), j < i, of A lies in the A tile from step 3 on: reflected through the tile's centre, in the
+  // strict upper triangle (prep_item step 3: the two K halves hand over at once).
+  static __device__ __forceinline__ int a_refl(int i, int j) { return (BT - 1 - i) * LDS_T + BT - 1 - j; }
 
   // Shared memory of the state kernel: STAGES × (w, qg, kg [BT][K], Aqk [BT][BT] (swizzled, as in the slot),
   // 2^Γlast, uᵀ slice [BLOCK_V][LDS_U]), then per warp an exchange tile and an o staging tile [32][LDS_O],
@@ -773,10 +778,15 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         for (int nt = 0; nt < 2; ++nt) off_tile(accK[nt], accQ[nt], aK, aQ, 8 * nt + g8, d0, ga0, ga1);
       }
     }
-    // The two halves of K meet in the A tile, at A's own positions (each lane reads what the same lane of the
-    // partner wrote): warp (I, 0) hands over its Aqk partials and finishes A, warp (I, 1) finishes Aqk and
-    // hands over its A partials. No other pair touches a pair's tiles (pair 0's borrowed tiles, rows 48..63
-    // columns 0..15, are not pair 3's).
+    // The two halves of K meet in the A tile (each lane reads what the same lane of the partner wrote), both handing
+    // over before one pair barrier: warp (I, 0) puts its Aqk partials at A's own positions, on and below the diagonal,
+    // warp (I, 1) its A partials reflected through the tile's centre, (i, j) -> (BT-1-i, BT-1-j), which maps the strict
+    // lower triangle onto the unused strict upper one (a pair of adjacent columns stays adjacent, swapped); then warp
+    // (I, 0) finishes A there and warp (I, 1) finishes Aqk. A stays reflected: the inverse and the block levels read it
+    // there. (With two pair barriers, part 0 handing over Aqk and part 1 finishing it before handing over A, part 0
+    // left the exchange 2.2-2.5 K cycles after part 1, and the part-1 warps waited 2.8-3.6 K cycles of an item's 33 K
+    // at the end of step 4: experiments/2026-12-03-stage, call 5.) No other pair touches a pair's tiles or their
+    // reflections (pair 0's borrowed tiles, rows 48..63 columns 0..15, are not pair 3's).
     // Rows i0, i1 of the diagonal tiles, o0, o1 of the off-diagonal ones (pair 0: the borrowed rows).
     const int i0 = r + g8, i1 = r + g8 + 8, o0 = ro + g8, o1 = ro + g8 + 8;
     auto put = [&](int a0, int a1, int j, const float (&v)[4]) {
@@ -787,6 +797,41 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       const float2 lo = *reinterpret_cast<const float2*>(sT + a0 * LDS_T + j);
       const float2 hi = *reinterpret_cast<const float2*>(sT + a1 * LDS_T + j);
       v[0] += lo.x; v[1] += lo.y; v[2] += hi.x; v[3] += hi.y;
+    };
+    auto put_r = [&](int a0, int a1, int j, const float (&v)[4]) {
+      *reinterpret_cast<float2*>(sT + a_refl(a0, j + 1)) = make_float2(v[1], v[0]);
+      *reinterpret_cast<float2*>(sT + a_refl(a1, j + 1)) = make_float2(v[3], v[2]);
+    };
+    auto add_r = [&](int a0, int a1, int j, float (&v)[4]) {
+      const float2 lo = *reinterpret_cast<const float2*>(sT + a_refl(a0, j + 1));
+      const float2 hi = *reinterpret_cast<const float2*>(sT + a_refl(a1, j + 1));
+      v[0] += lo.y; v[1] += lo.x; v[2] += hi.y; v[3] += hi.x;
+    };
+    // the diagonal tiles element by element: Aqk's partials on and below the diagonal only (above it lies another
+    // pair's reflected A), A's reflected strictly below it only (on and below it, reflected, lie another pair's Aqk)
+    auto put_lo = [&](int jd, const float (&v)[4]) {
+      if (jd <= i0) sT[i0 * LDS_T + jd] = v[0];
+      if (jd + 1 <= i0) sT[i0 * LDS_T + jd + 1] = v[1];
+      if (jd <= i1) sT[i1 * LDS_T + jd] = v[2];
+      if (jd + 1 <= i1) sT[i1 * LDS_T + jd + 1] = v[3];
+    };
+    auto add_lo = [&](int jd, float (&v)[4]) {
+      if (jd <= i0) v[0] += sT[i0 * LDS_T + jd];
+      if (jd + 1 <= i0) v[1] += sT[i0 * LDS_T + jd + 1];
+      if (jd <= i1) v[2] += sT[i1 * LDS_T + jd];
+      if (jd + 1 <= i1) v[3] += sT[i1 * LDS_T + jd + 1];
+    };
+    auto put_rs = [&](int jd, const float (&v)[4]) {
+      if (jd < i0) sT[a_refl(i0, jd)] = v[0];
+      if (jd + 1 < i0) sT[a_refl(i0, jd + 1)] = v[1];
+      if (jd < i1) sT[a_refl(i1, jd)] = v[2];
+      if (jd + 1 < i1) sT[a_refl(i1, jd + 1)] = v[3];
+    };
+    auto add_rs = [&](int jd, float (&v)[4]) {
+      if (jd < i0) v[0] += sT[a_refl(i0, jd)];
+      if (jd + 1 < i0) v[1] += sT[a_refl(i0, jd + 1)];
+      if (jd < i1) v[2] += sT[a_refl(i1, jd)];
+      if (jd + 1 < i1) v[3] += sT[a_refl(i1, jd + 1)];
     };
     // channels with more than DIAG_RANGE of decay in either half of the block (before or after its anchor row
     // r + 8): exact pairwise sums (2^(Γi−Γj), j ≤ i) added to the diagonal tiles' full sums, left factor x = k
@@ -818,7 +863,13 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int nt = 0; nt < 6; ++nt)
         if (nt >= nt_lo && nt < nt_hi) put(o0, o1, 8 * nt + 2 * t4, accQ[nt]);
 #pragma unroll
-      for (int c = 0; c < 2; ++c) put(i0, i1, r + 8 * c + 2 * t4, dQ[c]);
+      for (int c = 0; c < 2; ++c) put_lo(r + 8 * c + 2 * t4, dQ[c]);
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < 6; ++nt)
+        if (nt >= nt_lo && nt < nt_hi) put_r(o0, o1, 8 * nt + 2 * t4, accK[nt]);
+#pragma unroll
+      for (int c = 0; c < 2; ++c) put_rs(r + 8 * c + 2 * t4, dK[c]);
     }
     prep_pair_sync(I);
     if (part == 1) {
@@ -829,11 +880,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
           add(o0, o1, j, accQ[nt]);
           *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(o0, j, BT)) = TC::pack(scale * accQ[nt][0], scale * accQ[nt][1]);
           *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(o1, j, BT)) = TC::pack(scale * accQ[nt][2], scale * accQ[nt][3]);
-          put(o0, o1, j, accK[nt]);
         }
       }
 #pragma unroll
-      for (int c = 0; c < 2; ++c) add(i0, i1, r + 8 * c + 2 * t4, dQ[c]);
+      for (int c = 0; c < 2; ++c) add_lo(r + 8 * c + 2 * t4, dQ[c]);
+      // the Aqk partials are read: pair 1's inverse may write T_II over them (DIAG_INV_BAR)
+      if (I != 1) asm volatile("bar.arrive %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");
       exact(dQ, sQ);
       // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
 #pragma unroll
@@ -843,28 +895,25 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
             TC::pack(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
         *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
             TC::pack(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
-        put(i0, i1, jd, dK[c]);
       }
-    }
-    prep_pair_sync(I);
-    if (part == 0) {
+    } else {
       const float ob_lo = sB[o0], ob_hi = sB[o1];
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt) {
         if (nt >= nt_lo && nt < nt_hi) {
           const int j = 8 * nt + 2 * t4;
-          add(o0, o1, j, accK[nt]);
-          put(o0, o1, j, {ob_lo * accK[nt][0], ob_lo * accK[nt][1], ob_hi * accK[nt][2], ob_hi * accK[nt][3]});
+          add_r(o0, o1, j, accK[nt]);
+          put_r(o0, o1, j, {ob_lo * accK[nt][0], ob_lo * accK[nt][1], ob_hi * accK[nt][2], ob_hi * accK[nt][3]});
         }
       }
       const float b_lo = sB[i0], b_hi = sB[i1];
 #pragma unroll
-      for (int c = 0; c < 2; ++c) add(i0, i1, r + 8 * c + 2 * t4, dK[c]);
+      for (int c = 0; c < 2; ++c) add_rs(r + 8 * c + 2 * t4, dK[c]);
       exact(dK, sK);
       // diagonal tiles: A strictly below the diagonal is all the inverse reads
 #pragma unroll
       for (int c = 0; c < 2; ++c)
-        put(i0, i1, r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
+        put_rs(r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
       // A_II is final: pair 1 inverts it after its step 4 (DIAG_INV_BAR); the other pairs go on without waiting
       if (I != 1) asm volatile("bar.arrive %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");
     }
@@ -947,10 +996,11 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int i = 0; i < 16; ++i) {
         float s0 = (i == col) ? 1.f : 0.f;
 #pragma unroll
-        for (int j = 0; j < i; ++j) s0 = fmaf(-sT[(r0 + i) * LDS_T + r0 + j], Tc[j], s0);
+        for (int j = 0; j < i; ++j) s0 = fmaf(-sT[a_refl(r0 + i, r0 + j)], Tc[j], s0);
         Tc[i] = s0;
       }
-      __syncwarp();   // the block's 16 lanes have read A_II before any of them overwrites it
+      // both warps have read their A_II (reflected: block I's upper part holds block 3 − I's) before any T_II is written
+      asm volatile("bar.sync %0, 64;\n" ::"n"(DIAG_PAIR_BAR) : "memory");
 #pragma unroll
       for (int i = 0; i < 16; ++i) sT[(r0 + i) * LDS_T + r0 + col] = Tc[i];
     }
@@ -980,6 +1030,13 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     f[2] = tf32_operand(x[(r + g8) * ld + k + 4]);
     f[3] = tf32_operand(x[(r + g8 + 8) * ld + k + 4]);
   };
+  // the same A fragment of A itself, which lies reflected (a_refl)
+  auto afrag_a = [&](int r, int k, uint32_t (&f)[4]) {
+    f[0] = tf32_operand(sT[a_refl(r + g8, k)]);
+    f[1] = tf32_operand(sT[a_refl(r + g8 + 8, k)]);
+    f[2] = tf32_operand(sT[a_refl(r + g8, k + 4)]);
+    f[3] = tf32_operand(sT[a_refl(r + g8 + 8, k + 4)]);
+  };
   auto bmma = [&](float (&d)[4], const uint32_t (&f)[4], const float* x, int ld, int k, int n) {
     mma_tf32(d, f, tf32_operand(x[(k + t4) * ld + n]), tf32_operand(x[(k + t4 + 4) * ld + n]));
   };
@@ -993,7 +1050,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         uint32_t af[4];
-        afrag(sT, LDS_T, 16 * I, 16 * J + 8 * s + t4, af);
+        afrag_a(16 * I, 16 * J + 8 * s + t4, af);
         bmma(y, af, sT, LDS_T, 16 * J + 8 * s, n0 + g8);
       }
       *reinterpret_cast<float2*>(sY + g8 * LDS_Y + 2 * t4) = make_float2(y[0], y[1]);
@@ -1015,13 +1072,13 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       }
     }
   }
-  __syncthreads();   // T1 and T2 complete; A's rows 0..31 are dead (level 2 reads rows 32..63 only)
+  __syncthreads();   // T1 and T2 complete; the A tile's rows 32..63 are dead (level 2 reads A21, reflected, in rows 0..31)
   // T as the 16-bit mma operand of step 6 (the rounding each A fragment got from fp32 T before), row stride LDS_T16
-  // (the TIR stage's), so that step 6's warps read any 16×16 block of it with one ldmatrix. It lies over A's dead
-  // rows 0..31, so it is written while level 2 runs: warps 4–7 copy the final blocks T1 and T2, level 2's warps
+  // (the TIR stage's), so that step 6's warps read any 16×16 block of it with one ldmatrix. It lies over the A
+  // tile's dead rows 32..63, so it is written while level 2 runs: warps 4–7 copy the final blocks T1 and T2, level 2's warps
   // store their T21 columns in 16 bits straight from the accumulators (the same rounding: nothing reads T21 in fp32).
-  E* sT16 = reinterpret_cast<E*>(smem + P_T);
-  static_assert(BT * LDS_T16 * 2 <= 32 * LDS_T * 4, "the 16-bit T lies over A's rows 0..31");
+  E* sT16 = reinterpret_cast<E*>(smem + P_T + 32 * LDS_T * 4);
+  static_assert(BT * LDS_T16 * 2 <= 32 * LDS_T * 4, "the 16-bit T lies over the A tile's rows 32..63");
   {  // level 2: warp w < 4 makes the 8 columns n0 = 8w .. of T21 (rows 32..63): Y = A21 T1[:, n0..] (T1's upper-right
      // block is zero and not stored: columns from 16 take k-steps over rows 16..31 only), then T21[:, n0..] = −T2 Y
      // (T2 block lower triangular: rows 32..47 take k over 32..47 only)
@@ -1036,7 +1093,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         for (int s = 0; s < 4; ++s) {
           if (n0 >= 16 && s < 2) continue;
           uint32_t af[4];
-          afrag(sT, LDS_T, 32 + 16 * m, 8 * s + t4, af);
+          afrag_a(32 + 16 * m, 8 * s + t4, af);
           bmma(y[m], af, sTi, LDS_T, 8 * s, n0 + g8);
         }
         *reinterpret_cast<float2*>(sY + (16 * m + g8) * LDS_Y + 2 * t4) = make_float2(y[m][0], y[m][1]);

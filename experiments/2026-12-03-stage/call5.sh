@@ -3,7 +3,8 @@
 # trace spec: `python experiments/2026-12-03-stage/trace_prep.py src/kda2/codegen/include/kda2/chunk.cuh && kda2 build
 # -j2 kimi_linear_chunk -- SPECS_DIR=experiments/2026-12-03-stage/specs BUILD_DIR=build/_trace`, then git checkout
 # src): one P1 and one P3 bench run each (softplus; the traced CTAs print their warps' marks), digested by
-# trace_report.py. Carry build/_trace. Tarball call5.tgz.
+# trace_report.py. Carry build/_trace. Tarball $CALL.tgz (default call5; call 7 re-ran it on 9ad3e00, the
+# symmetric exchange landed; call 8 on the --mid trace build, `call8.sh`).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 O=/tmp/o5t; rm -rf $O; mkdir -p $O
@@ -14,4 +15,4 @@ for s in P1 P3; do
   python3 experiments/2026-12-03-stage/trace_report.py $O/trace_$s.log > $O/report_$s.md 2>&1; cat $O/report_$s.md
 done
 gzip $O/trace_*.log
-tar czf $OUT/call5.tgz -C /tmp o5t
+tar czf $OUT/${CALL:-call5}.tgz -C /tmp o5t

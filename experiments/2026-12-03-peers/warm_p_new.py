@@ -8,7 +8,7 @@ import sys
 from kda2.bench import fla_warm
 
 if __name__ == "__main__":
-    new = sys.argv[1].split(",")
+    new = [c for c in sys.argv[1].split(",") if c]   # "" (stage call 11): P1-P6 only
     todo = [t for t in fla_warm.tasks("bench") if t[2] == "softplus"]
     todo += [("case", c, k) for k in (128, 256) for c in new]
     with cf.ProcessPoolExecutor(max_workers=16, mp_context=mp.get_context("spawn")) as pool:

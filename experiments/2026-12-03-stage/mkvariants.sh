@@ -10,7 +10,8 @@
 #   u2      step 6's two passes unrolled (u2.patch, on s6one + hdiv)   — landed in 918c149 with s6one + hdiv (37e00ba)
 #   refl    on 918c149: step 3's K halves hand over at once, A reflected (refl.patch, with its TIR model and CPU test)
 #           — landed in 9ad3e00, so from call 9 on base is HEAD with it and the patches below apply to it:
-#   cmaj    the plain prep grid read value head fastest, then chunk (cmaj.patch)
+#   cmaj    the plain prep grid read value head fastest, then chunk (cmaj.patch; call 9: slower)
+#   bout    step 6's copy-out by bulk copies, w staged as the slot's swizzled image (bout.patch)
 #   NAME+NAME… several of those patches together, applied in that order
 # Run from the repository root with the venv active, on a clean tree; restores the sources and tests.
 set -euo pipefail
@@ -24,7 +25,7 @@ for name in "$@"; do
     b256) spec=large_head_chunk ;;
     dinv) git apply $D/dinv.patch ;;
     both) git apply $D/dinv.patch; git apply $D/stm.patch ;;
-    s6one|hdiv|full|u2|refl|cmaj|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
+    s6one|hdiv|full|u2|refl|cmaj|bout|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
     *) echo "unknown variant $name"; exit 2 ;;
   esac
   python3 -m kda2.tools.cli build -j2 $spec -- -Q build/$spec/sm_90a > /tmp/mkv_$name.log 2>&1 \

@@ -295,8 +295,9 @@ def chunk_staging_func(k: int, block_v: int, v: int = 128, mma: str = "mma_sync"
         # The block levels on tensor cores (tf32 m16n8k8; warps pw < 4 at each level). Level 1: warp pw makes the 8
         # columns n0 = 16 J + 8 (pw % 2) of T_IJ, (I, J) = (2 (pw / 2) + 1, I − 1); level 2: warp pw the 8 columns
         # n0 = 8 pw of T21 (rows 32..63). A fragments (rows r + lane/4 (+8), columns k + lane%4 (+4)) of A_IJ, T_II
-        # (level 1) and A21, T2 (level 2), A_IJ and A21 where A lies, reflected (63 − row, 63 − column); B fragments (rows k + lane%4 (+4), column n0 + lane/4) of T_JJ and T1
-        # (T1's columns from 16: rows 16..31 only); float2 stores of −Z in accumulator order.
+        # (level 1) and A21, T2 (level 2), A_IJ and A21 where A lies, reflected (63 − row, 63 − column); B fragments
+        # (rows k + lane%4 (+4), column n0 + lane/4) of T_JJ and T1 (T1's columns from 16: rows 16..31 only); float2
+        # stores of −Z in accumulator order.
         for pw in T.serial(PW, annotations={"kda2.access": "t_level_afrag"}):
             if pw < 4:
                 for s2 in T.serial(2):

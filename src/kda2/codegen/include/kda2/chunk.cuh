@@ -134,6 +134,22 @@ __device__ __forceinline__ void prep_pair_sync(int I) {
   }
 }
 
+// prep_pair_sync with an OR over the pair's threads of `pred` (bar.red.or): step 3's exchange learns whether any
+// channel of either K half took the exact path.
+__device__ __forceinline__ bool prep_pair_sync_or(int I, bool pred) {
+  uint32_t r;
+  const uint32_t p = pred ? 1u : 0u;
+#define KDA2_PAIR_RED(ID) asm volatile("{\n .reg .pred a, b;\n setp.ne.u32 a, %1, 0;\n bar.red.or.pred b, " #ID ", 64, a;\n selp.u32 %0, 1, 0, b;\n}\n" : "=r"(r) : "r"(p) : "memory")
+  switch (I) {
+    case 0: KDA2_PAIR_RED(1); break;
+    case 1: KDA2_PAIR_RED(2); break;
+    case 2: KDA2_PAIR_RED(3); break;
+    default: KDA2_PAIR_RED(4); break;
+  }
+#undef KDA2_PAIR_RED
+  return r != 0;
+}
+
 // The prep's diagonal inverse (step 5's first part, run at the end of step 4 by pair 1: Kernels::prep_item): named
 // barrier DIAG_INV_BAR, which the other pairs' part-0 warps arrive at once their A_II is final and their part-1 warps
 // once they have read their Aqk partials (T_II is written over them), and pair 1's two warps wait at: all 8 warps.
@@ -691,6 +707,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       TC::mma(accK_, aK_, b[0], b[1]);
       TC::mma(accQ_, aQ_, b[0], b[1]);
     };
+    // a channel of this lane's left out of the mma (the exact path adds it). Not tracked at K = 64: there the flag's
+    // register takes the prep past its 128-register cap (a 4-byte spill), and the exact path's scan is two ballots.
+    constexpr bool TRACK_OUT = K > 64;
+    bool any_out = !TRACK_OUT;
 #pragma unroll 1
     for (int ks = K / 32 * part; ks < K / 32 * (part + 1); ++ks) {
       const int d0 = 16 * ks + 2 * t4;
@@ -708,6 +728,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         // channels d, d + 1 on tensor cores: the half-block decays around the anchor within DIAG_RANGE
         const bool ok0 = fmaxf(gr.x - gm.x, gm.x - ge.x) <= DIAG_RANGE;
         const bool ok1 = fmaxf(gr.y - gm.y, gm.y - ge.y) <= DIAG_RANGE;
+        if constexpr (TRACK_OUT) any_out |= !(ok0 && ok1);
         // the diagonal left factors' anchor: the middle row for a kept channel, the block's first row r for one left
         // out (its factors then are the off-diagonal ones, ≤ 1: finite, so only the right factors need the zero)
         const float2 gd = make_float2(ok0 ? gm.x : gr.x, ok1 ? gm.y : gr.y);
@@ -871,7 +892,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
       for (int c = 0; c < 2; ++c) put_rs(r + 8 * c + 2 * t4, dK[c]);
     }
-    prep_pair_sync(I);
+    bool pair_out = true;
+    if constexpr (TRACK_OUT) pair_out = prep_pair_sync_or(I, any_out); else prep_pair_sync(I);
     if (part == 1) {
 #pragma unroll
       for (int nt = 0; nt < 6; ++nt) {
@@ -886,7 +908,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int c = 0; c < 2; ++c) add_lo(r + 8 * c + 2 * t4, dQ[c]);
       // the Aqk partials are read: pair 1's inverse may write T_II over them (DIAG_INV_BAR)
       if (I != 1) asm volatile("bar.arrive %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");
-      exact(dQ, sQ);
+      if (pair_out) exact(dQ, sQ);
       // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
@@ -909,7 +931,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       const float b_lo = sB[i0], b_hi = sB[i1];
 #pragma unroll
       for (int c = 0; c < 2; ++c) add_rs(r + 8 * c + 2 * t4, dK[c]);
-      exact(dK, sK);
+      if (pair_out) exact(dK, sK);
       // diagonal tiles: A strictly below the diagonal is all the inverse reads
 #pragma unroll
       for (int c = 0; c < 2; ++c)

@@ -1,27 +1,5 @@
 #!/usr/bin/env bash
 # Device call 15: the state pass with its slots hot in L2 (hot.patch: every chunk reads chunk 0's or 1's slot; outputs
-# wrong, timing only) against HEAD's build, every kernel of P1 and P3 under ncu at boost clocks (phase_split.py).
-# Before it: `mkvariants.sh base hot`; carry build/_ab.
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-O=/tmp/o; rm -rf $O; mkdir -p $O
-M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
-for L in base hot; do
-  timeout 240 ncu --clock-control none --kernel-name regex:kda2_ --metrics $M \
-    python3 experiments/2026-12-03-stage/phase_split.py build/_ab/v_$L/kimi_linear_chunk > $O/ncu_$L.txt 2>&1
-  echo "ncu $L rc $?"
-done
-python3 - $O <<'PY'
-import re, sys
-for L in ("base", "hot"):
-    print("##", L)
-    cur = None
-    for line in open(f"{sys.argv[1]}/ncu_{L}.txt"):
-        m = re.match(r"\s*(kda2_\w+?)_[0-9a-f]{12}\b.*", line)
-        if m: cur = m.group(1); continue
-        m = re.match(r"^(P\d \w+):", line)
-        if m: print(line.rstrip()); continue
-        m = re.search(r"(gpu__time_duration.sum|dram__bytes_read.sum|dram__bytes_write.sum|lts__t_sector_hit_rate.pct)\s+(\S+)\s+([\d.,]+)", line)
-        if m and cur: print(f"  {cur:20s} {m.group(1):30s} {m.group(3)} {m.group(2)}")
-PY
-tar czf $OUT/call15.tgz -C /tmp o
+# wrong, timing only) against HEAD's build, every kernel of P1 and P3 under ncu at boost clocks (call16.sh's body; the
+# call ran with the digest inline, ncu_split_table.py now). Before it: `mkvariants.sh base hot`; carry build/_ab.
+VARIANTS="base hot" CALL=call15 bash experiments/2026-12-03-stage/call16.sh

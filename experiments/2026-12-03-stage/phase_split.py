@@ -13,12 +13,13 @@ gen = torch.Generator(device="cuda").manual_seed(0)
 for name, B, T, H in (("P1", 1, 8192, 64), ("P3", 8, 2048, 32)):
     for gate in ("softplus", "lower_bound"):
         K = 128
-        r = lambda *s: torch.randn(*s, generator=gen, device="cuda")
-        q, k, v = (r(B, T, H, K).bfloat16() for _ in range(3))
-        g, beta = r(B, T, H, K), r(B, T, H)
-        A_log, dt_bias = r(H) * 0.5, r(H * K)
+        # drawn in prep_latency.py's order (q, k, v, g, β, A_log, dt_bias): the same inputs for the same shape
+        shapes = {"q": (B, T, H, K), "k": (B, T, H, K), "v": (B, T, H, K), "g": (B, T, H, K), "beta": (B, T, H),
+                  "A_log": (H,), "dt_bias": (H * K,)}
+        x = {name: torch.randn(*shape, generator=gen, device="cuda") for name, shape in shapes.items()}
+        x.update(q=x["q"].bfloat16(), k=x["k"].bfloat16(), v=x["v"].bfloat16(), A_log=x["A_log"] * 0.5)
         for _ in range(3):
-            o, ht = kda2.chunk_kda(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, use_gate_in_kernel=True,
+            o, ht = kda2.chunk_kda(**x, use_gate_in_kernel=True,
                                    use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True,
                                    output_final_state=True, state_v_first=True, library=lib,
                                    lower_bound=-5.0 if gate == "lower_bound" else None)

@@ -15,6 +15,7 @@
 #   xskip   the exact path only where the pair's step-3 loop left a channel out (bar.red.or on the pair barrier; xskip.patch)
 #   hot     timing only, outputs wrong: the state pass reads chunks 0 and 1's slots for every chunk (hot in L2; hot.patch)
 #   hotw    timing only, outputs wrong: the prep writes every chunk into chunk 0's slot (hotw.patch)
+#   noload  timing only, outputs wrong: no tile copies in the prep (the tiles hold what the SM's last CTA left; noload.patch)
 #   NAME+NAME… several of those patches together, applied in that order
 # Run from the repository root with the venv active, on a clean tree; restores the sources and tests.
 set -euo pipefail
@@ -28,7 +29,7 @@ for name in "$@"; do
     b256) spec=large_head_chunk ;;
     dinv) git apply $D/dinv.patch ;;
     both) git apply $D/dinv.patch; git apply $D/stm.patch ;;
-    s6one|hdiv|full|u2|refl|cmaj|bout|xskip|hot|hotw|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
+    s6one|hdiv|full|u2|refl|cmaj|bout|xskip|hot|hotw|noload|*+*) for p in ${name//+/ }; do git apply $D/$p.patch; done ;;
     *) echo "unknown variant $name"; exit 2 ;;
   esac
   python3 -m kda2.tools.cli build -j2 $spec -- -Q build/$spec/sm_90a > /tmp/mkv_$name.log 2>&1 \

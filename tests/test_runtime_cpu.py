@@ -65,7 +65,7 @@ int kda2_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) {
 }
 int kda2_recurrent_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) { return kda2_fwd(a, m, s); }
 int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* a) {
-  return %(chunk)d ? kda2_chunk_ids(a) * a->HV * kda2_chunk_slot_bytes(%(k)d, %(v)d) : 0;
+  return %(chunk)d ? kda2_ready_offset(a, %(k)d, %(v)d) + kda2_ready_bytes(a) : 0;   /* slots, split, ready */
 }
 const KDA2RecurrentArgs* kda2_test_last(void) { return &last; }
 long long kda2_test_last_max_seqlen(void) { return last_max_seqlen; }
@@ -692,7 +692,8 @@ def test_chunk_workspace_formula_matches_the_header(chunk_env):
         assert lib.workspace_bytes(args) == want == abi.chunk_workspace_bytes(N, T, HV, 128, 128, varlen)
     # slot: w, qg, kg (64 x K bf16), u^T (V x 64 bf16), Aqk (64 x 64 bf16), last gate row (K fp32)
     assert abi.chunk_slot_bytes(128, 128) == 49152 + 16384 + 8192 + 512 == 74240
-    assert abi.chunk_workspace_bytes(1, 65536, 32, 128, 128, False) == (1024 + 2) * 32 * 74240
+    # 1026 chunk ids x 32 heads of slots, then the ready region: a 16-byte head and an int32 flag per slot
+    assert abi.chunk_workspace_bytes(1, 65536, 32, 128, 128, False) == (1024 + 2) * 32 * 74240 + 16 + 1026 * 32 * 4
 
 
 def test_chunk_kda_validation_errors(chunk_env):
@@ -701,7 +702,8 @@ def test_chunk_kda_validation_errors(chunk_env):
     base = tuple(x.values())
     e = lambda match, *a, **kw: _expect_chunk(chunk, lib, d, match, *a, **kw)  # noqa: E731
     # the checks fused_recurrent_kda makes
-    e(r"q dtype: got float16; allowed: bf16 .*the chunk kernels read bf16", x["q"].half(), *base[1:])
+    e(r"q dtype: got float16; allowed: bf16 \(input dtypes built into spec fake_chunk .*add fp16 to "
+      r"features.input_dtypes", x["q"].half(), *base[1:])
     e(r"v heads: got HV=3 with H=2; allowed: HV >= H >= 1 with HV % H == 0", *_inputs(torch, H=2, HV=3).values())
     e(r"A_log: got None.*softplus", *base, use_gate_in_kernel=True)
     e(r"lower_bound: got 1.0", *base, use_gate_in_kernel=True, lower_bound=1.0)

@@ -399,7 +399,7 @@ def test_render_library_bulk_tile_is_dynamic_shared_memory(tmp_path) -> None:
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
     rows = {m[0]: (m[1], m[2], m[3]) for m in
-            re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n\s+\{ ([\d, ]+) \}, \{ ([\d, ]+) \},\n.*\n.*, (\d)\},$',
+            re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n\s+\{ ([\d, ]+) \}, \{ ([\d, ]+) \},\n.*\n.*, (\d), 0, \{0, 0\}\},$',
                        text, re.M)}
     assert rows[variants[0]["id"]] == ("128", "0", "0")
     # entries: (bf16, fp32), (fp16, fp32), (bf16, bf16 state), (fp16, bf16 state); the tile is 128 key rows of 64
@@ -575,8 +575,10 @@ def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_p
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
-    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d)\},$', text, re.M)
-    # (intermediate, persistent, splits: recurrent rows never split, state maps: direct kernels take none)
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d), 0, \{0, 0\}\},$', text,
+                      re.M)
+    # (intermediate, persistent, splits: recurrent rows never split, state maps: direct kernels take none; then the
+    # chunk prep's maps, none)
     assert rows == [(v["id"], "0", str(int(bool(v["config"].get("persistent")))), "0", "0") for v in variants], text
     launch = text[text.index('static int launch_variant('):]
     assert "if (v.persistent)" in launch and "slots[e] > 0 && slots[e] < tiles ? slots[e] : tiles" in launch
@@ -628,7 +630,8 @@ def chunk_library(tmp_path: Path, dispatch_buckets=(2048, 65536)) -> tuple[Path,
             bv = 32 if b > 16384 else 64
             cfg = dict(CHUNK_CFG, state_layout=layout, block_v=bv)
             plan = {"prep_threads": 256, "state_threads": bv // 16 * 64, "prep_smem_bytes": 103680,
-                    "state_smem_bytes": {32: 155680, 64: 195616}[bv]}  # (the TIR stage's numbers, test_tir)
+                    "state_smem_bytes": {32: 155680, 64: 195616}[bv],  # (the TIR stage's numbers, test_tir)
+                    "prep_tma": False}   # these preps copy by cp.async (a fake cubin; no tensor maps to encode)
             dispatch.append({"state_layout": layout, "bucket": b, "class": "few", "min_chains": 0,
                              "index": len(variants), "split": 1 + len(variants) % 3, "split_by": "agents"})
             variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": str(cubin), "plan": plan})
@@ -882,11 +885,23 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
     p, s = (plan["prep_threads"], plan["prep_smem_bytes"]), (plan["state_threads"], plan["state_smem_bytes"])
     assert list(zip(threads, smem)) == [p, s, s, (2 * cfg["k"], 0), p, s, s]  # combine: two threads per key row
     text = render_variant(cfg, plan)
-    for sym, call in ((syms[0], "prep<__nv_bfloat16>"), (syms[1], "state<__nv_bfloat16, kda2::chunk::Pass::EMIT>"),
-                      (syms[4], "prep<__half>"), (syms[5], "state<__half, kda2::chunk::Pass::EMIT>"),
-                      (syms[2], "state<__nv_bfloat16, kda2::chunk::Pass::FOLD>"),
-                      (syms[6], "state<__half, kda2::chunk::Pass::FOLD>")):
-        assert re.search(rf"{sym}\(const KDA2RecurrentArgs a\) {{\n  \S+::Chunk::{re.escape(call)}\(a\);", text), sym
+    # sm_90a at K = 128: the plan's strides fit a tensor copy's box row, so each prep entry takes the tiles' maps
+    assert plan["prep_tma"] and "static constexpr bool PREP_TMA = true;" in text
+    maps = ", const __grid_constant__ kda2::chunk::PrepMaps maps"
+    for sym, call, extra, arg in ((syms[0], "prep<__nv_bfloat16>", maps, "&maps"),
+                                  (syms[1], "state<__nv_bfloat16, kda2::chunk::Pass::EMIT>", "", None),
+                                  (syms[4], "prep<__half>", maps, "&maps"),
+                                  (syms[5], "state<__half, kda2::chunk::Pass::EMIT>", "", None),
+                                  (syms[2], "state<__nv_bfloat16, kda2::chunk::Pass::FOLD>", "", None),
+                                  (syms[6], "state<__half, kda2::chunk::Pass::FOLD>", "", None)):
+        args = f"a, {arg}" if arg else "a"
+        assert re.search(rf"{sym}\(const KDA2RecurrentArgs a{re.escape(extra)}\) {{\n  \S+::Chunk::"
+                         rf"{re.escape(call)}\({re.escape(args)}\);", text), sym
+    # sm_80 (cp.async) and K = 256 (a 264-element row is more than a box row): the prep copies by cp.async
+    for other in (dict(cfg, arch="sm_80"), dict(cfg, k=256, v=256, block_v=16, stages=1)):
+        p_other = plan_variant(other, 232448)
+        assert not p_other["prep_tma"] and "PrepMaps" not in render_variant(other, p_other)
+        assert "prep<__nv_bfloat16>(a, nullptr);" in render_variant(other, p_other)
 
 
 def test_chunk_wgmma_variant_renders_and_splits() -> None:
@@ -908,9 +923,12 @@ def test_chunk_wgmma_variant_renders_and_splits() -> None:
         variants.append({"id": variant_id(cfg), "config": cfg, "cubin_path": "x.cubin", "plan": p})
     dispatch = [{"state_layout": "v_first", "bucket": 2048, "class": "c", "min_chains": 0, "index": 1}]
     lib = render_library("c", "sm_90a", variants, dispatch, '"{}"', ALL_FEATURES)
-    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d)\},$', lib, re.M)
-    # (intermediate, persistent, splits, state maps: chunk rows take none)
-    assert rows == [(variants[0]["id"], "0", "0", "1", "0"), (variants[1]["id"], "0", "0", "1", "0")], lib
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d), (\d),\n'
+                      r'\s+\{ (\d+), (\d+) \}\},$', lib, re.M)
+    # (intermediate, persistent, splits, state maps: chunk rows take none, prep maps and their box rows LDS_KV, LDS_G)
+    kv, g = str(variants[0]["plan"]["lds_kv"]), str(variants[0]["plan"]["lds_g"])
+    assert rows == [(variants[0]["id"], "0", "0", "1", "0", "1", kv, g),
+                    (variants[1]["id"], "0", "0", "1", "0", "1", kv, g)], lib
     fwd = lib[lib.index('extern "C" int kda2_fwd('):]
     assert "const int index = splittable(kRoutes[row].index, args);" in fwd
     assert "if (a->split > 1 && !kVariants[index].splits) return KDA2_ERR_FEATURE;" in lib

@@ -869,6 +869,19 @@ def test_chunk_plan_smem_formulas():
                                        + 8 * (12 * 32 * 16 + 32 * 24 * 2) + 16)
 
 
+def test_chunk_plan_decides_the_prep_tensor_copies():
+    """The plan says whether the prep's tiles land by tensor copies (chunk.cuh PREP_TMA): sm_90 only, and only where
+    each chosen row stride is one box row (at most 256 elements, a multiple of 16 bytes)."""
+    from kda2.plan.smem import prep_tma
+
+    assert plan_variant(chunk_cfg(), BUDGET)["prep_tma"] is True                      # K = 128: rows of 136
+    assert plan_variant(chunk_cfg(arch="sm_80"), BUDGET)["prep_tma"] is False         # cp.async there
+    assert prep_tma("sm_90a", {"lds_kv": 72, "lds_g": 72})                              # K = 64
+    assert not prep_tma("sm_90a", {"lds_kv": 264, "lds_g": 264})                        # K = 256: over a box row
+    assert not prep_tma("sm_90a", {"lds_kv": 132, "lds_g": 136})                        # 264-byte rows
+    assert not prep_tma("sm_90a", {"lds_kv": 136, "lds_g": 258})
+
+
 def test_chunk_tir_dumps_differ_and_record_the_pass(tmp_path):
     plan = write_plan(chunk_cfg(), BUDGET, tmp_path / "plan.json", tmp_path / "b.tir", tmp_path / "a.tir")
     assert plan["tir_before"] != plan["tir_after"]

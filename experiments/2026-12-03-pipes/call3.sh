@@ -4,7 +4,8 @@
 # GPU tests (fp64 bar, no FLA; the split module) at the three head dims; then kda2 bench P1–P6 (softplus) and the K3
 # set, HEAD's K = 128 build and the patched one alternating, three rounds (no peers).
 # NEW_LABEL names the patched build's column (default: step 6 unrolled), CALL the tarball (default call3); with
-# TESTS_ONLY=1 the call ends after the bits and the GPU tests. (experiments/2026-12-03-prefetch runs it for calls 2, 4.)
+# TESTS_ONLY=1 the call ends after the bits and the GPU tests; GPU_TESTS names other test files, ROUNDS the rounds
+# (3). (experiments/2026-12-03-prefetch runs it for calls 2, 4; 2026-12-03-stage for calls 13, 20.)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -18,14 +19,14 @@ el "bits + GPU tests"
 for K in 64 128 256; do
   ( python3 $X bits ${OLD[$K]} $O/old$K.pt > $O/bits$K.log 2>&1 && python3 $X bits ${NEW[$K]} $O/new$K.pt >> $O/bits$K.log 2>&1 \
       && python3 $X cmp $O/old$K.pt $O/new$K.pt >> $O/bits$K.log 2>&1; echo "bits K=$K rc $?" >> $O/rcs.txt; rm -f $O/*$K.pt
-    timeout 300 python3 -m pytest -m gpu tests/gpu/test_chunk_gpu.py tests/gpu/test_chunk_split_gpu.py -q --require-gpu \
+    timeout 300 python3 -m pytest -m gpu ${GPU_TESTS:-tests/gpu/test_chunk_gpu.py tests/gpu/test_chunk_split_gpu.py} -q --require-gpu \
       --chunk-library ${NEW[$K]} --fla-cases none --results-dir $O/acc_k$K -rs -p no:cacheprovider > $O/gpu_k$K.log 2>&1
     echo "tests K=$K rc $? $(tail -1 $O/gpu_k$K.log)" >> $O/rcs.txt ) &
 done
 wait; sort $O/rcs.txt
 if [ "${TESTS_ONLY:-0}" = 1 ]; then tail -4 $O/bits*.log; tar czf $OUT/${CALL:-call3}.tgz -C /tmp o; exit 0; fi
 el bench
-for r in 1 2 3; do
+for r in $(seq ${ROUNDS:-3}); do
   for L in old new; do
     LIB=${OLD[128]}; [ $L = new ] && LIB=${NEW[128]}
     timeout 80 python3 -m kda2.bench chunk --library $LIB --shapes p --gates softplus --no-fla --no-cudnn \
@@ -35,12 +36,12 @@ for r in 1 2 3; do
   done
 done
 el tables
-python3 - "$O" "${NEW_LABEL:-step 6 unrolled}" <<'PY'
+python3 - "$O" "${NEW_LABEL:-step 6 unrolled}" "${ROUNDS:-3}" <<'PY'
 import json, sys
-O = sys.argv[1]
+O, R = sys.argv[1], range(1, int(sys.argv[3]) + 1)
 ms = lambda p: {r["id"]: r["kda2"]["ms_median"] for r in json.load(open(p + "/bench_chunk.json"))["rows"]}
 for kind in ("p", "k3"):
-    t = {L: [ms(f"{O}/{kind}_{L}_{r}") for r in (1, 2, 3)] for L in ("old", "new")}
+    t = {L: [ms(f"{O}/{kind}_{L}_{r}") for r in R] for L in ("old", "new")}
     print("| shape | HEAD ms | " + sys.argv[2] + " ms |")
     for s in t["old"][0]:
         print(f"| {s} | " + " | ".join(" / ".join(f"{x[s]:.4f}" for x in t[L]) for L in ("old", "new")) + " |")

@@ -132,8 +132,9 @@ def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
     return [t for t, _ in rows], [b for _, b in rows]
 
 
-#: What the library TU reads from a chunk variant's plan (launch shapes and shared memory).
-CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes")
+#: What the library TU reads from a chunk variant's plan (launch shapes, shared memory, whether the prep takes the
+#: tensor maps of its tiles).
+CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes", "prep_tma", "lds_kv", "lds_g")
 #: What it reads from a bulk-staged recurrent variant's plan: the tile's rows and row pitch (its dynamic shared memory).
 BULK_LAUNCH_KEYS = ("bulk_rows", "bulk_pitch")
 
@@ -186,6 +187,7 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                  launch=_chunk_launch(v) if family == "chunk" else _recurrent_launch(v),
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]), splits=splits(v["config"]),
                  state_maps=takes_state_maps(v["config"]),
+                 prep_maps=family == "chunk" and bool(v["plan"]["prep_tma"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.hardware import PDL_ARCHS
     from kda2.plan.smem import (OVERLAP_MIN_CHUNKS, OVERLAP_SM_SHARE, SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS,

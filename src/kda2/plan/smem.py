@@ -88,6 +88,19 @@ def prep_smem_bytes(s: Mapping[str, int]) -> int:
     return 3 * CHUNK * s["lds_kv"] * 2 + CHUNK * s["lds_g"] * 4 + CHUNK * s["lds_t"] * 4 + CHUNK * 4
 
 
+#: A tensor copy's box: at most 256 elements a dimension, its rows a multiple of 16 bytes (PTX cp.async.bulk.tensor).
+TMA_BOX_MAX, TMA_ROW_ALIGN = 256, 16
+
+
+def prep_tma(arch: str, s: Mapping[str, int]) -> bool:
+    """Whether the prep's q, k, v and fp32 raw-gate tiles land by one tensor copy each (chunk.cuh step 1, sm_90):
+    a padded shared row (LDS_KV 16-bit or LDS_G fp32 elements) is one box row, whose columns past K lie outside the
+    tensor and land as zeros — so each stride must fit a box row (K = 256's 264 do not: its prep copies by cp.async)."""
+    from kda2.plan.hardware import BULK_ARCHS
+    return arch in BULK_ARCHS and all(
+        s[key] <= TMA_BOX_MAX and s[key] * size % TMA_ROW_ALIGN == 0 for key, size in (("lds_kv", 2), ("lds_g", 4)))
+
+
 def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int, mma: str = "mma_sync") -> int:
     # w, qg, kg and Aqk unpadded (XOR-swizzled in the workspace, copied linearly), uᵀ padded
     tiles = 3 * CHUNK * k * 2 + CHUNK * CHUNK * 2 + k * 4

@@ -11,7 +11,9 @@ the 256-thread prep and combine kernels loop over their warps (`pw`) and use `tx
 conflicts are decided per warp, so a warp's lane pattern is what matters. Per tile (rows × columns,
 element type; the kernel's name):
 
-* ``kv``  bf16 [64][K] (prep sQ, sK, sV; the w staging): 16-byte cp.async fill; ldmatrix (and .trans) 8×8
+* ``kv``  bf16 [64][K] (prep sQ, sK, sV; the w staging): 16-byte cp.async fill (on sm_90 a tensor copy where the
+  chosen row fits a box row — the plan's prep_tma, decided after this pass; the model keeps the cp.async fill, which
+  sm_80 and K = 256 make); ldmatrix (and .trans) 8×8
   phases; mma fragment words [row lane/4][col 2·(lane%4)] of the A / Aqk products; l2norm and element-wise
   16-byte row pieces; w staging stores of accumulator fragments (stmatrix rows on sm_90). Pad.
 * ``ut``  bf16 [V][64] (state sU, prep uᵀ staging): fill (16-byte pieces, 8 threads per 128-byte row; the wgmma

@@ -301,7 +301,7 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
 
     Plan keys the template reads: lds_kv, lds_u, lds_g, lds_t, lds_t16, lds_y, lds_o, lds_x (row strides),
     swz_w, swz_qg, swz_kg, swz_aqk (XOR swizzle on or off), prep_threads, state_threads, prep_smem_bytes,
-    state_smem_bytes (formulas in kda2.plan.smem).
+    state_smem_bytes (formulas in kda2.plan.smem), prep_tma (the prep's tiles by tensor copies).
     """
     from kda2.plan import smem as chunk_smem
     from kda2.tir import chunk
@@ -348,6 +348,8 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
         "state_threads": chunk_smem.state_threads(c["block_v"], c["state_mma"]),
         "prep_smem_bytes": prep,
         "state_smem_bytes": state,
+        # the prep's tiles by tensor copies where the chosen strides fit a box row (kda2.plan.smem.prep_tma)
+        "prep_tma": chunk_smem.prep_tma(config["arch"], strides),
         "conflicts_before": {a: d for b in buffers.values() for a, d in b["conflicts_before"].items()},
         "conflicts_after": {a: d for b in buffers.values() for a, d in b["conflicts_after"].items()},
         # per access, per 64-token chunk (prep accesses: per warp pattern; see kda2.tir.chunk): the pass's

@@ -54,8 +54,11 @@
 //   bool HAS_SOFTPLUS, HAS_LOWER_BOUND    gate activations compiled in (precomputed needs no code)
 //   bool V_FIRST                          states [V, K] (else [K, V])
 //   bool BULK                             sm_90 bulk copies on an mbarrier (else cp.async)
+//   bool PREP_TMA                         the prep's q / k / v and fp32 raw-gate tiles by tensor copies (the plan's
+//                                         prep_tma: sm_90, strides that fit a box row); its entry takes PrepMaps
 #pragma once
 #include <stdint.h>
+#include <cuda.h>   // CUtensorMap (the prep's PrepMaps)
 #include <cuda_bf16.h>
 #include "kda2/abi.h"
 #include "kda2/elem16.cuh"
@@ -64,6 +67,13 @@
 #include "kda2/wgmma.cuh"
 
 namespace kda2::chunk {
+
+// The tensor maps of a call's q, k, v and fp32 raw gate for a PREP_TMA prep (the library encodes them per call,
+// library.cpp.j2 encode_prep_maps, the same layout): each {K, heads, tokens}, a box of {LDS_KV or LDS_G, 1, BT} —
+// one padded shared row per token, its columns past K outside the tensor, so they land as zeros.
+struct PrepMaps {
+  CUtensorMap q, k, v, g;
+};
 
 // The layout of w, qg, kg and Aqk (KDA2_CHUNK rows each) in a workspace slot and, after one linear copy of the
 // whole tile (one bulk copy on sm_90), in shared memory: with XOR on (the TIR stage's decision, Cfg::SWZ_*), the
@@ -194,6 +204,13 @@ struct Kernels {
   // mbarrier. Measured on the H200 (P5, block_v 32): state pass 1.94 ms with cp.async, 1.73 ms with bulk copies;
   // multicasting them to a cluster of the head's CTAs was slower (4.4 ms: the per-chunk cluster barrier).
   static constexpr bool BULK = Cfg::BULK;
+  // sm_90: the prep's tiles by one tensor copy each (the copy engine, on three mbarriers: the raw gate, q and k, v)
+  // instead of 16-byte cp.async pieces from every thread (the prologue and the copies were 8.7 % of the prep's
+  // instructions, H200, P1, ncu: experiments/2026-12-03-pipes). Same bits, P1–P5 1.3–1.9 % faster (docs/DESIGN.md §1).
+  // A 16-bit raw gate still comes by cp.async (its rows would be 2·LDS_G 16-bit elements a box row).
+  static constexpr bool PREP_TMA = Cfg::PREP_TMA;
+  static_assert(!PREP_TMA || (BULK && LDS_KV <= 256 && LDS_G <= 256 && LDS_KV * 2 % 16 == 0 && LDS_G * 4 % 16 == 0),
+                "tensor-copied prep tiles: sm_90, a padded row one box row (at most 256 elements, 16-byte multiple)");
   // Head dims (spec/knobs.py CHUNK_HEAD_DIMS): K = V, a multiple of 32 (the prep's two K halves of 16-column
   // k-steps) whose 16-byte row pieces a warp can hold (K / 8 ≤ 32) and a power of two (the gate scan's
   // threads-per-channel split and the l2norm's shuffle tree).
@@ -231,6 +248,8 @@ struct Kernels {
   static constexpr int P_Q = 0, P_V = P_Q + BT * LDS_KV * 2, P_K = P_V + BT * LDS_KV * 2, P_G = P_K + BT * LDS_KV * 2;
   static constexpr int P_T = P_G + BT * LDS_G * 4, P_B = P_T + BT * LDS_T * 4, P_END = P_B + BT * 4;
   static_assert(P_END == PREP_SMEM_BYTES, "prep shared memory layout differs from the plan");
+  static_assert(!PREP_TMA || (P_Q % 128 == 0 && P_V % 128 == 0 && P_K % 128 == 0 && P_G % 128 == 0),
+                "tensor copies land at 128-byte aligned shared addresses");
   static constexpr int T_OVER = BT * LDS_T * 4 > BT * LDS_KV * 2 ? BT * LDS_T * 4 - BT * LDS_KV * 2 : 0;
   static constexpr int P_SCR = P_G + (T_OVER + 15) / 16 * 16;   // first byte of Γ that T leaves free
   static_assert(P_G == P_K + BT * LDS_KV * 2 && P_SCR - P_G < BT * LDS_G * 4, "T over k runs on into Γ only");
@@ -365,11 +384,12 @@ struct Kernels {
   // Prep: one CTA (8 warps) per (chunk, value head, sequence); launch with PREP_THREADS threads,
   // PREP_SMEM_BYTES of dynamic shared memory, grid (chunks, HV, N).
   // E: the q/k/v/o element type (__nv_bfloat16 or __half; one entry per input dtype built).
+  // maps: the entry's PrepMaps (PREP_TMA), else null.
   template <class E>
-  static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a);
+  static __device__ __forceinline__ void prep(const KDA2RecurrentArgs a, const PrepMaps* maps);
   // One (chunk c, value head hv, sequence n) of the prep; nothing for a chunk past the sequence's end.
   template <class E>
-  static __device__ __forceinline__ void prep_item(const KDA2RecurrentArgs a, int c, int hv, int n);
+  static __device__ __forceinline__ void prep_item(const KDA2RecurrentArgs a, int c, int hv, int n, const PrepMaps* maps);
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
   // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
@@ -399,7 +419,7 @@ struct Kernels {
 // SFU round trips), so it wants warps in flight more than registers.
 template <class Cfg>
 template <class E>
-__device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
+__device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a, const PrepMaps* maps) {
   // Plain launch: grid (chunks, HV, N), CTA (c, hv, n) makes that slot. Overlapped (the library launched the state
   // pass first and this grid, one CTA per item, as its programmatic dependent; docs/DESIGN.md §1): a CTA takes its
   // item from the work counter as it starts, so items go in chunk-major order whatever order the CTAs start in and
@@ -439,7 +459,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
       __syncthreads();
     }
   }
-  prep_item<E>(a, c, hv, n);
+  prep_item<E>(a, c, hv, n, maps);
   // prep_item ends at a barrier, or returns at once on every thread for a chunk past its sequence: the slot's writes
   // are issued. Only thread 0 goes on, re-reading its item (nothing stays live across the body).
   if (!(a.flags & KDA2_CHUNK_OVERLAP) || threadIdx.x != 0) return;
@@ -457,10 +477,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep(const KDA2RecurrentArgs a) {
 
 template <class Cfg>
 template <class E>
-__device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs a, int c, int hv, int n) {
+__device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs a, int c, int hv, int n,
+                                                        const PrepMaps* maps) {
   using X = Elem16<E>;
   using TC = Tc16<E>;   // the intermediates' element type and mma operand type: E (docs/DESIGN.md §1)
-  extern __shared__ __align__(16) uint8_t smem[];
+  // 128-byte aligned for the tensor copies' destinations (PREP_TMA; every tile offset is a multiple of 128 bytes)
+  extern __shared__ __align__(128) uint8_t smem[];
   // q, k, v as read (E) until step 4, which overwrites q and v with the right-hand sides of step 6 (also E).
   E* sQ = reinterpret_cast<E*>(smem + P_Q);
   E* sK = reinterpret_cast<E*>(smem + P_K);
@@ -505,7 +527,31 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     if (a.flags & KDA2_HAS_A_LOG) a_log = a.A_log[hv];
     if (a.flags & KDA2_HAS_DT_BIAS) bias = a.dt_bias[hv * K + d_scan];
   }
-  {
+  // PREP_TMA: thread 0 issues one tensor copy per tile, each group completing on its own mbarrier (one phase: one
+  // item per CTA); rows past the sequence arrive too (the next tokens, or zeros past the tensor) and are zeroed after
+  // the wait, by the threads that zero-fill them in the cp.async form (so step 4 still reads only its own v pieces).
+  __shared__ alignas(8) uint64_t tile_bar[3];   // the raw gate; q and k; v
+  const uint32_t bars = smem_u32(tile_bar);
+  if constexpr (PREP_TMA) {
+    if (tid == 0) {
+#pragma unroll
+      for (int i = 0; i < 3; ++i) mbar_init(bars + 8 * i, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
+      const int t = static_cast<int>(t0);   // token coordinates are int32 (the ABI's T)
+      if (!g_bf16) {
+        mbar_expect_tx(bars, BT * LDS_G * 4);
+        tensor_load_3d(smem_u32(sG), &maps->g, 0, hv, t, bars);
+      }
+      mbar_expect_tx(bars + 8, 2 * BT * LDS_KV * 2);
+      tensor_load_3d(smem_u32(sQ), &maps->q, 0, h, t, bars + 8);
+      tensor_load_3d(smem_u32(sK), &maps->k, 0, h, t, bars + 8);
+      mbar_expect_tx(bars + 16, BT * LDS_KV * 2);
+      tensor_load_3d(smem_u32(sV), &maps->v, 0, hv, t, bars + 16);
+    }
+    if (g_bf16) load_gate_rows<K / 8>(a, sG, t0, hv, rows, tid);
+    cp_async_commit();
+    __syncthreads();   // the barriers are initialised before anyone waits on them
+  } else {
     // Every copy's source is a row pointer set up once and stepped by a constant row stride, and the piece
     // counts are compile-time: the element offset recomputed per row in 64-bit and a runtime piece count (an
     // integer division per piece) cost ~19 instructions per cp.async, 9 % of the prep's instructions (H200, P3,
@@ -541,7 +587,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     }
     cp_async_commit();
   }
-  cp_async_wait<2>();   // this thread's gate pieces
+  if constexpr (PREP_TMA) {
+    if (!g_bf16) mbar_wait(bars, 0);
+    else cp_async_wait<0>();
+  } else {
+    cp_async_wait<2>();   // this thread's gate pieces
+  }
   __syncthreads();      // everyone's
   // ---- 2b. gate activation and Γ = in-chunk cumulative sum (log2 units); β ----
   {
@@ -608,7 +659,16 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
     for (int e = 0; e < SCAN_ROWS; ++e) sG[(SCAN_ROWS * part + e) * LDS_G + d] = fmaf(x[e], post, base);
   }
-  cp_async_wait<1>();   // this thread's q and k pieces
+  if constexpr (PREP_TMA) {
+    mbar_wait(bars + 8, 0);
+    for (int p = tid; p < (BT - rows) * KP; p += PREP_THREADS) {   // rows past the sequence (its last chunk only)
+      const int r = rows + p / KP, d = p % KP * 8;
+      *reinterpret_cast<uint4*>(sQ + r * LDS_KV + d) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(sK + r * LDS_KV + d) = make_uint4(0, 0, 0, 0);
+    }
+  } else {
+    cp_async_wait<1>();   // this thread's q and k pieces
+  }
   __syncthreads();      // everyone's; Γ complete
   // ---- 2a. l2norm of q, k in place ----
   {
@@ -947,7 +1007,18 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     while (cc >= 2 * (3 - I)) { cc -= 2 * (3 - I); ++I; }
     *reinterpret_cast<uint4*>(gAq + swz<SWZ_AQK>(16 * I + rr, 16 * (I + 1) + 8 * cc, BT)) = make_uint4(0, 0, 0, 0);
   }
-  cp_async_wait<0>();   // this thread's v pieces: the same ones step 4 reads
+  if constexpr (PREP_TMA) {
+    mbar_wait(bars + 16, 0);
+    if (rows < BT) {   // this thread's pieces of rows past the sequence: the ones step 4 reads
+#pragma unroll
+      for (int m = 0; m < BT / PREP_ROWS; ++m) {
+        const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
+        if (r >= rows) *reinterpret_cast<uint4*>(sV + r * LDS_KV + (tid & (KP - 1)) * 8) = make_uint4(0, 0, 0, 0);
+      }
+    }
+  } else {
+    cp_async_wait<0>();   // this thread's v pieces: the same ones step 4 reads
+  }
 
   // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over v) and β v (over q) ------
   //         Each warp starts as soon as its step 3 is done: step 4 reads q, k, v, Γ and β, final since step 2 (a
@@ -1284,7 +1355,7 @@ template <class E, Pass PASS, bool OV>
 __device__ __forceinline__ void Kernels<Cfg>::state_mma_sync(const KDA2RecurrentArgs& a) {
   constexpr bool FOLD = PASS == Pass::FOLD;
   using TC = Tc16<E>;   // the workspace's element type and the mma operand type: E (docs/DESIGN.md §1)
-  extern __shared__ __align__(16) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem[];   // (as the prep declares it)
   const int split = a.split > 1 ? a.split : 1;
   const int hv = blockIdx.y, n = blockIdx.z / split, seg = blockIdx.z - n * split;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

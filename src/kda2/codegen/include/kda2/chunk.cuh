@@ -166,6 +166,8 @@ __device__ __forceinline__ bool prep_pair_sync_or(int I, bool pred) {
 // DIAG_PAIR_BAR: pair 1's two warps between reading the four A_II and writing the T_II (a block's upper part holds
 // another block's reflected A).
 constexpr int DIAG_INV_BAR = 5, DIAG_INV_THREADS = 8 * 32, DIAG_PAIR_BAR = 6;
+// The gate scan's hand-over of each part's total (step 2b): the first part arrives, the later parts wait (all 8 warps).
+constexpr int SCAN_BAR = 7;
 
 // Warps 4–7's copy of the four inverted diagonal blocks during level 1: thread p (0..127), piece m (0, 1) copies
 // columns 4 (p % 4) .. + 3 of this row; a quarter-warp's two rows are 2 apart (rows base, base + 2 of a block).
@@ -588,12 +590,14 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     cp_async_commit();
   }
   if constexpr (PREP_TMA) {
+    // a tensor-copied gate is visible to each thread once it has seen the barrier's phase complete: no CTA barrier
     if (!g_bf16) mbar_wait(bars, 0);
     else cp_async_wait<0>();
+    if (g_bf16) __syncthreads();   // everyone's cp.async pieces
   } else {
     cp_async_wait<2>();   // this thread's gate pieces
+    __syncthreads();      // everyone's
   }
-  __syncthreads();      // everyone's
   // ---- 2b. gate activation and Γ = in-chunk cumulative sum (log2 units); β ----
   {
     // Thread (d, part) activates and scans rows SCAN_ROWS·part .. SCAN_ROWS·part + SCAN_ROWS − 1 of key
@@ -650,7 +654,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       if (tid < rows && (a.flags & KDA2_BETA_SIGMOID)) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
       sB[tid] = bi;
     }
-    __syncthreads();   // every raw gate value is read; the earlier parts' totals are visible
+    // The earlier parts' totals are visible: part 0 needs none, so it only arrives. (No CTA barrier: a thread's Γ
+    // overwrites only the raw gates it read itself.)
+    // (One asm with predicated forms: as an if / else the compiler duplicated the l2norm after it, ~300 instructions.)
+    if constexpr (SCAN_PARTS > 1)
+      asm volatile("{\n .reg .pred p;\n setp.eq.s32 p, %0, 0;\n @p bar.arrive %1, %2;\n @!p bar.sync %1, %2;\n}\n"
+                   ::"r"(part), "n"(SCAN_BAR), "n"(PREP_THREADS) : "memory");
     float base = part > 0 ? sTot[d] : 0.f;
 #pragma unroll
     for (int q = 1; q < SCAN_PARTS - 1; ++q)
@@ -659,20 +668,27 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
     for (int e = 0; e < SCAN_ROWS; ++e) sG[(SCAN_ROWS * part + e) * LDS_G + d] = fmaf(x[e], post, base);
   }
+  // Tensor-copied q and k are visible to each thread after its own wait, so the l2norm starts there and writes the
+  // zeros of rows past the sequence itself: one CTA barrier after it (Γ complete, q and k final) instead of one before
+  // and one after. The cp.async pieces come from other threads, so that form keeps the barrier before.
+  const bool qk_norm = (a.flags & KDA2_QK_L2NORM) != 0;
   if constexpr (PREP_TMA) {
     mbar_wait(bars + 8, 0);
-    for (int p = tid; p < (BT - rows) * KP; p += PREP_THREADS) {   // rows past the sequence (its last chunk only)
-      const int r = rows + p / KP, d = p % KP * 8;
-      *reinterpret_cast<uint4*>(sQ + r * LDS_KV + d) = make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(sK + r * LDS_KV + d) = make_uint4(0, 0, 0, 0);
+    if (!qk_norm) {
+      for (int p = tid; p < (BT - rows) * KP; p += PREP_THREADS) {   // rows past the sequence (its last chunk only)
+        const int r = rows + p / KP, d = p % KP * 8;
+        *reinterpret_cast<uint4*>(sQ + r * LDS_KV + d) = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(sK + r * LDS_KV + d) = make_uint4(0, 0, 0, 0);
+      }
     }
   } else {
     cp_async_wait<1>();   // this thread's q and k pieces
+    __syncthreads();      // everyone's
   }
-  __syncthreads();      // everyone's; Γ complete
   // ---- 2a. l2norm of q, k in place ----
   {
-    if (a.flags & KDA2_QK_L2NORM) {
+    if (qk_norm) {
+      __syncwarp();   // converged for the shuffles (after the predicated scan barrier, ptxas duplicated the loop)
       // From K = 128 a thread takes two 16-byte pieces of a row, pieces s and s + LPR: a row's sum needs log2(LPR)
       // shuffles instead of log2(KP), over half as many rows per thread. (At K = 64 a row is 8 pieces: 4 lanes per row
       // would put two rows in one quarter-warp's 16-byte accesses, bank conflicts at LDS_KV = 72.)
@@ -699,18 +715,21 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
           for (int o = LPR / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // LPR lanes hold a row
           const float rn = rsqrtf(ss + 1e-6f);
+          // a row past the sequence holds the next tokens (or zeros past the tensor): zeros, as the cp.async form fills
+          const bool live = !PREP_TMA || r < rows;
 #pragma unroll
           for (int pp = 0; pp < PPT; ++pp) {
             uint32_t* xw = reinterpret_cast<uint32_t*>(&x4[pp]);
 #pragma unroll
             for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
-            *reinterpret_cast<uint4*>(row + pp * LPR * 8) = x4[pp];
+            if (live) *reinterpret_cast<uint4*>(row + pp * LPR * 8) = x4[pp];
+            else *reinterpret_cast<uint4*>(row + pp * LPR * 8) = make_uint4(0, 0, 0, 0);
           }
         }
       }
     }
   }
-  __syncthreads();
+  __syncthreads();   // Γ complete; q and k final
 
   E* gAq = reinterpret_cast<E*>(slot + OFF_AQ);
   const int g8 = lane >> 2, t4 = lane & 3;

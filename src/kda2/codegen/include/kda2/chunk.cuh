@@ -2,7 +2,7 @@
 //   prep   token-parallel, one CTA per (chunk, value head, sequence):
 //       gate activation + in-chunk cumulative sum Γ (log2 units), q/k l2norm, β,
 //       A = [β_i k_i·(k_j ⊙ 2^(Γi−Γj))]_{j<i} and Aqk = [scale q_i·(k_j ⊙ 2^(Γi−Γj))]_{j≤i},
-//       T = (I + A)^-1, w = T(β k ⊙ 2^Γ), u = T(β v), qg = scale q ⊙ 2^Γ, kg = k ⊙ 2^(Γlast−Γ),
+//       T = (I + A)^-1, w = T diag(β) (k ⊙ 2^Γ), u = T diag(β) v, qg = scale q ⊙ 2^Γ, kg = k ⊙ 2^(Γlast−Γ),
 //       written to a workspace slot per (chunk, head).
 //   state  the serial pass, one CTA per (value slice of BLOCK_V columns, head, sequence):
 //       per chunk, v_new = u − w S, o = qg S + Aqk v_new, S ← Diag(2^Γlast) S + kgᵀ v_new,
@@ -19,15 +19,16 @@
 // Input dtypes (docs/DESIGN.md §1, "fp16 inputs"): the prep and state kernels are templates on the q/k/v/o
 // element type E (bf16 or fp16, one entry each, the fold one too). E is also every 16-bit intermediate's type
 // and the 16-bit mma operand type (Tc16<E>): the workspace's w, qg, kg, uᵀ, Aqk, the prep's A-block factors,
-// right-hand sides β k 2^Γ, β v and T as an operand, the state and v_new as operands. For fp16 that is what
+// right-hand side k 2^Γ and T diag β as an operand, the state and v_new as operands. For fp16 that is what
 // FLA's fp16 path keeps (3 more mantissa bits than bf16); the bf16 code is unchanged. What stays wider: Γ,
 // A and T (fp32), the diagonal A blocks (tf32 / fp32), every accumulator, the state S and 2^Γlast (fp32).
 // fp16's range (65504; subnormals to 2^-24) against each fp16 value, for l2-normalised keys and β ∈ [0, 2]:
 //   qg, kg, Aqk, the A-block factors: |x| ⊙ 2^(≤ 0) (Aqk: scale q·k ≤ scale) — within the inputs' range; they
 //     can only underflow, by ≤ 2^-25 |x| absolute, on terms already decayed below 2^-14.
-//   β k 2^Γ, β v: ≤ 2 |input| — an input above 32752 with β > 1 overflows.
+//   k 2^Γ: ≤ |k| (v, the other right-hand side, is an input as it landed).
 //   T = (I + A)^-1: column j is the in-chunk delta rule's u for β v = e_j; its state after token j has norm 1,
-//     each later step's I − β k kᵀ (β ≤ 2, unit k) and decay have norm ≤ 1, so |T_ij| ≤ β_i ≤ 2 (i > j).
+//     each later step's I − β k kᵀ (β ≤ 2, unit k) and decay have norm ≤ 1, so |T_ij| ≤ β_i ≤ 2 (i > j), and
+//     the operand T diag β ≤ 4.
 //     Likewise u_i = β_i (v_i − S_{i−1}ᵀ k_i) with ||S_{i−1}|| ≤ Σ_{m<i} β_m |v_m|: |u_i| ≤ 254 max |v_m|
 //     (row norms), |w_i| ≤ 254 (k 2^Γ has norm ≤ 1).
 //   S, v_new: ||S_t|| ≤ ||h0|| + Σ β |v| grows at most linearly; in use the decay and the delta rule's
@@ -485,7 +486,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   using TC = Tc16<E>;   // the intermediates' element type and mma operand type: E (docs/DESIGN.md §1)
   // 128-byte aligned for the tensor copies' destinations (PREP_TMA; every tile offset is a multiple of 128 bytes)
   extern __shared__ __align__(128) uint8_t smem[];
-  // q, k, v as read (E) until step 4, which overwrites q and v with the right-hand sides of step 6 (also E).
+  // q, k, v as read (E); after step 4, k 2^Γ (step 6's right-hand side beside v, also E) lies over q.
   E* sQ = reinterpret_cast<E*>(smem + P_Q);
   E* sK = reinterpret_cast<E*>(smem + P_K);
   E* sV = reinterpret_cast<E*>(smem + P_V);
@@ -1028,7 +1029,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   }
   if constexpr (PREP_TMA) {
     mbar_wait(bars + 16, 0);
-    if (rows < BT) {   // this thread's pieces of rows past the sequence: the ones step 4 reads
+    if (rows < BT) {   // rows past the sequence: this thread's pieces (step 6 reads them after the barriers)
 #pragma unroll
       for (int m = 0; m < BT / PREP_ROWS; ++m) {
         const int r = (tid >> KP_LOG2) + PREP_ROWS * m;
@@ -1036,21 +1037,21 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       }
     }
   } else {
-    cp_async_wait<0>();   // this thread's v pieces: the same ones step 4 reads
+    cp_async_wait<0>();   // this thread's v pieces; everyone's are visible after the barrier that ends step 4
   }
 
-  // ---- 4. element-wise outputs: qg, kg, 2^Γlast; right-hand sides β k 2^Γ (over v) and β v (over q) ------
-  //         Each warp starts as soon as its step 3 is done: step 4 reads q, k, v, Γ and β, final since step 2 (a
-  //         thread reads the v pieces it copied itself), writes the workspace and, over v, which step 3 does not
-  //         read, β k 2^Γ; β v waits in registers for the barrier, after which step 3 is done with q. (At a barrier
-  //         before step 4, its entry was half of step 4's stall samples on P1, H200, ncu:
+  // ---- 4. element-wise outputs: qg, kg, 2^Γlast; step 6's right-hand side k 2^Γ (over q) -----------------
+  //         β goes into T's columns instead (step 5: w = (T diag β)(k 2^Γ), u = (T diag β) v), so v is step 6's
+  //         other right-hand side as it landed and this step neither reads nor rewrites it.
+  //         Each warp starts as soon as its step 3 is done: step 4 reads q, k and Γ, final since step 2, writes the
+  //         workspace, and keeps k 2^Γ in registers until the barrier, after which step 3 is done with q. (At a
+  //         barrier before step 4, its entry was half of step 4's stall samples on P1, H200, ncu:
   //         experiments/2026-12-02-prep-latency/ANALYSIS.md.)
   {
     E* gQg = reinterpret_cast<E*>(slot + OFF_QG);
     E* gKg = reinterpret_cast<E*>(slot + OFF_KG);
-    // Item m covers row tid / (K/8) + m · 256 / (K/8), channels 8·(tid % (K/8)) .. +7: the 16-byte piece step 1
-    // copied from this thread (K/8 = KP, 256 / KP = PREP_ROWS: it reads its own v pieces), the same channels for
-    // every m (so the last row of Γ is read once per thread, not once per item).
+    // Item m covers row tid / (K/8) + m · 256 / (K/8), channels 8·(tid % (K/8)) .. +7 (K/8 = KP, 256 / KP =
+    // PREP_ROWS), the same channels for every m (so the last row of Γ is read once per thread, not once per item).
     static_assert(PREP_THREADS % (K / 8) == 0 && K / 8 == KP, "a thread's channels are the same in every item");
     const int d = (tid % (K / 8)) * 8;
     auto item_row = [&](int m) { return tid / (K / 8) + m * (PREP_THREADS / (K / 8)); };
@@ -1059,37 +1060,31 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     float2 glr[4];
     load_g8(sG + (BT - 1) * LDS_G + d, glr);
     constexpr int ITEMS = BT * (K / 8) / PREP_THREADS;
-    uint4 vbs[ITEMS];   // β v of this thread's items, for the q tile after the barrier
+    uint4 kes[ITEMS];   // k 2^Γ of this thread's items, for the q tile after the barrier
 #pragma unroll
     for (int m = 0; m < ITEMS; ++m) {  // 8 channels (16 B) per item
       const int i = item_row(m);
-      const float bi = sB[i];
       uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LDS_KV + d);
       uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LDS_KV + d);
-      uint4 vv = *reinterpret_cast<const uint4*>(sV + i * LDS_KV + d);
       uint32_t* qw = reinterpret_cast<uint32_t*>(&qv);
       uint32_t* kw = reinterpret_cast<uint32_t*>(&kv);
-      uint32_t* vw = reinterpret_cast<uint32_t*>(&vv);
-      uint4 qg, kg, kb;
+      uint4 qg, kg;
       uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
       uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
-      uint32_t* kbw = reinterpret_cast<uint32_t*>(&kb);
+      uint32_t* kew = reinterpret_cast<uint32_t*>(&kes[m]);
       float2 gir[4];
       load_g8(sG + i * LDS_G + d, gir);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float2 gi = gir[e], gl = glr[e];
-        const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]), vf = X::unpack(vw[e]);
+        const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]);
         const float e0 = ex2(gi.x), e1 = ex2(gi.y);
         qgw[e] = TC::pack(scale * qf.x * e0, scale * qf.y * e1);
-        kbw[e] = TC::pack(bi * kf.x * e0, bi * kf.y * e1);
+        kew[e] = TC::pack(kf.x * e0, kf.y * e1);
         kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
-        vw[e] = TC::pack(bi * vf.x, bi * vf.y);
       }
       *reinterpret_cast<uint4*>(gQg + swz<SWZ_QG>(i, d, K)) = qg;
       *reinterpret_cast<uint4*>(gKg + swz<SWZ_KG>(i, d, K)) = kg;
-      *reinterpret_cast<uint4*>(sV + i * LDS_KV + d) = kb;   // β k 2^Γ over this thread's own v pieces
-      vbs[m] = vv;                                            // β v
     }
     if (tid < K / 4) {
       float4 gl = *reinterpret_cast<const float4*>(sG + (BT - 1) * LDS_G + 4 * tid);
@@ -1117,9 +1112,10 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int i = 0; i < 16; ++i) sT[(r0 + i) * LDS_T + r0 + col] = Tc[i];
     }
     __syncthreads();   // steps 3 and 4 done: A complete and its diagonal blocks inverted, q and k read for the last time
-    // β v over q; step 5 writes over k and Γ and reads A only, and its first barrier orders these stores before step 6
+    // k 2^Γ over q; step 5 writes over k and Γ and reads A only, and its first barrier orders these stores before
+    // step 6
 #pragma unroll
-    for (int m = 0; m < ITEMS; ++m) *reinterpret_cast<uint4*>(sQ + item_row(m) * LDS_KV + d) = vbs[m];
+    for (int m = 0; m < ITEMS; ++m) *reinterpret_cast<uint4*>(sQ + item_row(m) * LDS_KV + d) = kes[m];
   }
 
   // ---- 5. T = (I + A)^-1, blockwise (k is no longer needed: T lives over it) ------------------------------
@@ -1185,7 +1181,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     }
   }
   __syncthreads();   // T1 and T2 complete; the A tile's rows 32..63 are dead (level 2 reads A21, reflected, in rows 0..31)
-  // T as the 16-bit mma operand of step 6 (the rounding each A fragment got from fp32 T before), row stride LDS_T16
+  // T diag β as the 16-bit mma operand of step 6 (column j times β_j: step 6's right-hand sides are k 2^Γ and v, not
+  // β k 2^Γ and β v — a 64 × 64 scaling instead of two 64 × K ones, and v used as it landed), row stride LDS_T16
   // (the TIR stage's), so that step 6's warps read any 16×16 block of it with one ldmatrix. It lies over the A
   // tile's dead rows 32..63, so it is written while level 2 runs: warps 4–7 copy the final blocks T1 and T2, level 2's warps
   // store their T21 columns in 16 bits straight from the accumulators (the same rounding: nothing reads T21 in fp32).
@@ -1222,8 +1219,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
           bmma(z[m], af, sY, LDS_Y, 8 * s, g8);
         }
         const int r = 32 + 16 * m + g8;
-        *reinterpret_cast<uint32_t*>(sT16 + r * LDS_T16 + n0 + 2 * t4) = TC::pack(-z[m][0], -z[m][1]);
-        *reinterpret_cast<uint32_t*>(sT16 + (r + 8) * LDS_T16 + n0 + 2 * t4) = TC::pack(-z[m][2], -z[m][3]);
+        const float2 b = *reinterpret_cast<const float2*>(sB + n0 + 2 * t4);
+        *reinterpret_cast<uint32_t*>(sT16 + r * LDS_T16 + n0 + 2 * t4) = TC::pack(-z[m][0] * b.x, -z[m][1] * b.y);
+        *reinterpret_cast<uint32_t*>(sT16 + (r + 8) * LDS_T16 + n0 + 2 * t4) = TC::pack(-z[m][2] * b.x, -z[m][3] * b.y);
       }
     } else {
       // T1 (rows 0..31, columns 0..31) and T2 (rows 32..63, columns 32..63): 4 columns per thread, 8 threads per row;
@@ -1234,13 +1232,15 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int m = 0; m < 4; ++m) {
         const int i = row + 16 * m, j = j4 + (m >= 2 ? 32 : 0);
         const float4 t = *reinterpret_cast<const float4*>(sTi + i * LDS_T + j);
-        *reinterpret_cast<uint2*>(sT16 + i * LDS_T16 + j) = make_uint2(TC::pack(t.x, t.y), TC::pack(t.z, t.w));
+        const float4 b = *reinterpret_cast<const float4*>(sB + j);
+        *reinterpret_cast<uint2*>(sT16 + i * LDS_T16 + j) =
+            make_uint2(TC::pack(t.x * b.x, t.y * b.y), TC::pack(t.z * b.z, t.w * b.w));
       }
     }
   }
   __syncthreads();   // T16 complete before step 6 reads it
 
-  // ---- 6. w = T (β k 2^Γ), u = T (β v) on tensor cores --------------------------------------------------
+  // ---- 6. w = (T diag β)(k 2^Γ), u = (T diag β) v on tensor cores ---------------------------------------
   //         Row block I of the product sums k-steps 0..I (T is lower triangular): 1 + 2 + 3 + 4 = 10 block
   //         products per 16-column piece. A warp takes whole pieces for row blocks {3, 2, 1, 0} (K ≥ 128: K/128
   //         pieces each) or, with K/16 = 4 pieces for 8 warps, one piece for {3, 0} or {2, 1}: 10 or 5 block
@@ -1264,8 +1264,8 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     // ±0.4 %: experiments/2026-12-03-stage, call 4)
 #pragma unroll
     for (int which = 0; which < 2; ++which) {
-      // step 4 left β k 2^Γ over v and β v over q
-      const E* src = reinterpret_cast<const E*>(which == 0 ? sV : sQ);
+      // step 4 left k 2^Γ over q; v is as it landed
+      const E* src = reinterpret_cast<const E*>(which == 0 ? sQ : sV);
       float acc[NRB][2 * NPC][4];
 #pragma unroll
       for (int j = 0; j < NRB; ++j)

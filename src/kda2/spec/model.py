@@ -21,7 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, MAX_SMEM_PER_BLOCK
-from kda2.spec.knobs import CHUNK_HEAD_DIMS, INPUT_DTYPES
+from kda2.spec.knobs import CHUNK_FIELDS, CHUNK_HEAD_DIMS, INPUT_DTYPES, RECURRENT_FIELDS
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
@@ -31,6 +31,9 @@ T = TypeVar("T")
 _NO_VALUE = object()
 
 Arch = Literal[ARCHS]  # type: ignore[valid-type]  (plan/hardware.py is the one list)
+# What a spec may ask the agents to try is what the knob allows (spec/knobs.py is the one list of each).
+Layout = Literal[RECURRENT_FIELDS["state_layout"]]  # type: ignore[valid-type]
+StagingMode = Literal[RECURRENT_FIELDS["staging"]]  # type: ignore[valid-type]
 HeadDim = Literal[32, 64, 128, 256]
 MAX_SEQ_LEN = 1 << 20
 MAX_SMEM_BYTES = MAX_SMEM_PER_BLOCK  # the largest opt-in of any arch (plan/hardware.py); per arch in the planner
@@ -280,7 +283,7 @@ class Features(_Strict):
     gva_ratios: Choices[Annotated[int, Field(ge=1)]] = [1]
     varlen: bool
     state_dtype: Literal["fp32"]
-    state_layouts: Choices[Literal["k_first", "v_first"]]
+    state_layouts: Choices[Layout]
 
 
 class Tile(_Strict):
@@ -292,7 +295,7 @@ class Tile(_Strict):
     """
 
     v_per_warp: Choices[Literal[2, 4, 8, 16]] = [4, 8]
-    warps: Choices[Literal[1, 2, 4, 8]] = [4]
+    warps: Choices[Literal[RECURRENT_FIELDS["warps"]]] = [4]  # type: ignore[valid-type]
     latency_v_per_warp: list[Literal[2, 4, 8, 16]] = []
 
 
@@ -300,8 +303,8 @@ class Staging(_Strict):
     """State staging per layout. Defaults: k_first [smem, direct], v_first [direct]. `bulk` (decode buckets, archs
     with bulk copies): the state tile in and out of shared memory by the copy engine."""
 
-    k_first: Choices[Literal["smem", "direct", "bulk"]] = ["smem", "direct"]
-    v_first: Choices[Literal["smem", "direct", "bulk"]] = ["direct"]
+    k_first: Choices[StagingMode] = ["smem", "direct"]
+    v_first: Choices[StagingMode] = ["direct"]
 
 
 def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
@@ -337,7 +340,7 @@ class Agents(_Strict):
 
     tile: Tile = Tile()
     staging: Staging = Staging()
-    reduce: Choices[Literal["butterfly", "scatter"]] = ["butterfly"]
+    reduce: Choices[Literal[RECURRENT_FIELDS["reduce"]]] = ["butterfly"]  # type: ignore[valid-type]
     occupancy: Choices[Literal["compiler", "raised"]] = ["compiler"]
     inputs: Choices[Literal["per_token", "preload"]] = ["per_token"]
     schedule: Choices[Literal["grid", "persistent"]] = ["grid"]
@@ -354,9 +357,9 @@ class ChunkTile(_Strict):
     arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates).
     """
 
-    block_v: Choices[Literal[16, 32, 64, 128]] = [32, 64]
-    stages: Choices[Literal[1, 2]] = [2]
-    state_mma: Choices[Literal["mma_sync", "wgmma"]] = ["mma_sync"]
+    block_v: Choices[Literal[CHUNK_FIELDS["block_v"]]] = [32, 64]  # type: ignore[valid-type]
+    stages: Choices[Literal[CHUNK_FIELDS["stages"]]] = [2]  # type: ignore[valid-type]
+    state_mma: Choices[Literal[CHUNK_FIELDS["state_mma"]]] = ["mma_sync"]  # type: ignore[valid-type]
 
 
 class ChunkAgents(_Strict):

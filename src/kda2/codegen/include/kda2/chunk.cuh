@@ -532,7 +532,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   }
   // PREP_TMA: thread 0 issues one tensor copy per tile, each group completing on its own mbarrier (one phase: one
   // item per CTA); rows past the sequence arrive too (the next tokens, or zeros past the tensor) and are zeroed after
-  // the wait, by the threads that zero-fill them in the cp.async form (so step 4 still reads only its own v pieces).
+  // the wait (q and k by the l2norm, or by the loop after their wait without it; v by each thread's own pieces).
   __shared__ alignas(8) uint64_t tile_bar[3];   // the raw gate; q and k; v
   const uint32_t bars = smem_u32(tile_bar);
   if constexpr (PREP_TMA) {
@@ -592,9 +592,12 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   }
   if constexpr (PREP_TMA) {
     // a tensor-copied gate is visible to each thread once it has seen the barrier's phase complete: no CTA barrier
-    if (!g_bf16) mbar_wait(bars, 0);
-    else cp_async_wait<0>();
-    if (g_bf16) __syncthreads();   // everyone's cp.async pieces
+    if (!g_bf16) {
+      mbar_wait(bars, 0);
+    } else {
+      cp_async_wait<0>();
+      __syncthreads();   // everyone's cp.async pieces
+    }
   } else {
     cp_async_wait<2>();   // this thread's gate pieces
     __syncthreads();      // everyone's

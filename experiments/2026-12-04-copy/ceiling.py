@@ -1,7 +1,7 @@
 """Copies of a decode call's bytes against the benchmark's 1 GiB copy, timed as kda2.bench.timing times both (GPU spin
 before each call, CUDA events around it, median), input sets rotated so that no call finds its source in L2.
 
-python ceiling.py LIBCOPY.so OUT.json [SIZES: how many of D2, D3, 1 GiB] [hints: the cache-hint variants only]
+python ceiling.py LIBCOPY.so OUT.json [SIZES: how many of D2, D3, 1 GiB] [hints | same: the cache-hint variants, or the benchmark's equal-size copy against rotated pairs]
 """
 import ctypes
 import json
@@ -25,6 +25,12 @@ HINTS = [(f"16 KB/128 thr {LDS[v // 10 % 10]} {STS[v % 10]}", v, 0) for v in (10
         [(f"8 KB/256 thr {LDS[v // 10 % 10]} {STS[v % 10]}", v, 0) for v in (200, 201, 210, 211, 220, 230)]
 if len(sys.argv) > 4 and sys.argv[4] == "hints":
     VARIANTS = [VARIANTS[0]] + HINTS
+# "same": the benchmark's equal-size copy (kda2.bench.recurrent: torch copy_ of one source into one destination, the
+# same pair every call) against torch copy_ and cudaMemcpyAsync with the pairs rotated, and cudaMemcpyAsync on one pair
+SAME = len(sys.argv) > 4 and sys.argv[4] == "same"
+if SAME:
+    VARIANTS = [("torch copy_, rotated", -1, 0), ("torch copy_, one pair", -1, 1), ("cudaMemcpyAsync, rotated", 0, 0),
+                ("cudaMemcpyAsync, one pair", 0, 1), ("torch copy_, rotated", -1, 0), ("torch copy_, one pair", -1, 1)]
 STATE = 64 * 32 * 128 * 128 * 4   # D2 / M1: N 64, H 32, K = V = 128 fp32 (one way)
 rows = []
 ref = timer.copy_bandwidth()      # the benchmark's reference: torch copy_, 1 GiB, same src / dst
@@ -36,8 +42,13 @@ for label, nbytes in SIZES[: int(sys.argv[3]) if len(sys.argv) > 3 else None]:
     dsts = [torch.empty_like(s) for s in srcs]
     stream = torch.cuda.current_stream().cuda_stream
     for name, v, p in VARIANTS:
-        def call(i, v=v, p=p):
-            rc = lib.copy_launch(v, dsts[i].data_ptr(), srcs[i].data_ptr(), nbytes, p, stream)
+        def call(i, v=v, p=p, name=name):
+            if SAME and p == 1:   # one pair: every call copies set 0
+                i = 0
+            if v < 0:
+                dsts[i].copy_(srcs[i])
+                return
+            rc = lib.copy_launch(v, dsts[i].data_ptr(), srcs[i].data_ptr(), nbytes, 0 if SAME else p, stream)
             if rc != 0:
                 raise RuntimeError(f"{name}: cuda error {rc}")
         call(0)

@@ -65,7 +65,8 @@ __device__ __forceinline__ float select_f32(bool c, float a, float b) {
 
 // Vector memory helpers. Global state traffic goes through __ldcs/__stcs: the state is read once and
 // written once per call (streaming, evict-first), and the intrinsics pin the 16-byte vector width that
-// plain reinterpret_cast stores lost in NVVM here (seen as scalar STG.E in SASS).
+// plain reinterpret_cast stores lost in NVVM here (seen as scalar STG.E in SASS). The default policy
+// (__ldca/__stwb) made the direct decode kernels 3-25 % slower on the H200 (docs/DESIGN.md §2.2).
 template <int N, bool GLOBAL_STREAM>
 __device__ __forceinline__ void load_f32(const float* __restrict__ p, float (&out)[N]) {
   constexpr int CH = N % 4 == 0 ? 4 : (N % 2 == 0 ? 2 : 1);

@@ -46,6 +46,10 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "varlen": (False, True),
 }
 
+#: v_per_warp values a spec may list (`agents.tile`): the knob's, but 32 — one value column per lane, a tile the
+#: planner proposes itself for k_map = all.
+SPEC_V_PER_WARP = tuple(v for v in RECURRENT_FIELDS["v_per_warp"] if v != 32)
+
 #: Head dims the chunk kernels build with (K = V; kda2/chunk.cuh maps its 256 prep threads onto K: K/8 lanes per
 #: l2norm row, 256/K threads per channel in the gate scan, two w/u column halves of K/2). At K = 256 the prep's
 #: shared memory (~186 KB) admits one CTA per SM and the state kernel fits one stage only.

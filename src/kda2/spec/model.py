@@ -21,7 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, MAX_SMEM_PER_BLOCK
-from kda2.spec.knobs import CHUNK_FIELDS, CHUNK_HEAD_DIMS, INPUT_DTYPES, RECURRENT_FIELDS
+from kda2.spec.knobs import CHUNK_FIELDS, CHUNK_HEAD_DIMS, INPUT_DTYPES, RECURRENT_FIELDS, SPEC_V_PER_WARP
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
@@ -34,7 +34,8 @@ Arch = Literal[ARCHS]  # type: ignore[valid-type]  (plan/hardware.py is the one 
 # What a spec may ask the agents to try is what the knob allows (spec/knobs.py is the one list of each).
 Layout = Literal[RECURRENT_FIELDS["state_layout"]]  # type: ignore[valid-type]
 StagingMode = Literal[RECURRENT_FIELDS["staging"]]  # type: ignore[valid-type]
-HeadDim = Literal[32, 64, 128, 256]
+HeadDim = Literal[RECURRENT_FIELDS["k"]]  # type: ignore[valid-type]
+VPerWarp = Literal[SPEC_V_PER_WARP]  # type: ignore[valid-type]
 MAX_SEQ_LEN = 1 << 20
 MAX_SMEM_BYTES = MAX_SMEM_PER_BLOCK  # the largest opt-in of any arch (plan/hardware.py); per arch in the planner
 
@@ -294,9 +295,9 @@ class Tile(_Strict):
     narrower tile splits over more warps; the tuner routes them by batch class (decode-n1) if they win there.
     """
 
-    v_per_warp: Choices[Literal[2, 4, 8, 16]] = [4, 8]
+    v_per_warp: Choices[VPerWarp] = [4, 8]
     warps: Choices[Literal[RECURRENT_FIELDS["warps"]]] = [4]  # type: ignore[valid-type]
-    latency_v_per_warp: list[Literal[2, 4, 8, 16]] = []
+    latency_v_per_warp: list[VPerWarp] = []
 
 
 class Staging(_Strict):

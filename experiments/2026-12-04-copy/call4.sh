@@ -4,7 +4,7 @@
 # GPU tests with every kind forced, kda2 tune (the record the product keeps), then per decode row HEAD's route in HEAD's
 # routed library (build/_ab/rec, __ldcs) against the same variant and the new winner in the new build, alternating,
 # two rounds.
-. experiments/2026-12-04-copy/dev.sh
+. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, win, summ, finish
 unpack all
 NEW=/tmp/ab/build/_all/kimi_linear_recurrent; OLD=build/_ab/rec/kimi_linear_recurrent
 rec_tests $NEW

@@ -43,5 +43,22 @@ bench_runs() {
     done
   done; done
 }
+# two rounds, alternating: for each "SHAPE:LAYOUT" key, the caller's ROUTE[key] (HEAD's route) in library $1 (HEAD's
+# build), the same variant in library $2 (the new build) and the tune's winner there (win, by the caller's CLS[SHAPE])
+# where it differs
+ab_routes() {
+  local old=$1 new=$2 r key s l v w run tag lib x; shift 2
+  for r in 1 2; do for key in "$@"; do
+    s=${key%%:*}; l=${key##*:}; v=${ROUTE[$key]}; w=$(win $l ${CLS[$s]})
+    for run in "head $old $v" "new $new $v" "win $new $w"; do
+      read -r tag lib x <<< "$run"
+      [ -z "$x" ] && continue
+      [ $tag = win ] && [ "$x" = "$v" ] && continue
+      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $x \
+        --out $O/b_${s}_${l}_${tag}_$r > $O/b_${s}_${l}_${tag}_$r.log 2>&1 && summ $O/b_${s}_${l}_${tag}_$r/bench_recurrent.json "r$r $tag $x" \
+        || { echo "bench $s $l $tag $x failed"; tail -3 $O/b_${s}_${l}_${tag}_$r.log; }
+    done
+  done; done
+}
 # $O as one file (the device returns at most eight)
 finish() { el done; rm -f $O/*/*.png; tar czf $OUT/$1.tgz -C /tmp o; }

@@ -4,25 +4,13 @@
 # multi-token candidates by index: T 2 / 4 / 8 with per-token states, T 13 and varlen past the bucket), kda2 tune;
 # then M1 (N = 64, T = 4) per layout: HEAD's route in HEAD's routed library (build/_ab/rec), the same variant in the
 # new build and the new winner, alternating, two rounds.
-. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, win, summ, finish
+. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, ab_routes, finish
 unpack all
 NEW=/tmp/ab/build/_all/kimi_linear_recurrent; OLD=build/_ab/rec/kimi_linear_recurrent
 rec_tests $NEW
 tune $NEW kimi_linear_recurrent.h200.json
 declare -A ROUTE=([M1:k_first]=76ee8257a276 [M1:v_first]=d5e2e307b97b)
 declare -A CLS=([M1]="8 decode-n64")
-for r in 1 2; do
-  for key in M1:v_first M1:k_first; do
-    s=${key%%:*}; l=${key##*:}; old=${ROUTE[$key]}; w=$(win $l ${CLS[$s]})
-    for run in "head $OLD $old" "new $NEW $old" "win $NEW $w"; do
-      read -r tag lib v <<< "$run"
-      [ -z "$v" ] && continue
-      [ $tag = win ] && [ "$v" = "$old" ] && continue
-      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $v \
-        --out $O/b_${s}_${l}_${tag}_$r > $O/b_${s}_${l}_${tag}_$r.log 2>&1 && summ $O/b_${s}_${l}_${tag}_$r/bench_recurrent.json "r$r $tag $v" \
-        || { echo "bench $s $l $tag $v failed"; tail -3 $O/b_${s}_${l}_${tag}_$r.log; }
-    done
-  done
-done
+ab_routes $OLD $NEW M1:v_first M1:k_first
 mkdir -p $O/failures && cp -r /tmp/tun/failures/. $O/failures/ 2>/dev/null
 finish call1

@@ -4,25 +4,13 @@
 # (build/_ab/all.tar.xz, sm_90a): the recurrent GPU tests with every kind forced, kda2 tune; then per row HEAD's route
 # in HEAD's routed library (build/_ab/rec), the same variant in the new build and the new winner, alternating, two
 # rounds: M1 and D3 v_first (their routes reduce this way), D2 v_first, M1 k_first (untouched: the yardsticks).
-. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, win, summ, finish
+. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, ab_routes, finish
 unpack all
 NEW=/tmp/ab/build/_all/kimi_linear_recurrent; OLD=build/_ab/rec/kimi_linear_recurrent
 rec_tests $NEW
 tune $NEW kimi_linear_recurrent.h200.json
 declare -A ROUTE=([M1:v_first]=d5e2e307b97b [D3:v_first]=2674d2450fe7 [D2:v_first]=554e3bb662b7 [M1:k_first]=76ee8257a276)
 declare -A CLS=([M1]="8 decode-n64" [D3]="1 decode-n256" [D2]="1 decode-n64")
-for r in 1 2; do
-  for key in M1:v_first D3:v_first D2:v_first M1:k_first; do
-    s=${key%%:*}; l=${key##*:}; old=${ROUTE[$key]}; w=$(win $l ${CLS[$s]})
-    for run in "head $OLD $old" "new $NEW $old" "win $NEW $w"; do
-      read -r tag lib v <<< "$run"
-      [ -z "$v" ] && continue
-      [ $tag = win ] && [ "$v" = "$old" ] && continue
-      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $v \
-        --out $O/b_${s}_${l}_${tag}_$r > $O/b_${s}_${l}_${tag}_$r.log 2>&1 && summ $O/b_${s}_${l}_${tag}_$r/bench_recurrent.json "r$r $tag $v" \
-        || { echo "bench $s $l $tag $v failed"; tail -3 $O/b_${s}_${l}_${tag}_$r.log; }
-    done
-  done
-done
+ab_routes $OLD $NEW M1:v_first D3:v_first D2:v_first M1:k_first
 mkdir -p $O/failures && cp -r /tmp/tun/failures/. $O/failures/ 2>/dev/null
 finish call3

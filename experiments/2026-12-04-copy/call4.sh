@@ -4,7 +4,7 @@
 # GPU tests with every kind forced, kda2 tune (the record the product keeps), then per decode row HEAD's route in HEAD's
 # routed library (build/_ab/rec, __ldcs) against the same variant and the new winner in the new build, alternating,
 # two rounds.
-. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, win, summ, finish
+. experiments/2026-12-02-d2pre/dev.sh   # $O, el, unpack, rec_tests, tune, ab_routes, finish
 unpack all
 NEW=/tmp/ab/build/_all/kimi_linear_recurrent; OLD=build/_ab/rec/kimi_linear_recurrent
 rec_tests $NEW
@@ -12,18 +12,6 @@ tune $NEW kimi_linear_recurrent.h200.json
 declare -A ROUTE=([D2:k_first]=82cd905a6b51 [D2:v_first]=554e3bb662b7 [D3:k_first]=6a5ac3c71ebb [D3:v_first]=2674d2450fe7
                   [D1:k_first]=add37fbc6a17 [D1:v_first]=079885349c53 [M1:k_first]=76ee8257a276 [M1:v_first]=d5e2e307b97b)
 declare -A CLS=([D1]="1 decode-n1" [D2]="1 decode-n64" [D3]="1 decode-n256" [M1]="8 decode-n64")
-for r in 1 2; do
-  for key in D2:v_first D2:k_first D3:v_first D3:k_first M1:v_first M1:k_first D1:v_first D1:k_first; do
-    s=${key%%:*}; l=${key##*:}; old=${ROUTE[$key]}; w=$(win $l ${CLS[$s]})
-    for run in "head $OLD $old" "new $NEW $old" "win $NEW $w"; do
-      read -r tag lib v <<< "$run"
-      [ -z "$v" ] && continue
-      [ $tag = win ] && [ "$v" = "$old" ] && continue
-      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $v \
-        --out $O/b_${s}_${l}_${tag}_$r > $O/b_${s}_${l}_${tag}_$r.log 2>&1 && summ $O/b_${s}_${l}_${tag}_$r/bench_recurrent.json "r$r $tag $v" \
-        || { echo "bench $s $l $tag $v failed"; tail -3 $O/b_${s}_${l}_${tag}_$r.log; }
-    done
-  done
-done
+ab_routes $OLD $NEW D2:v_first D2:k_first D3:v_first D3:k_first M1:v_first M1:k_first D1:v_first D1:k_first
 mkdir -p $O/failures && cp -r /tmp/tun/failures/. $O/failures/ 2>/dev/null
 finish call4

@@ -30,6 +30,13 @@ for x in d["rows"]:
           f"{x.get('pct_copy', 0):.1f} % of copy, {x.get('pct_copy_same') or 0:.1f} % of equal-size")
 PY
 }
+# one forced-variant bench: $O/b_$1 (JSON and log), its summary line tagged $2; library $3, shape $4, layout $5,
+# variant $6
+bench_one() {
+  timeout 60 python3 -m kda2.bench recurrent --no-fla --library $3 --shapes $4 --layouts $5 --variant $6 \
+    --out $O/b_$1 > $O/b_$1.log 2>&1 && summ $O/b_$1/bench_recurrent.json "$2" \
+    || { echo "bench $4 $5 $6 ($1) failed"; tail -3 $O/b_$1.log; }
+}
 # two rounds, alternating: for each "SHAPE:LAYOUT" key of the caller's RUNS (its variants, space-separated), each
 # variant forced on library $1
 bench_runs() {
@@ -37,9 +44,7 @@ bench_runs() {
   for r in 1 2; do for key in "$@"; do
     s=${key%%:*}; l=${key##*:}
     for v in $(echo ${RUNS[$key]} | tr ' ' '\n' | awk '!seen[$0]++'); do
-      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $v \
-        --out $O/b_${s}_${l}_${v}_$r > $O/b_${s}_${l}_${v}_$r.log 2>&1 && summ $O/b_${s}_${l}_${v}_$r/bench_recurrent.json "r$r $v" \
-        || { echo "bench $s $l $v failed"; tail -3 $O/b_${s}_${l}_${v}_$r.log; }
+      bench_one ${s}_${l}_${v}_$r "r$r $v" $lib $s $l $v
     done
   done; done
 }
@@ -54,9 +59,7 @@ ab_routes() {
       read -r tag lib x <<< "$run"
       [ -z "$x" ] && continue
       [ $tag = win ] && [ "$x" = "$v" ] && continue
-      timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes $s --layouts $l --variant $x \
-        --out $O/b_${s}_${l}_${tag}_$r > $O/b_${s}_${l}_${tag}_$r.log 2>&1 && summ $O/b_${s}_${l}_${tag}_$r/bench_recurrent.json "r$r $tag $x" \
-        || { echo "bench $s $l $tag $x failed"; tail -3 $O/b_${s}_${l}_${tag}_$r.log; }
+      bench_one ${s}_${l}_${tag}_$r "r$r $tag $x" $lib $s $l $x
     done
   done; done
 }

@@ -3,7 +3,7 @@
 # build/_ab/m1): 94 registers, five CTAs of 4 warps per SM (20 warps, against the route's 16), and its 8-warp twin
 # (two CTAs). The multi-token GPU tests by index on that library, then HEAD's route (d5e2e307b97b, HEAD's routed
 # build build/_ab/rec) against both, alternating, two rounds.
-. experiments/2026-12-02-d2pre/dev.sh   # $O, el, summ, finish
+. experiments/2026-12-02-d2pre/dev.sh   # $O, el, bench_one, finish
 M1L=build/_ab/m1/m1_vpw8; OLD=build/_ab/rec/kimi_linear_recurrent
 el "multi-token GPU tests ($M1L)"
 KDA2_LIBRARY=$M1L timeout 200 python3 -m pytest -m gpu tests/gpu/test_recurrent_matrix_gpu.py -k "multi_token" -q \
@@ -12,9 +12,7 @@ echo "tests rc $?"; tail -1 $O/gpu_m1.log; grep -E "^FAILED|^ERROR" $O/gpu_m1.lo
 for r in 1 2; do
   for run in "head $OLD d5e2e307b97b" "o5 $M1L 9c70d4c6cd46" "w8 $M1L 6263fec08f80"; do
     read -r tag lib v <<< "$run"
-    timeout 60 python3 -m kda2.bench recurrent --no-fla --library $lib --shapes M1 --layouts v_first --variant $v \
-      --out $O/b_${tag}_$r > $O/b_${tag}_$r.log 2>&1 && summ $O/b_${tag}_$r/bench_recurrent.json "r$r $tag $v" \
-      || { echo "bench $tag $v failed"; tail -3 $O/b_${tag}_$r.log; }
+    bench_one ${tag}_$r "r$r $tag $v" $lib M1 v_first $v
   done
 done
 finish call4

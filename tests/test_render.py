@@ -62,6 +62,7 @@ PRELOAD_CASES = {"preload_all_k": {**ALL_K_CFG, "intermediate": True, "preload":
 BULK_CASES = {
     "bulk_k_first": {**ALL_K_CFG, "prefetch": False, "staging": "bulk", "lane_cols": 4, "state_dtypes": ["fp32", "bf16"]},
     "bulk_v_first": {**V_FIRST_CFG, "prefetch": False, "staging": "bulk", "v_per_warp": 16, "state_dtypes": ["fp32", "bf16"]},
+    "bulk_v_first_2cta": {**V_FIRST_CFG, "prefetch": False, "staging": "bulk", "v_per_warp": 16, "min_ctas": 2},
 }
 PERSISTENT_CASES = {
     "all_k_ps": {**ALL_K_CFG, "persistent": True, "min_ctas": 3, "state_dtypes": ["fp32", "bf16"]},
@@ -553,6 +554,9 @@ def test_bulk_kernels_copy_by_tensor_maps_or_linear_copies(built, name: str) -> 
     assert not missing and not local, (expected, missing, local)
     tensor = {op for op in ops if op.startswith(("UTMALDG", "UTMASTG"))}
     assert bool(tensor) == (cfg["state_layout"] == "k_first") and "LDG.E.EF" not in ops
+    # the next wave's tile asked of L2 only at the compiler's occupancy (recurrent.cuh bulk_prefetch_ahead)
+    prefetch = {op for op in ops if op.startswith(("UBLKPF", "UTMAPF"))}
+    assert bool(prefetch) == (cfg.get("min_ctas", 1) == 1), prefetch
 
 
 @pytest.mark.compile  # real nvcc / g++

@@ -77,6 +77,10 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         # by linear copies, a k_first one by tensor-map boxes (recurrent.cuh StateMaps)
         copies = ["UBLKCP"] if config.get("state_layout") == "v_first" else ["UTMALDG", "UTMASTG"]
         expected = [e for e in expected if e not in ("LDG.E.EF", "STG.E.EF")] + copies + ["SYNCS"]
+        if arch.startswith("sm_9") and config.get("min_ctas", 1) == 1:
+            # at the compiler's occupancy, L2 is asked for the tile a CTA of the next wave reads (recurrent.cuh
+            # bulk_prefetch_ahead): a bulk prefetch, a tensor-map one for k_first
+            expected += ["UBLKPF"] if config.get("state_layout") == "v_first" else ["UTMAPF"]
     return expected
 
 

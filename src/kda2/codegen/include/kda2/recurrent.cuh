@@ -949,6 +949,35 @@ struct Kernel {
         bulk_copy(smem_u32(bulk_smem()), reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, vb), BK_BYTES, bar);
     }
   }
+  // Bulk kernels at the compiler's occupancy (MIN_CTAS 1), one thread at entry (before griddepcontrol.wait, as
+  // prefetch_tile_l2): L2 is asked for the state tile of linear CTA b + SMs, so that CTA's bulk copy finds its lines
+  // there. One bulk prefetch instruction (a tensor-map one for k_first), nothing live across the body; a hint: a tile
+  // outside the grid or a negative pool row is skipped, and a pool row read before the wait may be stale (lines no one
+  // reads). Measured on the H200 (experiments/2026-12-04-lead, same run, two rounds): D3's routes v_first 272.1 ->
+  // 263.5 us, k_first 269.8 -> 264.3; a lead of SMs / 2 the same, 2 x SMs slower than none (278 us). In the kernels
+  // raised to 4 CTAs per SM it lost at every lead and form tried (M1 79.7 -> 82-103 us, D2 k_first 73.2 -> 73.7-92.3;
+  // per-line prefetch.global.L2 as well), so they have none (docs/DESIGN.md §2.2, recurrent bulk staging).
+  static constexpr bool L2_LEAD = BULK && Cfg::MIN_CTAS == 1;
+  static __device__ __forceinline__ void bulk_prefetch_ahead(const KDA2RecurrentArgs& a, const StateMaps* maps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (!L2_LEAD || a.h0 == nullptr || threadIdx.x != 32 * (WARPS - 1)) return;
+    unsigned nsm;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+    const long gx = gridDim.x, gy = gridDim.y;
+    const long t = blockIdx.x + gx * (blockIdx.y + gy * (long)blockIdx.z) + nsm;
+    const long n = t / (gx * gy);
+    if (n >= a.N || n >= (long)gridDim.z) return;
+    const int vb = (int)(t % gx), hv = (int)(t / gx % gy);
+    const int srow = a.state_indices != nullptr ? a.state_indices[n] : (int)n;
+    if (srow < 0) return;
+    if constexpr (TMAP)
+      asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
+                   ::"l"(&maps->in), "r"(vb * BV), "r"(0), "r"(srow * a.HV + hv) : "memory");
+    else
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n"
+                   ::"l"(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, vb)), "r"(BK_BYTES) : "memory");
+#endif
+  }
   // Every thread: the issued tile has landed and is visible on return.
   static __device__ __forceinline__ void bulk_wait() { mbar_wait(smem_u32(&bulk_bar()), 0); }
   // Every thread, after writing its share back into bulk_smem(): the tile to ht. The issuing thread waits until the
@@ -1037,6 +1066,7 @@ struct Kernel {
     }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     prefetch_tile_l2(a);
+    if constexpr (L2_LEAD) bulk_prefetch_ahead(a, maps);
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif

@@ -26,7 +26,7 @@ summ() { python3 - "$@" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for x in d["rows"]:
-    print(f"  {sys.argv[2]} {x['id']}/{x['layout']}: {x['ms_median'] * 1e3:.2f} us, graph {x['graph_us']:.2f}, "
+    print(f"  {sys.argv[2]} {x['id']}/{x['layout']}: {x['ms_median'] * 1e3:.2f} us, graph {x.get('graph_us') or 0:.2f}, "
           f"{x.get('pct_copy', 0):.1f} % of copy, {x.get('pct_copy_same') or 0:.1f} % of equal-size")
 PY
 }

@@ -63,5 +63,17 @@ ab_routes() {
     done
   done; done
 }
+# two rounds, alternating: `kda2 bench recurrent --no-fla` on shapes $1 (comma-separated) for each library
+# build/_ab/<name>/kimi_linear_recurrent named after it: $O/dec_<name>_<round> (JSON and log), a summary line per row
+# tagged "<name> <round>"
+bench_libs() {
+  local shapes=$1 r lib; shift
+  for r in 1 2; do for lib in "$@"; do
+    el "bench round $r $lib"
+    timeout 90 python3 -m kda2.bench recurrent --no-fla --library build/_ab/$lib/kimi_linear_recurrent --shapes $shapes \
+      --out $O/dec_${lib}_$r > $O/dec_${lib}_$r.log 2>&1 && summ $O/dec_${lib}_$r/bench_recurrent.json "$lib $r" \
+      || { echo "bench $lib failed"; tail -3 $O/dec_${lib}_$r.log; }
+  done; done
+}
 # $O as one file (the device returns at most eight)
 finish() { el done; rm -f $O/*/*.png; tar czf $OUT/$1.tgz -C /tmp o; }

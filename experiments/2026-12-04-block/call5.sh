@@ -3,12 +3,7 @@
 # run_all_k; a lane's 32 rows were one dependent FMA chain per sum): the routed Kimi recurrent build at ACC_PARTS = 2
 # (build/_ab/p2) and 4 (build/_ab/p4) against HEAD's (build/_ab/rec, one chain). The recurrent GPU tests on p4, then
 # the k_first decode rows D1, D2, D3, M1 (all on k_map = all routes) and v_first M1 (untouched), alternating, two rounds.
-. experiments/2026-12-02-d2pre/dev.sh   # $O, el, rec_tests, summ, finish
+. experiments/2026-12-02-d2pre/dev.sh   # $O, el, rec_tests, bench_libs, finish
 rec_tests build/_ab/p4/kimi_linear_recurrent
-for r in 1 2; do for lib in rec p2 p4; do
-  el "bench round $r $lib"
-  timeout 90 python3 -m kda2.bench recurrent --no-fla --library build/_ab/$lib/kimi_linear_recurrent --shapes D1,D2,D3,M1 \
-    --out $O/dec_${lib}_$r > $O/dec_${lib}_$r.log 2>&1 && summ $O/dec_${lib}_$r/bench_recurrent.json "$lib $r" \
-    || { echo "bench $lib failed"; tail -3 $O/dec_${lib}_$r.log; }
-done; done
+bench_libs D1,D2,D3,M1 rec p2 p4
 finish call5

@@ -963,19 +963,17 @@ struct Kernel {
     if (!L2_LEAD || a.h0 == nullptr || threadIdx.x != 32 * (WARPS - 1)) return;
     unsigned nsm;
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
-    const long gx = gridDim.x, gy = gridDim.y;
-    const long t = blockIdx.x + gx * (blockIdx.y + gy * (long)blockIdx.z) + nsm;
-    const long n = t / (gx * gy);
-    if (n >= a.N || n >= (long)gridDim.z) return;
-    const int vb = (int)(t % gx), hv = (int)(t / gx % gy);
-    const int srow = a.state_indices != nullptr ? a.state_indices[n] : (int)n;
+    // the grid (V / BV, HV, N) in the persistent kernels' tile order (tile_at, pool_row)
+    const long t = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z) + nsm;
+    const int srow = pool_row(a, t, (long)(V / BV) * a.HV * a.N);
     if (srow < 0) return;
+    const TileAt at = tile_at(a, t, srow);
     if constexpr (TMAP)
       asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
-                   ::"l"(&maps->in), "r"(vb * BV), "r"(0), "r"(srow * a.HV + hv) : "memory");
+                   ::"l"(&maps->in), "r"(at.vb * BV), "r"(0), "r"(srow * a.HV + at.hv) : "memory");
     else
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n"
-                   ::"l"(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, hv, vb)), "r"(BK_BYTES) : "memory");
+                   ::"l"(reinterpret_cast<const SE*>(a.h0) + tile_base(a, srow, at.hv, at.vb)), "r"(BK_BYTES) : "memory");
 #endif
   }
   // Every thread: the issued tile has landed and is visible on return.

@@ -152,6 +152,23 @@ def test_resolve_shapes_and_gates():
     assert bc.gates_for(bc.FEW_CHAIN_SHAPES[0], None) == ["softplus", "lower_bound"]
 
 
+def test_custom_chunk_shapes_from_the_command_line():
+    got = bc.resolve_shapes(["B2T4096H16", "P6", "B2T4096H16", "B1T100H3"])
+    assert [(s.id, s.B, s.T, s.H, s.N, s.tokens) for s in got] == [
+        ("P6", 2, 2048, 8, 2, 4096), ("B2T4096H16", 2, 4096, 16, 2, 8192), ("B1T100H3", 1, 100, 3, 1, 100)]
+    custom = got[1]
+    assert custom.seqlens is None and custom.cu_seqlens is None   # dense
+    assert bc.gates_for(custom, None) == ["softplus", "lower_bound"]
+    assert bc.at_head_dim(custom, 64) is custom                    # as given at every head dim
+    assert bc.at_head_dim(bc.SHAPES[5], 64).H == 16                # the named shapes keep H·K
+    for bad in ("B0T64H4", "B1T0H4", "B1T64H0"):
+        with pytest.raises(ValueError, match="at least 1"):
+            bc.resolve_shapes([bad])
+    for bad in ("B2T4096", "b2t4096h16", "B2xT4096xH16", "B2T4096H16x"):
+        with pytest.raises(ValueError, match=r"B<sequences>T<tokens>H<heads>"):
+            bc.resolve_shapes([bad])
+
+
 def test_fla_warm_k3_tasks():
     from kda2.bench import fla_warm
 

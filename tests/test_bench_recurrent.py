@@ -1,10 +1,14 @@
-"""`kda2 bench recurrent --variant`: the forced-variant dispatch a same-run A/B of a candidate uses (no GPU)."""
+"""`kda2 bench recurrent`: the forced-variant dispatch a same-run A/B of a candidate uses, and the shapes a run takes
+(no GPU)."""
 from __future__ import annotations
 
 import ctypes
 
 import pytest
 
+import json
+
+from kda2.bench import recurrent as br
 from kda2.bench.recurrent import force_variants
 from kda2.runtime import abi
 
@@ -42,3 +46,25 @@ def test_unknown_ids_and_two_per_layout_are_refused_by_name() -> None:
         force_variants(FakeLib(), ["dddddddddddd"])
     with pytest.raises(ValueError, match=r"bbbbbbbbbbbb and cccccccccccc are both v_first; allowed: one per"):
         force_variants(FakeLib(), ["bbbbbbbbbbbb", "cccccccccccc"])
+
+
+def test_shapes_named_and_custom_decode_sizes() -> None:
+    assert br.resolve_shapes(None) == br.SHAPES
+    got = br.resolve_shapes(["N128T4", "M1", "D2", "N512T1h", "N128T4"])
+    assert [(s.id, s.kind, s.N, s.T, s.state) for s in got] == [
+        ("D2", "decode", 64, 1, "fp32"), ("M1", "decode", 64, 4, "fp32"),
+        ("N128T4", "decode", 128, 4, "fp32"), ("N512T1h", "decode", 512, 1, "bf16")]
+    assert br.call_bytes(got[2], 128, 128)["state"] == 2 * br.call_bytes(got[1], 128, 128)["state"]
+    with pytest.raises(ValueError, match="at least 1"):
+        br.resolve_shapes(["N0T1"])
+    for bad in ("D9", "N64", "n64t1", "N64T1x", "B2T64H4"):
+        with pytest.raises(ValueError, match=r"unknown shape .*N<sequences>T<tokens>\[h\]"):
+            br.resolve_shapes([bad])
+
+
+def test_an_unknown_shape_fails_the_run_before_any_gpu_work(tmp_path) -> None:
+    # a typo used to select nothing and run only the correctness check; now it is refused, with the allowed forms
+    rc = br.run(tmp_path, None, None, ["D2", "D9"], True, False, ["recurrent"])
+    assert rc == 2
+    err = json.loads((tmp_path / "bench_recurrent.json").read_text())["error"]
+    assert "unknown shape 'D9'" in err and "M1" in err and "N<sequences>T<tokens>[h]" in err

@@ -1,8 +1,8 @@
 """Benchmarks (`python -m kda2.bench ...`, or `kda2 bench ...` through the CLI).
 
     python -m kda2.bench recurrent --out DIR [--library MANIFEST] [--layouts v_first,k_first]
-                                   [--shapes D1,S2] [--quick] [--no-fla]
-    python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes p|k3|all|P1,K3,...]
+                                   [--shapes D1,S2,N128T4] [--quick] [--no-fla]
+    python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes p|k3|f|all|P1,K3,B2T4096H16,...]
                                [--gates softplus,lower_bound] [--layout v_first|k_first] [--iters N] [--warmup N]
                                [--no-fla] [--no-cudnn] [--step-us US] [--head-dim 64|128|256]
                                [--overlap auto|on|off]
@@ -23,7 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, type=Path, help="directory for bench_recurrent.json / .png")
     r.add_argument("--library", help="manifest.json or build directory (default: KDA2_LIBRARY or ./build)")
     r.add_argument("--layouts", help="comma list of k_first,v_first (default: every built layout)")
-    r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,M1,D2h,D3h,S1,S2,S3,S4; default all)")
+    r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,M1,D2h,D3h,S1,S2,S3,S4; default all) and "
+                                    "decode sizes N<sequences>T<tokens>[h] (from the state pool; h: bf16 states), "
+                                    "e.g. D2,N128T4")
     r.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     r.add_argument("--no-fla", action="store_true", help="do not import or time FLA")
     r.add_argument("--variant", help="comma list of variant ids (at most one per state layout): every call of that "
@@ -35,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "else the chunk-family build under ./build)")
     c.add_argument("--shapes", help="comma list of shape ids (P1..P6, K1..K10, F1..F4) and sets: p (P1-P6, the "
                                     "default), k3 (cuDNN-FE's ten Kimi-K3 shapes), f (few chains: one long prompt on "
-                                    "1-4 heads, where the library splits sequences), all")
+                                    "1-4 heads, where the library splits sequences), all; and dense batches "
+                                    "B<sequences>T<tokens>H<heads>, e.g. B2T4096H16 (as given at every --head-dim)")
     c.add_argument("--gates", help="comma list of softplus,lower_bound (default: both for P and F shapes, lower_bound "
                                    "for the k3 set)")
     c.add_argument("--layout", default="v_first", choices=["v_first", "k_first"],

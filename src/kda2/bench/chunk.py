@@ -33,6 +33,7 @@ import hashlib
 import math
 import os
 import platform
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ class Shape:
     H: int
     seqlens: tuple[int, ...] | None = None
     why: str = ""
+    custom: bool = False         # named on the command line (B<b>T<t>H<h>): run as given at every head dim
 
     @property
     def cu_seqlens(self) -> list[int] | None:
@@ -128,12 +130,29 @@ SHAPE_SETS = {"p": [s.id for s in SHAPES], "k3": [s.id for s in K3_SHAPES], "f":
 K3_GATES = ("lower_bound",)
 
 
+#: A shape named on the command line: B sequences of T tokens on H heads, e.g. B2T4096H16.
+CUSTOM_FORM = "B<sequences>T<tokens>H<heads>"
+_CUSTOM = re.compile(r"B(\d+)T(\d+)H(\d+)")
+
+
+def custom_shape(token: str) -> Shape | None:
+    """B<b>T<t>H<h> -> that dense batch (None when the token is not of that form); ValueError on a zero."""
+    m = _CUSTOM.fullmatch(token)
+    if not m:
+        return None
+    b, t, h = (int(x) for x in m.groups())
+    if min(b, t, h) < 1:
+        raise ValueError(f"shape {token!r}: sequences, tokens and heads must each be at least 1")
+    return Shape(token, b, t, h, why="named on the command line", custom=True)
+
+
 def resolve_shapes(tokens: list[str] | None) -> list[Shape]:
-    """Shape ids and set names (p, k3, all) -> shapes, in ALL_SHAPES order; default the p set. ValueError on an
-    unknown name."""
+    """Shape ids, set names (p, k3, f, all) and shapes of the form B<b>T<t>H<h> -> shapes: the named ones in
+    ALL_SHAPES order, then the custom ones as given; default the p set. ValueError on anything else."""
     tokens = tokens or ["p"]
     by_id = {s.id: s for s in ALL_SHAPES}
     want: set[str] = set()
+    custom: list[Shape] = []
     for t in tokens:
         if t.lower() == "all":
             want |= set(by_id)
@@ -141,9 +160,13 @@ def resolve_shapes(tokens: list[str] | None) -> list[Shape]:
             want |= set(SHAPE_SETS[t.lower()])
         elif t in by_id:
             want.add(t)
+        elif (c := custom_shape(t)) is not None:
+            if all(c.id != x.id for x in custom):
+                custom.append(c)
         else:
-            raise ValueError(f"unknown shape {t!r}; allowed: {list(by_id)} or a set {list(SHAPE_SETS)} / all")
-    return [s for s in ALL_SHAPES if s.id in want]
+            raise ValueError(f"unknown shape {t!r}; allowed: {list(by_id)}, a set {list(SHAPE_SETS)} / all, or "
+                             f"{CUSTOM_FORM} (e.g. B2T4096H16)")
+    return [s for s in ALL_SHAPES if s.id in want] + custom
 
 
 def gates_for(s: Shape, gates: list[str] | None) -> list[str]:
@@ -177,7 +200,7 @@ def anchor(shape_id: str, gate: str) -> dict[str, float | None]:
 
 def at_head_dim(s: Shape, k: int) -> Shape:
     """The shape scaled to head dim k = K = V: the same tokens and H·K (HEAD_DIMS)."""
-    if k == K_DIM:
+    if k == K_DIM or s.custom:
         return s
     h = max(1, s.H * K_DIM // k)
     return Shape(s.id, s.B, s.T, h, seqlens=s.seqlens, why=f"{s.why}; H {s.H} -> {h} at K = V = {k}")

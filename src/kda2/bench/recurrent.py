@@ -7,6 +7,7 @@ and beta sigmoid in kernel, fp32 states, K = V = 128, H = HV = 32.
 - multi-token decode M1: T = 4, N = 64 from the pool, each state read and written once per call.
 - D2h, D3h: D2, D3 with the opt-in bf16 state pool (half the state bytes; kda2 only, where the spec builds it).
 - prefill S1-S4: T in {64, 512} x N in {1, 8}, initial state in, final state out.
+- any decode size from the command line: N<n>T<t> (bf16 pool: N<n>T<t>h), e.g. N128T4.
 Reported per row: median GPU time (CUDA events, rotating input sets totalling > 2x L2), bytes moved,
 achieved bandwidth as % of a device-to-device copy measured in the same run (1 GiB: the practical HBM ceiling);
 for decode also as % of a copy of the call's own bytes (same timing: what a copy of that size reaches, with its own
@@ -19,6 +20,7 @@ import hashlib
 import inspect
 import math
 import platform
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -49,6 +51,32 @@ SHAPES = [
     Shape("S3", "prefill", 8, 64), Shape("S4", "prefill", 8, 512),
 ]
 OPTIONS = dict(use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True)
+#: A decode shape named on the command line: N sequences of T tokens from the state pool (in place), `h` for the
+#: bf16 pool, e.g. N128T4 or N512T1h.
+CUSTOM_FORM = "N<sequences>T<tokens>[h]"
+_CUSTOM = re.compile(r"N(\d+)T(\d+)(h?)")
+
+
+def resolve_shapes(ids: list[str] | None) -> list[Shape]:
+    """Shape ids and decode shapes of the form N<n>T<t>[h] -> shapes: the named ones in SHAPES order, then the
+    custom ones as given; default every named shape. ValueError on anything else."""
+    if not ids:
+        return list(SHAPES)
+    by_id = {s.id: s for s in SHAPES}
+    custom: list[Shape] = []
+    for t in ids:
+        if t in by_id:
+            continue
+        m = _CUSTOM.fullmatch(t)
+        if not m:
+            raise ValueError(f"unknown shape {t!r}; allowed: {list(by_id)} or {CUSTOM_FORM} (decode from the state "
+                             f"pool, h: bf16 states; e.g. N128T4)")
+        n, tok = int(m.group(1)), int(m.group(2))
+        if n < 1 or tok < 1:
+            raise ValueError(f"shape {t!r}: sequences and tokens must each be at least 1")
+        if all(t != c.id for c in custom):
+            custom.append(Shape(t, "decode", n, tok, state="bf16" if m.group(3) else "fp32"))
+    return [s for s in SHAPES if s.id in ids] + custom
 
 
 def call_bytes(s: Shape, K: int, V: int) -> dict[str, int]:
@@ -339,8 +367,6 @@ def force_variants(lib, ids: list[str]) -> dict[str, str]:
 
 def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: list[str] | None, quick: bool,
         use_fla: bool, argv: list[str], variants: list[str] | None = None) -> int:
-    import torch
-
     out_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"schema": 1, "kind": "kda2-bench-recurrent",
                               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -348,6 +374,14 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
                               "host": platform.node(), "notes": []}
     json_path = out_dir / "bench_recurrent.json"
 
+    try:
+        chosen = resolve_shapes(shapes)
+    except ValueError as exc:
+        return host.fail(result, json_path, str(exc), 2)
+    try:
+        import torch
+    except ImportError as exc:
+        return host.fail(result, json_path, f"torch is not importable ({exc}): the benchmark needs torch and a GPU", 2)
     if not torch.cuda.is_available():
         return host.fail(result, json_path, "torch.cuda is not available: the benchmark needs a GPU", 2)
     result["device"], result["versions"] = host.device(torch), host.versions(torch)
@@ -381,9 +415,7 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
     l2 = result["device"]["l2_bytes"] or 60 * 2**20
     result["rows"] = rows = []
     copies: dict[int, dict] = {}   # equal-size copies, by bytes each way (bench_shape)
-    for s in SHAPES:
-        if shapes and s.id not in shapes:
-            continue
+    for s in chosen:
         if s.T > lib.max_bucket:
             result["notes"].append(f"{s.id}: T={s.T} above the library's largest bucket {lib.max_bucket}; skipped")
             continue

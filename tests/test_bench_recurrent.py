@@ -68,3 +68,16 @@ def test_an_unknown_shape_fails_the_run_before_any_gpu_work(tmp_path) -> None:
     assert rc == 2
     err = json.loads((tmp_path / "bench_recurrent.json").read_text())["error"]
     assert "unknown shape 'D9'" in err and "M1" in err and "N<sequences>T<tokens>[h]" in err
+
+
+def test_the_readme_table_states_the_timing_floor_of_its_run() -> None:
+    from kda2.bench.report import readme_table
+
+    row = dict(id="D2", kind="decode", N=64, T=1, H=32, layout="v_first", impl="kda2", ms_median=0.0714,
+               pct_copy=89.1, graph_us=70.6, wall_us=68.9, wall_prepared_us=68.0)
+    result = {"device": {"name": "NVIDIA H200"}, "copy": {"TBps": 4.26}, "rows": [row],
+              "fla": {"available": False, "error": "disabled with --no-fla"}}
+    assert "timing's own" not in readme_table(result)          # a result from before the floor was measured
+    result["timing"] = {"floor_us": 3.904}
+    text = readme_table(result)
+    assert "includes the timing's own 3.9 µs" in text and "| D2 N=64 T=1 v_first | 71.4 |" in text

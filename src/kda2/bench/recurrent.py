@@ -407,11 +407,14 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
     fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "inplace": f.inplace})
 
     timer = Timer(torch)
-    result["timing"] = {"method": "median of CUDA-event times, GPU spin before each call so launch cost is excluded, "
+    result["timing"] = {"method": "median of CUDA-event times, GPU spin before each call so the CPU's launch cost is "
+                                  "excluded (the GPU's own, the same for any kernel, is floor_us), "
                                   "rotating input sets > 2x L2", "spin_cycles_per_us": timer.cycles_per_us}
     result["copy"] = timer.copy_bandwidth()
     copy_tbps = result["copy"]["TBps"]
-    print(f"device {result['device']['name']}: copy {copy_tbps:.2f} TB/s; library {lib.spec}/{lib.arch}", flush=True)
+    result["timing"]["floor_us"] = floor = timer.floor_us()
+    print(f"device {result['device']['name']}: copy {copy_tbps:.2f} TB/s; timing floor {floor:.2f} us (a one-element "
+          f"kernel timed as a call is); library {lib.spec}/{lib.arch}", flush=True)
     l2 = result["device"]["l2_bytes"] or 60 * 2**20
     result["rows"] = rows = []
     copies: dict[int, dict] = {}   # equal-size copies, by bytes each way (bench_shape)

@@ -48,7 +48,9 @@ def readme_table(result: dict) -> str:
         f"Recurrent KDA on {dev.get('name', '?')} ({result.get('date', '?')}; torch {ver.get('torch', '?')}, "
         f"FLA {ver.get('fla-core', 'n/a')}; Kimi-Linear config: softplus gate, q/k l2norm and β-sigmoid in kernel, "
         f"fp32 state, H=HV=32, K=V=128). Median GPU time per call; bandwidth = bytes read+written / time, as % "
-        f"of a device copy ({copy.get('TBps', float('nan')):.2f} TB/s) measured in the same run.",
+        f"of a device copy ({copy.get('TBps', float('nan')):.2f} TB/s) measured in the same run."
+        + (f" Every time includes the timing's own {floor:.1f} µs (a one-element kernel timed the same way)."
+           if (floor := result.get("timing", {}).get("floor_us")) is not None else ""),
         "",
         "| shape | kda2 µs | FLA 0.6 µs | speed-up | kda2 % of copy | FLA % of copy |",
         "|---|---:|---:|---:|---:|---:|",

@@ -119,6 +119,14 @@ class Timer:
             samples.append((time.perf_counter() - t0) / calls * 1e6)
         return sorted(samples)[len(samples) // 2]
 
+    def floor_us(self, reps: int = 200) -> float:
+        """What this timing charges any kernel: the median event time of a one-element kernel (an in-place add on
+        one of eight 4-byte tensors), timed as `kernel` times a call. A call's time includes it; a µs figure of a
+        small call is best read against it (3.9 µs on the H200: experiments/2026-12-04-evict, call 3)."""
+        torch = self.torch
+        xs = [torch.zeros(1, device="cuda") for _ in range(8)]
+        return self.kernel(lambda i: xs[i].add_(1), len(xs), reps).median_ms * 1e3
+
     def copy_bandwidth(self, nbytes: int = 1 << 30, reps: int = 10) -> dict:
         """Device-to-device copy (bytes read + written per second): the practical HBM ceiling."""
         torch = self.torch

@@ -142,6 +142,9 @@ def test_resolve_shapes_and_gates():
     assert [s.id for s in bc.resolve_shapes(["k3"])] == [f"K{i}" for i in range(1, 11)]
     assert [s.id for s in bc.resolve_shapes(["K2", "P6", "p"])] == ["P1", "P2", "P3", "P4", "P5", "P6", "K2"]
     assert [s.id for s in bc.resolve_shapes(["f"])] == ["F1", "F2", "F3", "F4"]
+    assert [s.id for s in bc.resolve_shapes(["K3"])] == ["K3"]       # the shape, not the set k3
+    assert [s.id for s in bc.resolve_shapes(["K3", "P1"])] == ["P1", "K3"]
+    assert len(bc.resolve_shapes(["K3", "k3"])) == 10
     assert all(s.B == 1 and s.H <= 4 for s in bc.resolve_shapes(["f"]))   # few chains: one prompt on a few heads
     assert len(bc.resolve_shapes(["all"])) == 20
     with pytest.raises(ValueError, match="unknown shape 'K11'"):

@@ -154,12 +154,12 @@ def resolve_shapes(tokens: list[str] | None) -> list[Shape]:
     want: set[str] = set()
     custom: list[Shape] = []
     for t in tokens:
-        if t.lower() == "all":
+        if t in by_id:  # before the set names: "K3" is a shape, "k3" the set of ten
+            want.add(t)
+        elif t.lower() == "all":
             want |= set(by_id)
         elif t.lower() in SHAPE_SETS:
             want |= set(SHAPE_SETS[t.lower()])
-        elif t in by_id:
-            want.add(t)
         elif (c := custom_shape(t)) is not None:
             if all(c.id != x.id for x in custom):
                 custom.append(c)

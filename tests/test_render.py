@@ -794,7 +794,7 @@ def test_chunk_render_context(stub_templates, tmp_path) -> None:
     name = variant_name(CHUNK_CFG)
     assert name == f"kda2_chunk_sm_90a_k128v128_vf_c64bv32s2_{vid}"
     assert text.splitlines()[0] == f"// {name} {vid} kda2_{vid}"
-    expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 136, "LDS_T": 72, "LDS_O": 24, "LDS_Y": 8, "LDS_X": 36,
+    expect = {"LDS_KV": 136, "LDS_U": 72, "LDS_G": 136, "LDS_T": 72, "LDS_O": 24, "LDS_Y": 8, "LDS_X": 8,
               "PREP_THREADS": 256, "STATE_THREADS": 128, "PREP_SMEM_BYTES": 105728, "STATE_SMEM_BYTES": 155680}
     for key, value in expect.items():
         assert f"constexpr int {key} = {value};" in text

@@ -27,8 +27,11 @@ PREP_THREADS = 256     # threads of the prep kernel: two warps per 16-row sub-ch
 MAX_ROW_PAD = 16
 XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 float4 per lane)
 # The exact split's combine kernel (docs/DESIGN.md §1): two threads per key row, COMBINE_COLS value columns
-# per CTA (static shared memory: one fp32 [K][COMBINE_COLS] start-state slice).
-COMBINE_COLS = 32
+# per CTA (static shared memory: one fp32 [K][COMBINE_COLS] start-state slice). Its segments run one after another,
+# so a CTA's step is the split's serial part and few heads leave most SMs idle: 8 columns (V / 8 CTAs a head, the
+# fewest a thread's 16-byte accesses allow) against 32 made F1–F4 9–21 % faster, the combine of F4 137 → 75 µs
+# (H200, experiments/2026-12-04-kernels, call 2).
+COMBINE_COLS = 8
 # The library's own split choice (docs/DESIGN.md §1 exact split; library.cpp.j2 choose_split). Fewest chunks a
 # segment keeps: the fold, the combine and two more launches cost a fixed overhead that only long segments repay.
 # Fewest segments: fold + emission walk 2·nch/s chunks in sequence, so s = 2 saves nothing. Most segments: the

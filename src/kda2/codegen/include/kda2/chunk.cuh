@@ -408,9 +408,9 @@ struct Kernels {
   static __device__ __forceinline__ void state_wg(const KDA2RecurrentArgs& a);
   template <class E, Pass PASS, bool OV>
   static __device__ __forceinline__ void state_mma_sync(const KDA2RecurrentArgs& a);
-  // Split combine: per (32 value columns, value head, sequence), the start state of every segment,
-  // S_{s+1} = M_s S_s + B_s from S_0 = h0 (fp32 on CUDA cores: a few segments of 128×128 by 128×32);
-  // COMBINE_THREADS threads, grid (V / 32, HV, N), static shared memory.
+  // Split combine: per (COMBINE_COLS value columns, value head, sequence), the start state of every segment,
+  // S_{s+1} = M_s S_s + B_s from S_0 = h0 (fp32 on CUDA cores: a few segments of K×K by K×COMBINE_COLS);
+  // COMBINE_THREADS threads, grid (V / COMBINE_COLS, HV, N), static shared memory.
   static constexpr int COMBINE_THREADS = Cfg::COMBINE_THREADS, COMBINE_COLS = Cfg::COMBINE_COLS;
   static __device__ __forceinline__ void combine(const KDA2RecurrentArgs& a);
 };
@@ -1917,14 +1917,14 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
 }
 
 // =============================================================================================
-// Split combine: one CTA per (32 value columns, value head, sequence); thread (row i, half) keeps 16 columns
-// of row i of the next start state. fp32 FMAs: the start states are the one place where the split could lose
+// Split combine: one CTA per (COMBINE_COLS value columns, value head, sequence); thread (row i, half) keeps half of
+// them in row i of the next start state. fp32 FMAs: the start states are the one place where the split could lose
 // precision, and the work is a few 128×128 by 128×32 products per sequence.
 // =============================================================================================
 template <class Cfg>
 __device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a) {
-  static_assert(COMBINE_THREADS == 2 * K && V % COMBINE_COLS == 0 && LDS_X >= COMBINE_COLS,
-                "combine tiling: two threads per key row");
+  static_assert(COMBINE_THREADS == 2 * K && V % COMBINE_COLS == 0 && COMBINE_COLS % 8 == 0 && LDS_X >= COMBINE_COLS,
+                "combine tiling: two threads per key row, each a whole number of 16-byte pieces of it");
   __shared__ __align__(16) float X[K][LDS_X];   // the running start state, this CTA's columns (padded rows)
   const int split = a.split, hv = blockIdx.y, n = blockIdx.z, v0 = blockIdx.x * COMBINE_COLS;
   const int tid = threadIdx.x, i = tid >> 1, c0 = (tid & 1) * (COMBINE_COLS / 2);

@@ -1919,7 +1919,7 @@ __device__ __forceinline__ void Kernels<Cfg>::state_wg(const KDA2RecurrentArgs& 
 // =============================================================================================
 // Split combine: one CTA per (COMBINE_COLS value columns, value head, sequence); thread (row i, half) keeps half of
 // them in row i of the next start state. fp32 FMAs: the start states are the one place where the split could lose
-// precision, and the work is a few 128×128 by 128×32 products per sequence.
+// precision, and the work is a few K×K by K×COMBINE_COLS products per CTA.
 // =============================================================================================
 template <class Cfg>
 __device__ __forceinline__ void Kernels<Cfg>::combine(const KDA2RecurrentArgs& a) {

@@ -960,12 +960,12 @@ struct Kernel {
   static constexpr bool L2_LEAD = BULK && Cfg::MIN_CTAS == 1;
   static __device__ __forceinline__ void bulk_prefetch_ahead(const KDA2RecurrentArgs& a, const StateMaps* maps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (!L2_LEAD || a.h0 == nullptr || threadIdx.x != 32 * (WARPS - 1)) return;
+    if (a.h0 == nullptr || threadIdx.x != 32 * (WARPS - 1)) return;
     unsigned nsm;
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
     // the grid (V / BV, HV, N) in the persistent kernels' tile order (tile_at, pool_row)
-    const long t = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z) + nsm;
-    const int srow = pool_row(a, t, (long)(V / BV) * a.HV * a.N);
+    const long t = linear_cta() + nsm;
+    const int srow = pool_row(a, t, tile_count(a));
     if (srow < 0) return;
     const TileAt at = tile_at(a, t, srow);
     if constexpr (TMAP)
@@ -1086,9 +1086,9 @@ struct Kernel {
     if constexpr (!PERSISTENT) {  // the body reads the pool row after the sequence bounds (the tuned order)
       run_tile<P16>(a, TileAt{(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, 0}, TileAt{0, 0, -1, -1});
     } else {
-      const long total = (long)(V / BV) * a.HV * a.N;
+      const long total = tile_count(a);
       const long stride = (long)gridDim.x * gridDim.y * gridDim.z;
-      long t = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
+      long t = linear_cta();
       if (t >= total) return;
       int row = pool_row(a, t, total), row_next = pool_row(a, t + stride, total);
       prefetch_state(a, tile_at(a, t, row));
@@ -1103,6 +1103,12 @@ struct Kernel {
     }
   }
 
+  // This CTA's place in the grid's linear order (x fastest), and the tiles of a call: the (V-block, head, sequence)
+  // order tile_at decodes.
+  static __device__ __forceinline__ long linear_cta() {
+    return blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
+  }
+  static __device__ __forceinline__ long tile_count(const KDA2RecurrentArgs& a) { return (long)(V / BV) * a.HV * a.N; }
   // Tile t of the persistent order, its pool row already read.
   static __device__ __forceinline__ TileAt tile_at(const KDA2RecurrentArgs& a, long t, int srow) {
     constexpr int NVB = V / BV;

@@ -9,6 +9,7 @@ are poisoned with NaN before every call. Without a GPU every test here skips (co
 """
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -113,17 +114,23 @@ def test_split_argument_is_checked(chunk_lib, chunk_kda, torch_cuda, seed):
             _call(chunk_kda, x, c, output_final_state=True, library=lib, split=bad)
 
 
-def test_library_splits_only_long_chains_that_leave_sms_idle(chunk_lib, torch_cuda):
-    """The library's own choice (split=None; docs/DESIGN.md §1, kda2.plan.smem SPLIT_*), read from the workspace it
-    asks for: a long sequence over few heads (its chains leave most SMs idle) is split — into ≥ 3 segments of ≥ 32
-    chunks, ≤ 16 of them; a 48-chunk sequence and a call whose chains fill the GPU (P3) are not."""
+def test_library_choice_is_the_planners_rule(chunk_lib, torch_cuda):
+    """The library's own choice (split=None; templates/library.cpp.j2 choose_split) is kda2.plan.smem split_segments,
+    read from the workspace the library asks for (the most any variant of the layout would take, at the library-wide
+    cap) over a grid of few-chain and many-chain shapes: some number of state CTAs per SM for each variant (the
+    driver's occupancy, which Python does not see) makes the rule give every shape's split. Long sequences over few
+    heads split; P3's chains (they fill the GPU) do not."""
     from kda2.artifact.abi import KDA2RecurrentArgs
-    from kda2.plan.smem import SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS
+    from kda2.plan.smem import split_segments
     from kda2.runtime import abi
 
+    torch = torch_cuda
     lib = chunk_lib
     K, V = lib.k, lib.v
     layout = "v_first" in lib.features.state_layouts
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    block_vs = sorted({int(v["config"]["block_v"]) for v in lib.manifest["variants"]
+                       if (v["config"]["state_layout"] == "v_first") == layout})
 
     def chosen(N: int, T: int, HV: int) -> int:
         """The split whose workspace the library asks for (every split size differs)."""
@@ -133,11 +140,18 @@ def test_library_splits_only_long_chains_that_leave_sms_idle(chunk_lib, torch_cu
         assert got in sizes, f"N={N} T={T} HV={HV}: workspace {got} B is no split's"
         return sizes[got]
 
-    heads = max(1, 4 * 128 // K)   # four 128-wide heads' worth of columns: few chains at every head dim
-    s = chosen(1, 16384, heads)
-    assert SPLIT_MIN_SEGMENTS <= s <= SPLIT_MAX_SEGMENTS and 16384 // 64 // s >= SPLIT_MIN_CHUNKS, s
-    assert chosen(1, 3072, heads) == 1      # 48 chunks
-    assert chosen(8, 2048, 32 * 128 // K) == 1   # P3's chains fill the GPU
+    heads = max(1, 128 // K)   # one 128-wide head's worth of columns (one head at K = 256)
+    shapes = [(N, T, h * heads) for N in (1, 2) for T in (2048, 3072, 4096, 6144, 8192, 16384, 65536)
+              for h in (1, 2, 4, 8, 12, 16, 32)] + [(8, 2048, 32 * heads)]
+    got = {sh: chosen(*sh) for sh in shapes}
+    assert got[(1, 16384, heads)] > 1 and got[(8, 2048, 32 * heads)] == 1, got
+
+    def rule(N: int, T: int, HV: int, per_sm: tuple[int, ...]) -> int:
+        return max(split_segments(N * HV * (K + V) // bv, sms * p, -(-T // 64)) for bv, p in zip(block_vs, per_sm))
+
+    fits = [p for p in itertools.product(range(1, 5), repeat=len(block_vs))
+            if all(rule(*sh, p) == s for sh, s in got.items())]
+    assert fits, {sh: (s, rule(*sh, (1,) * len(block_vs))) for sh, s in got.items()}
 
 
 def test_each_rows_split_knob_bounds_the_librarys_choice(chunk_lib, chunk_kda, torch_cuda, seed):

@@ -16,6 +16,7 @@ free of bank conflicts (see kda2.tir.chunk):
 """
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 from kda2.artifact.abi import CHUNK as ABI_CHUNK
@@ -32,16 +33,20 @@ XCH_BYTES = 12 * 32 * 16  # per-warp exchange tile of the state kernel (8 + 4 fl
 # fewest a thread's 16-byte accesses allow) against 32 made F1–F4 9–21 % faster, the combine of F4 137 → 75 µs
 # (H200, experiments/2026-12-04-kernels, call 2).
 COMBINE_COLS = 8
-# The library's own split choice (docs/DESIGN.md §1 exact split; library.cpp.j2 choose_split). Fewest chunks a
-# segment keeps: the fold, the combine and two more launches cost a fixed overhead that only long segments repay.
-# Fewest segments: fold + emission walk 2·nch/s chunks in sequence, so s = 2 saves nothing. Most segments: the
-# combine chains them one after another. Measured on the H200 (the wgmma state pass, softplus, forced splits vs
-# unsplit; bench/results/h200-2026-12-03-wgfold/call3, call4): 16 chunks (T1024 H4) split 2 / 4 0.054 / 0.064 ms vs
-# 0.038; 48 chunks (T3072 H10) split 3 0.112 vs 0.105; 64 chunks (T4096 H8) split 2 / 4 0.137 / 0.122 vs 0.127;
-# 128 chunks (T8192 H4) split 4 / 8 0.156 / 0.159 vs 0.312; 1024 chunks (T65536 H1) split 16 0.370 vs 2.06, while the
-# choice without the cap (one wave: 33 segments) took 0.446. Segments of at least 32 chunks pick no losing split there
-# and forgo only T4096 H8's 4 %.
-SPLIT_MIN_CHUNKS = 32
+# The library's own split choice (docs/DESIGN.md §1 exact split): split_segments below, which library.cpp.j2
+# choose_split mirrors. A split into s segments walks 2·nch/s chunk steps in sequence (fold, then emission) and the
+# combine chains the s segments one after another, a segment's combine step costing about SPLIT_SEGMENT_STEPS chain
+# steps, so the walk is shortest near s = sqrt(2·nch / SPLIT_SEGMENT_STEPS). The fold's CTAs ((K + V) / block_v a
+# chain and segment) may spill past one wave of the state kernel by less than one segment's worth; when they do, a
+# segment keeps SPLIT_SPILL_MIN_CHUNKS chunks or the split falls back to what one wave holds. Fewest chunks a
+# segment keeps: SPLIT_MIN_CHUNKS. Fewest segments: at s = 2 fold + emission walk as many steps as no split. Fitted
+# on the H200 to forced splits 1-16 of 80 few-chain shapes (T 2048-16384, 1-16 chains, K = V = 128; softplus;
+# experiments/2026-12-04-splitrule, call 1): the choice is within 0.3 % of each shape's fastest split on average
+# (at most 3.7 % off, one shape 1-4 % slower than unsplit), where the rule before (one wave, segments of >= 32
+# chunks) was 10 % off on average and up to 50 % (T5120 H1 unsplit: 0.117 ms, split 5 0.078).
+SPLIT_MIN_CHUNKS = 12
+SPLIT_SPILL_MIN_CHUNKS = 24
+SPLIT_SEGMENT_STEPS = 4
 SPLIT_MIN_SEGMENTS = 3
 SPLIT_MAX_SEGMENTS = 16
 # Fewest chunks per sequence from which the library overlaps the state pass with the prep by default (docs/DESIGN.md
@@ -52,6 +57,20 @@ OVERLAP_MIN_CHUNKS = 128
 # Each state CTA beside the prep takes an SM's second prep slot, so by default the state CTAs hold at most
 # 1 / OVERLAP_SM_SHARE of the SMs (the prep keeps at least 3/4 of its slots; library.cpp.j2 choose_overlap).
 OVERLAP_SM_SHARE = 2
+
+
+def split_segments(fold_ctas: int, wave: int, chunks: int, cap: int = SPLIT_MAX_SEGMENTS) -> int:
+    """Segments of the library's own split of a call (1: unsplit): fold_ctas, the fold pass's CTAs per segment (chains
+    × (K + V) / block_v); wave, the state kernel's CTAs one wave holds on the device; chunks, the longest sequence's;
+    cap, the dispatch row's bound. The same arithmetic as library.cpp.j2 choose_split (tests/gpu/test_chunk_split_gpu.py
+    compares them on the GPU)."""
+    if fold_ctas <= 0 or wave <= 0:
+        return 1
+    s = min(-(-wave // fold_ctas), math.isqrt(2 * chunks // SPLIT_SEGMENT_STEPS), chunks // SPLIT_MIN_CHUNKS,
+            SPLIT_MAX_SEGMENTS, cap)
+    if fold_ctas * s > wave and chunks // s < SPLIT_SPILL_MIN_CHUNKS:
+        s = min(s, wave // fold_ctas)
+    return s if s >= SPLIT_MIN_SEGMENTS else 1
 
 
 def expected_strides(k: int) -> dict[str, int]:

@@ -17,7 +17,8 @@ from kda2.plan.agents.layout import LayoutAgent
 from kda2.plan.model import estimate_resources, occupancy, workloads
 from kda2.spec.knobs import knob
 from kda2.plan.smem import (CHUNK, PREP_THREADS, SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS,
-                             expected_strides, prep_smem_bytes, state_smem_bytes, state_threads)
+                             SPLIT_SEGMENT_STEPS, expected_strides, prep_smem_bytes, split_segments, state_smem_bytes,
+                             state_threads)
 
 
 class ChunkSizeAgent:
@@ -152,23 +153,23 @@ class BudgetAgent:
 
 def row_split(cfg: Mapping[str, Any], hw: Any, bucket: int, min_chains: int) -> tuple[int, str]:
     """The split knob of one dispatch row (docs/DESIGN.md §1 exact split): the most segments the library's own choice
-    (templates/library.cpp.j2 choose_split) may cut a sequence of the row's calls into; 1 keeps them unsplit unless
-    the caller asks. Judged where the row leaves the most SMs idle — its fewest chains (min_chains, at least one) at
-    the bucket's longest length — by the rule the library applies at run time, with this profile's SMs and the
-    routed variant's state CTAs per SM: the fold pass ((K + V) / block_v CTAs per chain and segment) must fit one
-    wave, each segment keeps SPLIT_MIN_CHUNKS chunks, SPLIT_MIN_SEGMENTS to SPLIT_MAX_SEGMENTS segments. Calls with
-    more chains or shorter sequences get fewer segments from the same rule; `kda2 tune` times the row's winner split
-    this way and unsplit at this workload and keeps the faster (tuning/<spec>.<profile>.json)."""
+    (kda2.plan.smem split_segments, which templates/library.cpp.j2 choose_split mirrors) may cut a sequence of the
+    row's calls into; 1 keeps them unsplit unless the caller asks. Judged where the row leaves the most SMs idle — its
+    fewest chains (min_chains, at least one) at the bucket's longest length — by that rule, with this profile's SMs
+    and the routed variant's state CTAs per SM. Calls with more chains or shorter sequences get as many segments or
+    fewer from the same rule; `kda2 tune` times the row's winner split this way and unsplit at this workload and keeps
+    the faster (tuning/<spec>.<profile>.json)."""
     chains, nch = max(min_chains, 1), bucket // CHUNK
     per_sm = max(occupancy(estimate_resources(dict(cfg)), hw).ctas_per_sm, 1)
     wave, fold = hw.sm_count * per_sm, chains * (cfg["k"] + cfg["v"]) // cfg["block_v"]
-    s = min(wave // fold, nch // SPLIT_MIN_CHUNKS, SPLIT_MAX_SEGMENTS)
+    s = split_segments(fold, wave, nch)
     judged = (f"judged at {chains} chain(s) of T={bucket} ({nch} chunks): the fold's {fold} CTAs per segment against "
               f"a wave of {wave} ({per_sm} state CTA(s)/SM, {hw.cite('sm_count')})")
-    if s < SPLIT_MIN_SEGMENTS:
-        return 1, (f"unsplit: {judged} leave room for {s} segment(s) of >= {SPLIT_MIN_CHUNKS} chunks, fewer than "
-                   f"{SPLIT_MIN_SEGMENTS} (fold + emission walk 2·chunks/s steps)")
-    return s, f"up to {s} segments: {judged}, segments of >= {SPLIT_MIN_CHUNKS} chunks, at most {SPLIT_MAX_SEGMENTS}"
+    if s == 1:
+        return 1, (f"unsplit: {judged} leave room for fewer than {SPLIT_MIN_SEGMENTS} segments (of >= "
+                   f"{SPLIT_MIN_CHUNKS} chunks; fold + emission walk 2·chunks/s steps)")
+    return s, (f"up to {s} segments: {judged}, about sqrt(2·chunks/{SPLIT_SEGMENT_STEPS}), segments of >= "
+               f"{SPLIT_MIN_CHUNKS} chunks, at most {SPLIT_MAX_SEGMENTS}")
 
 
 CHUNK_AGENTS = (

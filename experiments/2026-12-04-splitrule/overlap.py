@@ -1,0 +1,38 @@
+"""Unsplit calls with the library's overlap choice, overlap asked for and refused (kda2.chunk_kda(overlap=)), on the
+shapes around B1 T10240 H24, whose unsplit call took 0.925 ms in call 2 against 0.374 at H20. Usage: python overlap.py
+LIBRARY OUT.json [SHAPE ...]"""
+import json
+import sys
+
+import torch
+
+import kda2
+from kda2.bench import chunk as bc
+from kda2.bench.timing import Timer
+from kda2.runtime.loader import load
+
+DEFAULT = [f"B1T{t}H{h}" for t in (8704, 9216, 10240, 12288, 16384) for h in (20, 22, 24, 26, 28, 33)]
+lib = load(sys.argv[1])
+timer = Timer(torch)
+l2 = torch.cuda.get_device_properties(0).L2_cache_size
+res = {"device": torch.cuda.get_device_name(), "library": sys.argv[1], "rows": []}
+for s in bc.resolve_shapes(sys.argv[3:] or DEFAULT):
+    R = bc.n_sets(s, l2)
+    sets, shared = bc.make_sets(torch, s, R, True, 0)
+    row = {"shape": s.label, "ms": {}}
+    for ov in (None, True, False):
+        def run(i, ov=ov):
+            x = sets[i]
+            return kda2.chunk_kda(x["q"], x["k"], x["v"], x["g"], x["beta"], initial_state=x["h0"], state_v_first=True,
+                                  cu_seqlens=shared["cu_seqlens"], A_log=shared["A_log"], dt_bias=shared["dt_bias"],
+                                  library=lib, cu_seqlens_cpu=shared["cu_seqlens_cpu"], split=1, overlap=ov,
+                                  **bc.GATE_OPTIONS["softplus"], **bc.OPTIONS)
+        try:
+            run(0)
+            row["ms"][str(ov)] = round(timer.kernel(run, R, 20).median_ms, 4)
+        except Exception as exc:  # noqa: BLE001
+            row["ms"][str(ov)] = f"{type(exc).__name__}: {exc}"[:120]
+    res["rows"].append(row)
+    del sets, shared
+    print(f"{s.label:28s} " + " ".join(f"overlap={k}:{v}" for k, v in row["ms"].items()), flush=True)
+    json.dump(res, open(sys.argv[2], "w"), indent=1)

@@ -196,11 +196,13 @@ struct Kernels {
   static constexpr bool WG = Cfg::STATE_WGMMA;
   // Overlapped launches: a prep item starts at most PREP_LEAD chunks ahead of its chain's state pass (Kernels::prep,
   // wait_ready). Unheld, the prep ran so far ahead that the slots were evicted from L2 before the state pass read
-  // them, and a faster prep made the overlapped call slower. ≥ a prep item's latency over a state step (≈ 13 / 2 µs)
-  // so the chain never waits for it; 8 chunks of the ≤ 66 chains a default overlap admits are ≤ 38 MB of slots.
-  // Measured on the H200 (P2 / P5, bench/results/h200-2026-12-02-prep-levels/call3): unheld 0.84 / 3.37 ms, 3 chunks
-  // 1.33 / 5.25 (the chain waits), 8 chunks 0.77 / 2.99, 24 chunks 0.85 / 3.30.
-  static constexpr int PREP_LEAD = 8;
+  // them, and a faster prep made the overlapped call slower (P2 / P5 on the H200, 2026-12-02: unheld 0.84 / 3.37 ms,
+  // 8 chunks 0.77 / 2.99). A chain steps no faster than PREP_LEAD items per item latency, so the lead must cover
+  // the slowest items over a state step: a head whose decay sends its diagonal blocks to the exact path has items of
+  // 40–56 µs against 13 (2.3 µs a step), and at 8 chunks its chain took 2.2× the call's other chains (B1 T10240 H24:
+  // 0.925 ms overlapped, 0.45 plain). At 24 that call takes 0.43 ms, P2 0.68 instead of 0.69–0.70, P5 and the
+  // 66-chain calls unchanged (docs/DESIGN.md §1, experiments/2026-12-04-splitrule calls 8–10).
+  static constexpr int PREP_LEAD = 24;
   static constexpr int STATE_WARPS = WG ? 4 * (BLOCK_V / 64) : 2 * (BLOCK_V / 16);
   static constexpr int KH = K / 2;
   // sm_90: the chunk's shared tiles (w, qg, kg, Aqk|2^Γlast) arrive by four bulk copies (the copy engine) on an

@@ -32,7 +32,7 @@ def test_no_device_or_no_work_never_splits():
     assert split_segments(4, 0, 1024) == 1 and split_segments(0, 132, 1024) == 1
 
 
-def test_bounds_and_monotony_over_a_grid():
+def test_bounds_and_monotonicity_over_a_grid():
     """1 or SPLIT_MIN_SEGMENTS..SPLIT_MAX_SEGMENTS segments, each of >= SPLIT_MIN_CHUNKS chunks (>=
     SPLIT_SPILL_MIN_CHUNKS where the fold spills past the wave) and no more than the cap; more chains never more
     segments, longer sequences never fewer (what lets a dispatch row judge its calls at its fewest chains and its

@@ -41,9 +41,10 @@ COMBINE_COLS = 8
 # segment keeps SPLIT_SPILL_MIN_CHUNKS chunks or the split falls back to what one wave holds. Fewest chunks a
 # segment keeps: SPLIT_MIN_CHUNKS. Fewest segments: at s = 2 fold + emission walk as many steps as no split. Fitted
 # on the H200 to forced splits 1-16 of 80 few-chain shapes (T 2048-16384, 1-16 chains, K = V = 128; softplus;
-# experiments/2026-12-04-splitrule, call 1): the choice is within 0.3 % of each shape's fastest split on average
-# (at most 3.7 % off, one shape 1-4 % slower than unsplit), where the rule before (one wave, segments of >= 32
-# chunks) was 10 % off on average and up to 50 % (T5120 H1 unsplit: 0.117 ms, split 5 0.078).
+# experiments/2026-12-04-splitrule, call 1): the choice is within 0.3 % of each shape's fastest split on average,
+# at most 3.7 % off, and one shape 3.6 % slower than unsplit (T3072 H10), where the rule before (one wave, segments
+# of >= 32 chunks) was 10 % off on average and up to 49 % (T5120 H1 unsplit: 0.117 ms, split 5 0.078); on 62 more
+# shapes (call 2) 0.8 % off on average, one 7.6 % slower than unsplit (T2560 H9).
 SPLIT_MIN_CHUNKS = 12
 SPLIT_SPILL_MIN_CHUNKS = 24
 SPLIT_SEGMENT_STEPS = 4

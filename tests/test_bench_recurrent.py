@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import json
 
 import pytest
-
-import json
 
 from kda2.bench import recurrent as br
 from kda2.bench.recurrent import force_variants

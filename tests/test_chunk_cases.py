@@ -81,12 +81,13 @@ def test_draw_matches_case(case):
         others = np.setdiff1d(np.arange(128), ch)
         assert np.all(x["g"][..., others] > -5)
     elif case.stress == "g_block_edge":
-        # one half of the channels on each side of the kernel's in-block range (15 steps, log2 units)
-        lo, hi = (-15 * g * np.log2(np.e) for g in cc.BLOCK_EDGE_G)
-        assert lo < cc.DIAG_RANGE < hi
-        half = cc.STRESS_CHANNELS // 2
-        assert np.all(x["g"][..., ch[:half]] == np.float32(cc.BLOCK_EDGE_G[0]))
-        assert np.all(x["g"][..., ch[half:]] == np.float32(cc.BLOCK_EDGE_G[1]))
+        # channels on each side of the middle-row anchor's range (8 tokens) and of the quarter anchors' (4 tokens),
+        # log2 units; every value on some channel
+        edges = [n * -g * np.log2(np.e) for n, g in zip((8, 8, 4, 4), cc.BLOCK_EDGE_G)]
+        assert edges[0] < cc.DIAG_RANGE < edges[1] and edges[2] < cc.DIAG_RANGE < edges[3]
+        for n, gv in enumerate(cc.BLOCK_EDGE_G):
+            assert len(ch[n::len(cc.BLOCK_EDGE_G)]) > 0
+            assert np.all(x["g"][..., ch[n::len(cc.BLOCK_EDGE_G)]] == np.float32(gv))
     elif case.stress == "dt_bias_plus6":
         assert np.all(x["dt_bias"].reshape(case.HV, 128)[:, ch] == cc.STRESS_DT_BIAS)
     elif case.stress == "beta_small":

@@ -27,11 +27,12 @@ FLA_FLOOR = 1e-4    # ... plus this floor (see the module docstring)
 STRESS_CHANNELS = 10  # channels per head hit by a strong-decay stress input
 STRESS_G = -20.0      # precomputed log-decay of those channels
 STRESS_DT_BIAS = 6.0  # dt_bias of those channels for the softplus gate (g ≈ −exp(A_log)·6 per token)
-# The prep kernel puts a channel of a 16-token diagonal block on tensor cores while its decay over the block's
-# 15 steps, in log2 units, is ≤ DIAG_RANGE (kda2/chunk.cuh), else it sums it exactly on CUDA cores. These two
-# per-token decays straddle that edge: 15·4.2·log2(e) ≈ 90.9 and 15·4.8·log2(e) ≈ 103.9.
+# The prep kernel sums a channel of a 16-token diagonal block on tensor cores against the block's middle row while its
+# decay over 8 tokens, in log2 units, is ≤ DIAG_RANGE (kda2/chunk.cuh), else against a row per quarter while its decay
+# over 4 tokens is, else pairwise on CUDA cores. These per-token decays straddle both edges: 8·8.0·log2(e) ≈ 92.3 and
+# 8·8.7·log2(e) ≈ 100.4, 4·16.0·log2(e) ≈ 92.3 and 4·17.4·log2(e) ≈ 100.4.
 DIAG_RANGE = 96.0
-BLOCK_EDGE_G = (-4.2, -4.8)
+BLOCK_EDGE_G = (-8.0, -8.7, -16.0, -17.4)
 #: File stem of the accuracy table: <stem>.json (every session appended) and <stem>.md (this session's table).
 RESULTS_STEM = "chunk-accuracy"
 
@@ -189,9 +190,8 @@ def draw(c: Case, seed: int, K: int = 128, V: int = 128) -> dict[str, Any]:
         if c.in_kernel_gate:
             raise ValueError(f"{c.id}: stress g_block_edge is for the precomputed gate")
         stressed = sorted(rng.choice(K, STRESS_CHANNELS, replace=False).tolist())
-        half = STRESS_CHANNELS // 2
-        g[..., stressed[:half]] = BLOCK_EDGE_G[0]
-        g[..., stressed[half:]] = BLOCK_EDGE_G[1]
+        for n, gv in enumerate(BLOCK_EDGE_G):   # the stressed channels in turn, one edge value each
+            g[..., stressed[n::len(BLOCK_EDGE_G)]] = gv
     elif c.stress == "dt_bias_plus6":
         if c.gate != "softplus" or dt_bias is None:
             raise ValueError(f"{c.id}: stress dt_bias_plus6 needs the softplus gate with dt_bias")

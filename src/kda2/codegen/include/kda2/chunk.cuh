@@ -14,7 +14,8 @@
 // Every exponent is ≤ 0, so the unbounded softplus gate is exact: off-diagonal 16×16 blocks of A use
 // the first row r of the later sub-chunk as anchor, 2^(Γi−Γr)·2^(Γr−Γj) with both factors ≤ 1, on
 // tensor cores (16-bit: E); the four diagonal blocks anchor at their middle row m, 2^(Γi−Γm)·(1 / 2^(Γj−Γm)), on
-// tensor cores (tf32), except channels whose decay in a half block is too strong for it (CUDA cores, exact).
+// tensor cores (tf32), except channels whose decay in a half block is too strong for it (a row per quarter block on
+// tensor cores, and what that cannot hold on CUDA cores, exact).
 //
 // Input dtypes (docs/DESIGN.md §1, "fp16 inputs"): the prep and state kernels are templates on the q/k/v/o
 // element type E (bf16 or fp16, one entry each, the fold one too). E is also every 16-bit intermediate's type
@@ -939,18 +940,53 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       if (jd < i1) v[2] += sT[a_refl(i1, jd)];
       if (jd + 1 < i1) v[3] += sT[a_refl(i1, jd + 1)];
     };
-    // channels with more than DIAG_RANGE of decay in either half of the block (before or after its anchor row
-    // r + 8): exact pairwise sums (2^(Γi−Γj), j ≤ i) added to the diagonal tiles' full sums, left factor x = k
-    // (A) or q (Aqk)
+    // Channels with more than DIAG_RANGE of decay in either half of the block (before or after its anchor row r + 8),
+    // added to the diagonal tiles' full sums, left factor x = k (A) or q (Aqk). Most go back to tensor cores with an
+    // anchor per quarter: rows r..r+7 against row r + 4 and rows r+8..r+15 against row r + 12 (the decay of 4 rows and
+    // of 3 within DIAG_RANGE), the lower-left quarter (i ≥ r + 8 > j) against row r + 8, where both factors are ≤ 1
+    // and no range applies. Three tf32 mmas per 8 channels, each with the other rows' left factors zero, so each adds
+    // only its own quarter; a channel not selected has zero factors on both sides. What a quarter cannot hold either
+    // is summed pairwise on CUDA cores (2^(Γi−Γj), j ≤ i). On the CUDA cores alone, every left-out channel cost each
+    // lane 8 ex2 and products: at four times the benchmark's decay (A_log = log 4, 4 % of the channels left out) P1
+    // took 0.78 ms against 0.66, at log 8 (37 %) 1.39 (experiments/2026-12-04-overlap, call 1).
     auto exact = [&](float (&acc)[2][4], const E* x) {
 #pragma unroll 1
       for (int e = 0; e < K / 32; ++e) {
         const int dl = 32 * e + lane;
-        const float gmid = sG[(r + 8) * LDS_G + dl];
-        uint32_t bad = __ballot_sync(0xffffffffu, !(fmaxf(sG[r * LDS_G + dl] - gmid, gmid - sG[(r + 15) * LDS_G + dl]) <= DIAG_RANGE));
-        while (bad) {
-          const int d = 32 * e + __ffs(bad) - 1;
-          bad &= bad - 1;
+        const float g0 = sG[r * LDS_G + dl], g8 = sG[(r + 8) * LDS_G + dl], g15 = sG[(r + 15) * LDS_G + dl];
+        const uint32_t out = __ballot_sync(0xffffffffu, !(fmaxf(g0 - g8, g8 - g15) <= DIAG_RANGE));
+        if (!out) continue;
+        const float g4 = sG[(r + 4) * LDS_G + dl], g7 = sG[(r + 7) * LDS_G + dl], g12 = sG[(r + 12) * LDS_G + dl];
+        const uint32_t quarter = out & __ballot_sync(0xffffffffu, fmaxf(fmaxf(g0 - g4, g4 - g7), fmaxf(g8 - g12, g12 - g15)) <= DIAG_RANGE);
+#pragma unroll 1
+        for (int ks = 0; ks < 4; ++ks) {
+          if (!((quarter >> (8 * ks)) & 0xffu)) continue;
+          // this lane's channels d, d + 1 (k-slots t4, t4 + 4), rows i0, i1; its B column is row i0 (c = 0) or i1 (c = 1)
+          const int c0 = 8 * ks + 2 * t4, d = 32 * e + c0;
+          const bool s0 = (quarter >> c0) & 1u, s1 = (quarter >> (c0 + 1)) & 1u;
+          const float2 a4 = *reinterpret_cast<const float2*>(sG + (r + 4) * LDS_G + d);
+          const float2 a8 = *reinterpret_cast<const float2*>(sG + (r + 8) * LDS_G + d);
+          const float2 a12 = *reinterpret_cast<const float2*>(sG + (r + 12) * LDS_G + d);
+          const float2 gt = *reinterpret_cast<const float2*>(sG + i0 * LDS_G + d);
+          const float2 gb = *reinterpret_cast<const float2*>(sG + i1 * LDS_G + d);
+          const float2 xt = X::unpack(*reinterpret_cast<const uint32_t*>(x + i0 * LDS_KV + d));
+          const float2 xb = X::unpack(*reinterpret_cast<const uint32_t*>(x + i1 * LDS_KV + d));
+          const float2 kt = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i0 * LDS_KV + d));
+          const float2 kb = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i1 * LDS_KV + d));
+          const uint32_t aTL[4] = {tf32_operand(s0 ? xt.x * ex2(gt.x - a4.x) : 0.f), 0u,
+                                   tf32_operand(s1 ? xt.y * ex2(gt.y - a4.y) : 0.f), 0u};
+          const uint32_t aBL[4] = {0u, tf32_operand(s0 ? xb.x * ex2(gb.x - a8.x) : 0.f),
+                                   0u, tf32_operand(s1 ? xb.y * ex2(gb.y - a8.y) : 0.f)};
+          const uint32_t aBR[4] = {0u, tf32_operand(s0 ? xb.x * ex2(gb.x - a12.x) : 0.f),
+                                   0u, tf32_operand(s1 ? xb.y * ex2(gb.y - a12.y) : 0.f)};
+          mma_tf32(acc[0], aTL, tf32_operand(s0 ? kt.x * ex2(a4.x - gt.x) : 0.f), tf32_operand(s1 ? kt.y * ex2(a4.y - gt.y) : 0.f));
+          mma_tf32(acc[0], aBL, tf32_operand(s0 ? kt.x * ex2(a8.x - gt.x) : 0.f), tf32_operand(s1 ? kt.y * ex2(a8.y - gt.y) : 0.f));
+          mma_tf32(acc[1], aBR, tf32_operand(s0 ? kb.x * ex2(a12.x - gb.x) : 0.f), tf32_operand(s1 ? kb.y * ex2(a12.y - gb.y) : 0.f));
+        }
+        uint32_t pairwise = out & ~quarter;
+        while (pairwise) {
+          const int d = 32 * e + __ffs(pairwise) - 1;
+          pairwise &= pairwise - 1;
 #pragma unroll
           for (int c = 0; c < 2; ++c)
 #pragma unroll
@@ -993,16 +1029,6 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       for (int c = 0; c < 2; ++c) add_lo(r + 8 * c + 2 * t4, dQ[c]);
       // the Aqk partials are read: pair 1's inverse may write T_II over them (DIAG_INV_BAR)
       if (I != 1) asm volatile("bar.arrive %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");
-      if (pair_out) exact(dQ, sQ);
-      // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int jd = r + 8 * c + 2 * t4;
-        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
-            TC::pack(jd <= i0 ? scale * dQ[c][0] : 0.f, jd + 1 <= i0 ? scale * dQ[c][1] : 0.f);
-        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
-            TC::pack(jd <= i1 ? scale * dQ[c][2] : 0.f, jd + 1 <= i1 ? scale * dQ[c][3] : 0.f);
-      }
     } else {
       const float ob_lo = sB[o0], ob_hi = sB[o1];
 #pragma unroll
@@ -1013,14 +1039,33 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
           put_r(o0, o1, j, {ob_lo * accK[nt][0], ob_lo * accK[nt][1], ob_hi * accK[nt][2], ob_hi * accK[nt][3]});
         }
       }
-      const float b_lo = sB[i0], b_hi = sB[i1];
 #pragma unroll
       for (int c = 0; c < 2; ++c) add_rs(r + 8 * c + 2 * t4, dK[c]);
-      if (pair_out) exact(dK, sK);
+    }
+    // the diagonal tiles this warp finishes (Aqk: part 1, A: part 0), through one copy of the exact path's code (its
+    // two inlined copies, one a part, made the prep 288 SASS instructions longer than this)
+    float dd[2][4];
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int y = 0; y < 4; ++y) dd[c][y] = part ? dQ[c][y] : dK[c][y];
+    if (pair_out) exact(dd, part ? sQ : sK);
+    if (part == 1) {
+      // Aqk on and below the diagonal, zeros above it (selects, not products: the discarded j > i sums may be large)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int jd = r + 8 * c + 2 * t4;
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i0, jd, BT)) =
+            TC::pack(jd <= i0 ? scale * dd[c][0] : 0.f, jd + 1 <= i0 ? scale * dd[c][1] : 0.f);
+        *reinterpret_cast<uint32_t*>(gAq + swz<SWZ_AQK>(i1, jd, BT)) =
+            TC::pack(jd <= i1 ? scale * dd[c][2] : 0.f, jd + 1 <= i1 ? scale * dd[c][3] : 0.f);
+      }
+    } else {
+      const float b_lo = sB[i0], b_hi = sB[i1];
       // diagonal tiles: A strictly below the diagonal is all the inverse reads
 #pragma unroll
       for (int c = 0; c < 2; ++c)
-        put_rs(r + 8 * c + 2 * t4, {b_lo * dK[c][0], b_lo * dK[c][1], b_hi * dK[c][2], b_hi * dK[c][3]});
+        put_rs(r + 8 * c + 2 * t4, {b_lo * dd[c][0], b_lo * dd[c][1], b_hi * dd[c][2], b_hi * dd[c][3]});
       // A_II is final: pair 1 inverts it after its step 4 (DIAG_INV_BAR); the other pairs go on without waiting
       if (I != 1) asm volatile("bar.arrive %0, %1;\n" ::"n"(DIAG_INV_BAR), "n"(DIAG_INV_THREADS) : "memory");
     }

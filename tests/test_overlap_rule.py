@@ -1,7 +1,7 @@
 """The library's default overlap below OVERLAP_MIN_CHUNKS (kda2.plan.smem OVERLAP_SHORT, rendered into
-templates/library.cpp.j2 choose_overlap): its tiers must stay inside the share the default allows at all, and a larger
-share of the SMs must never need more chunks (experiments/2026-12-04-overlap: the overlap's gain per chunk grows with
-the state CTAs' share up to half the SMs)."""
+templates/library.cpp.j2 choose_overlap): its tiers (chains as a share of the SMs, fewest chunks) must lie inside the
+state CTAs' share the default allows at all (a chain has at least one state CTA), and more chains must never need more
+chunks (experiments/2026-12-04-overlap: the prep the overlap hides per chunk grows with the chains)."""
 from __future__ import annotations
 
 from kda2.plan.smem import OVERLAP_MIN_CHUNKS, OVERLAP_SHORT, OVERLAP_SM_SHARE

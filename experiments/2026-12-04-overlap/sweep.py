@@ -1,5 +1,5 @@
 """Unsplit calls overlapped (asked for) against plain (refused), alternating, two rounds, on shapes whose state CTAs
-fill 48-132 SMs at 32-256 chunks: where should the library's default overlap start (library.cpp.j2 choose_overlap,
+fill 48-132 SMs at 32-256 chunks (the library's head dims): where should the library's default overlap start (library.cpp.j2 choose_overlap,
 plan/smem.py OVERLAP_*)? Usage: python sweep.py LIBRARY OUT.json [SHAPE ...]"""
 import json
 import sys
@@ -16,10 +16,10 @@ DEFAULT += ["B2T4096H24", "B2T4096H32", "B4T2048H16", "B2T8192H32", "B2T2048H32"
 lib = load(sys.argv[1])
 timer = Timer(torch)
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
-res = {"device": torch.cuda.get_device_name(), "library": sys.argv[1], "rows": []}
+res = {"device": torch.cuda.get_device_name(), "library": sys.argv[1], "head_dim": lib.k, "rows": []}
 for s in bc.resolve_shapes(sys.argv[3:] or DEFAULT):
-    R = bc.n_sets(s, l2)
-    sets, shared = bc.make_sets(torch, s, R, True, 0)
+    R = bc.n_sets(s, l2, lib.k, lib.v)
+    sets, shared = bc.make_sets(torch, s, R, True, 0, lib.k, lib.v)
     row = {"shape": s.label, "ms": {"None": [], "True": [], "False": []}}
     for rnd in range(2):
         for ov in (None, True, False):

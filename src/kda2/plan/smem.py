@@ -58,15 +58,17 @@ OVERLAP_MIN_CHUNKS = 128
 # Each state CTA beside the prep takes an SM's second prep slot, so by default the state CTAs hold at most
 # 1 / OVERLAP_SM_SHARE of the SMs (the prep keeps at least 3/4 of its slots; library.cpp.j2 choose_overlap).
 OVERLAP_SM_SHARE = 2
-# Shorter sequences overlap where the state CTAs hold a larger share of the SMs: (at least this % of the SMs, from
-# this many chunks) in OVERLAP_SHORT. There the serial pass is as long as the prep's share of the call and the prep
-# loses few slots; the larger the share, the more prep the overlap hides per chunk, and the fewer chunks pay for its
-# fixed cost (the ready region's memset, the chain's wait for its first items). Measured on the H200 (132 SMs; K = V =
-# 128, softplus, split 1, experiments/2026-12-04-overlap calls 1-5, overlapped vs plain): 60-64 state CTAs 4-7 %
-# faster at 32-48 chunks, 10-12 % at 64-96; 56-58 CTAs 1-3 % at 32-48 chunks; 52 CTAs 3 % faster at 64 chunks; 48
-# CTAs 2-3 % faster at 64-96 chunks, 2-6 % slower at 32-48; 44 CTAs 3 % slower at 64 chunks, even at 96; <= 32 CTAs
-# 5-17 % slower below 128 chunks (2026-12-04-splitrule call 12); 80 CTAs -7 ... +2 %; >= 96 CTAs 5-25 % slower.
-OVERLAP_SHORT = ((35, 64), (40, 32))
+# Shorter sequences overlap where there are many chains (sequences × heads): (chains at least this % of the SMs, from
+# this many chains) in OVERLAP_SHORT, within the state CTAs' share above. The more chains, the more prep per chunk the
+# overlap hides behind the chains' walk, and the fewer chunks pay for its fixed cost (the ready region's memset, each
+# chain's wait for its first items); the state CTAs' share is what it costs the prep. Measured on the H200 (132 SMs,
+# softplus, split 1, experiments/2026-12-04-overlap calls 1-6, overlapped vs plain) at K = V = 128, where the few-chain
+# rows run 2 state CTAs a chain (block_v 64): 30-32 chains 4-7 % faster at 32-48 chunks, 10-12 % at 64-96; 28-29
+# chains 1-3 % at 32-48 chunks; 26 chains 3 % at 64 chunks; 24 chains 2-3 % at 64-96 chunks, 2-6 % slower at 32-48;
+# 22 chains 3 % slower at 64 chunks, even at 96; <= 16 chains 5-17 % slower below 128 chunks (2026-12-04-splitrule
+# call 12); 40 chains (80 CTAs) -7 ... +2 %; >= 48 chains (96+ CTAs) 5-25 % slower. At K = 64 (4 CTAs a chain) 16
+# chains lose 10-16 % at 32-64 chunks; at K = 256 (4-8) the overlap moves 6-16 chains by under 1 %.
+OVERLAP_SHORT = ((18, 64), (20, 32))
 
 
 def split_segments(fold_ctas: int, wave: int, chunks: int, cap: int = SPLIT_MAX_SEGMENTS) -> int:

@@ -1042,8 +1042,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #pragma unroll
       for (int c = 0; c < 2; ++c) add_rs(r + 8 * c + 2 * t4, dK[c]);
     }
-    // the diagonal tiles this warp finishes (Aqk: part 1, A: part 0), through one copy of the exact path's code (its
-    // two inlined copies, one a part, made the prep 288 SASS instructions longer than this)
+    // the diagonal tiles this warp finishes (Aqk: part 1, A: part 0), through one copy of the exact path's code for
+    // both parts: inlined once per part, it made the prep 288 SASS instructions longer (16 this way) and the short,
+    // latency-bound grids up to 1.2 % slower (experiments/2026-12-04-overlap, call 2)
     float dd[2][4];
 #pragma unroll
     for (int c = 0; c < 2; ++c)

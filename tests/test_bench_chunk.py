@@ -182,3 +182,37 @@ def test_shapes_at_other_head_dims_keep_tokens_and_bytes_per_token():
             # bytes of the set: q/k/v/g/o unchanged; β (one per token and head) and the states (H·K·V) are not
             other = lambda x, kk: 2 * x.N * x.H * kk * kk * 4 + x.tokens * x.H * 2  # noqa: E731
             assert set_bytes(t, k, k) - other(t, k) == set_bytes(s) - other(s, 128)
+
+
+def test_a_log_option_reaches_every_implementation(tmp_path, monkeypatch):
+    """--a-log sets every head's A_log for every implementation of a shape (the draw otherwise); a value that is not a
+    finite number is refused before a GPU is looked for."""
+    assert bc.run(tmp_path, shapes=["P6"], a_log=float("nan")) == 2
+    assert "--a-log nan (allowed: a finite number)" in json.loads((tmp_path / "bench_chunk.json").read_text())["error"]
+    with pytest.raises(SystemExit):
+        bench_main(["chunk", "--out", str(tmp_path), "--a-log", "strong"])
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    drawn = torch.tensor([0.3, -0.2, 0.9])
+
+    def make_sets(torch_, shape, R, v_first, seed, K=16, V=8):
+        sets = [dict(v=torch.zeros(1, 4, shape.H, V), h0=torch.zeros(1, shape.H, V, K)) for _ in range(R)]
+        return sets, dict(A_log=drawn.clone(), dt_bias=None, cu_seqlens=None, cu_seqlens_cpu=None)
+
+    class Impl:
+        def __init__(self, name):
+            self.name, self.entry, self.seen = name, name, []
+
+        def call(self, sets, shared, gate, v_first, outs=None, hts=None):
+            def run(i):
+                self.seen.append(shared["A_log"].tolist())
+                return sets[i]["v"].bfloat16(), sets[i]["h0"]
+            run.__qualname__ = self.name
+            return run
+
+    monkeypatch.setattr(bc, "make_sets", make_sets)
+    s = bc.Shape("PX", 1, 4, 3)
+    for a_log, want in ((None, drawn.tolist()), (2.0, [2.0] * 3)):
+        ours, fla = Impl("kda2"), Impl("fla")
+        bc.bench_shape(torch, _FakeTimer(), ours, fla, s, ["softplus"], "v_first", iters=2, warmup=0, l2=1, a_log=a_log)
+        assert ours.seen and fla.seen and all(x == want for x in ours.seen + fla.seen), (a_log, ours.seen, fla.seen)

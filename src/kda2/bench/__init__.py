@@ -57,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="the state pass beside the prep (docs/DESIGN.md §1): auto, the library's choice (default); on, "
                         "asked for (a variant whose state CTA does not fit beside a prep CTA still runs plainly); "
                         "off, refused. Results are the same bits every way")
+    c.add_argument("--a-log", type=float,
+                   help="every head's A_log (the gate's decay scale exp(A_log), softplus and lower_bound gates) instead "
+                        "of the draw 0.5·randn: a model's decay strength; a strong one (e.g. 2.0) sends channels of the "
+                        "prep's diagonal blocks to its slower exact paths (docs/DESIGN.md §1)")
     t = sub.add_parser("readme-table", help="print a markdown table from a benchmark JSON (recurrent or chunk)")
     t.add_argument("json", type=Path)
     return p
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return chunk.run(args.out, args.library, split(args.shapes), split(args.gates), args.layout, args.iters,
                          args.warmup, not args.no_fla, argv, use_cudnn=not args.no_cudnn, step_us=args.step_us,
-                         head_dim=args.head_dim, overlap=args.overlap)
+                         head_dim=args.head_dim, overlap=args.overlap, a_log=args.a_log)
     from kda2.bench.recurrent import run
 
     return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv,

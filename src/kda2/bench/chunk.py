@@ -367,10 +367,13 @@ def route_of(lib, s: Shape, v_first: bool) -> dict | None:
 
 
 def bench_shape(torch, timer: Timer, ours: Ours, fla: FLA | None, s: Shape, gates: list[str], layout: str,
-                iters: int, warmup: int, l2: int, cudnn=None, bounds: dict | None = None, K: int = K_DIM) -> list[dict]:
+                iters: int, warmup: int, l2: int, cudnn=None, bounds: dict | None = None, K: int = K_DIM,
+                a_log: float | None = None) -> list[dict]:
     v_first = layout == "v_first"
     R = n_sets(s, l2, K, K)
     sets, shared = make_sets(torch, s, R, v_first, seed=4321 + s.tokens + s.H, K=K, V=K)
+    if a_log is not None:   # --a-log: every head's decay scale, for every implementation alike
+        shared["A_log"] = torch.full_like(shared["A_log"], a_log)
     outs = [torch.empty_like(x["v"]) for x in sets]
     hts = [torch.empty_like(x["h0"]) for x in sets]
     rows = []
@@ -588,11 +591,12 @@ def start_cudnn(result: dict, use_cudnn: bool, layout: str, make=None):
 def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = None, gates: list[str] | None = None,
         layout: str = "v_first", iters: int = 20, warmup: int = 3, use_fla: bool = True,
         argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None,
-        head_dim: int = K_DIM, overlap: str = "auto") -> int:
+        head_dim: int = K_DIM, overlap: str = "auto", a_log: float | None = None) -> int:
     """The benchmark; writes bench_chunk.json (+ .md, .png, _roofline.png) under out_dir. `shapes`: ids and set names
     (p, k3, all; default p); `gates`: for every shape (default: both for P, lower_bound for K); `step_us`: the time of
     one 64-token state step for the serial-chain bound (recorded, not measured); `overlap`: auto (the library's
-    choice), on (asked for) or off (refused), passed to every kda2 call (OVERLAP). Exit status: 0 ok, 1 a kda2 error or
+    choice), on (asked for) or off (refused), passed to every kda2 call (OVERLAP); `a_log`: every head's A_log instead
+    of the draw (the same for every implementation). Exit status: 0 ok, 1 a kda2 error or
     a disagreement with FLA (a peer's error or disagreement is recorded, not fatal), 2 no GPU / bad arguments."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -612,7 +616,9 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
            + ([f"head dim {head_dim} (allowed {list(HEAD_DIMS)})"] if head_dim not in HEAD_DIMS else [])
            + ([f"overlap {overlap!r} (allowed {list(OVERLAP)})"] if overlap not in OVERLAP else [])
            + (["iters < 1"] if iters < 1 else []) + (["--step-us <= 0"] if step_us is not None and step_us <= 0
-                                                      else []))
+                                                      else [])
+           + ([f"--a-log {a_log} (allowed: a finite number)"] if a_log is not None and not math.isfinite(a_log)
+              else []))
     if bad:
         return host.fail(result, json_path, "; ".join(bad), 2)
     try:
@@ -636,7 +642,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     result["config"] = {"gates": {g: GATE_OPTIONS[g] for g in all_gates}, **OPTIONS, "layout": layout,
                         "shapes": [s.id for s in chosen],
                         "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
-                        "A_log": "fp32 randn*0.5", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
+                        "A_log": "fp32 randn*0.5" if a_log is None else f"fp32 {a_log} (every head)", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
                         "K": head_dim, "V": head_dim, "iters": iters, "warmup": warmup, "overlap": overlap,
                         "H_scaled": f"H x {K_DIM}/{head_dim} (same tokens and H*K as the P shapes)"
                         if head_dim != K_DIM else None}
@@ -668,7 +674,7 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
             s = at_head_dim(s, head_dim)
             try:
                 rows += bench_shape(torch, timer, ours, fla, s, sg, layout, iters, warmup, l2, cudnn, bounds,
-                                    K=head_dim)
+                                    K=head_dim, a_log=a_log)
             except Exception as exc:  # noqa: BLE001 - e.g. out of memory allocating the shape: keep the others
                 rows.append(dict(id=s.id, label=s.label, gate="*", layout=layout, anchor=anchor(s.id, sg[0]),
                                  kda2={"error": f"{type(exc).__name__}: {exc}"},

@@ -642,7 +642,8 @@ def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = No
     result["config"] = {"gates": {g: GATE_OPTIONS[g] for g in all_gates}, **OPTIONS, "layout": layout,
                         "shapes": [s.id for s in chosen],
                         "state_v_first": layout == "v_first", "q/k/v": "bf16", "g": "bf16 raw", "beta": "bf16 raw",
-                        "A_log": "fp32 randn*0.5" if a_log is None else f"fp32 {a_log} (every head)", "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
+                        "A_log": "fp32 randn*0.5" if a_log is None else f"fp32 {a_log} (every head)",
+                        "dt_bias": "fp32 randn", "initial_state": "fp32 randn*0.1",
                         "K": head_dim, "V": head_dim, "iters": iters, "warmup": warmup, "overlap": overlap,
                         "H_scaled": f"H x {K_DIM}/{head_dim} (same tokens and H*K as the P shapes)"
                         if head_dim != K_DIM else None}

@@ -59,7 +59,7 @@ OVERLAP_MIN_CHUNKS = 128
 # 1 / OVERLAP_SM_SHARE of the SMs (the prep keeps at least 3/4 of its slots; library.cpp.j2 choose_overlap).
 OVERLAP_SM_SHARE = 2
 # Shorter sequences overlap where there are many chains (sequences × heads): (chains at least this % of the SMs, from
-# this many chains) in OVERLAP_SHORT, within the state CTAs' share above. The more chains, the more prep per chunk the
+# this many chunks) in OVERLAP_SHORT, within the state CTAs' share above. The more chains, the more prep per chunk the
 # overlap hides behind the chains' walk, and the fewer chunks pay for its fixed cost (the ready region's memset, each
 # chain's wait for its first items); the state CTAs' share is what it costs the prep. Measured on the H200 (132 SMs,
 # softplus, split 1, experiments/2026-12-04-overlap calls 1-6, overlapped vs plain) at K = V = 128, where the few-chain

@@ -543,7 +543,8 @@ def test_chunk_budget_agent_respects_the_arch_limit(rules, tmp_path) -> None:
 def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
     """The real chunk spec asks for wgmma: on sm_90a every mma_sync candidate of block_v 64 gets warpgroup twins at
     64 and at the whole V (128), after the mma_sync candidates (the rank-1 route stays mma_sync until tuned); the
-    A100 plan has none (no wgmma), nor does a K = 256 spec (Sᵀ would not fit one m64nK accumulator)."""
+    A100 plan has none (no wgmma), nor does a K = 256 spec (Sᵀ would not fit one m64nK accumulator); the K = 64 spec's
+    are one warpgroup a head."""
     spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
     p90, p80 = plan_spec(spec, "sm_90a", rules), plan_spec(spec, "sm_80", rules)
     assert not any(v.config.get("state_mma") for v in p80.variants)
@@ -554,6 +555,11 @@ def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
     assert order == sorted(order, key=["mma_sync", "wgmma"].index)  # every mma_sync candidate first
     for v in wg:
         assert "wgmma (profile h200" in dict(v.reasons)["state_mma"] and "arch=sm_90a" in dict(v.reasons)["state_mma"]
+    # K = 64 asks for them too: V = 64 is one warpgroup's columns, so the twin at block_v 64 is also the whole-V one
+    small = plan_spec(load_spec(SPECS / "small_head_chunk.yaml"), "sm_90a", rules)
+    wg64 = [v for v in small.variants if v.config.get("state_mma") == "wgmma"]
+    assert sorted((v.config["state_layout"], v.config["block_v"], v.config["stages"]) for v in wg64) == \
+        [(layout, 64, s) for layout in ("k_first", "v_first") for s in (1, 2)]
     text = (SPECS / "large_head_chunk.yaml").read_text()
     text, n = re.subn(r"^(  chunk: \{.*)\}$", r"\1, state_mma: [mma_sync, wgmma]}", text, flags=re.M)
     assert n == 1

@@ -944,16 +944,16 @@ def test_chunk_wgmma_state_plan():
     """state_mma wgmma: a warpgroup per 64 value columns, 1024-byte-aligned stages of the tiles and one uᵀ slice after
     them, no exchange or o tiles; only on sm_90 with block_v a multiple of 64, and only with the panel (xor) layout of
     the tiles it reads by descriptor. The two-stage 64-column pass fits on an H200 SM beside a prep CTA (the overlap)."""
-    for bv, stages in ((64, 2), (128, 1)):
-        plan = plan_variant(chunk_cfg(block_v=bv, stages=stages, state_mma="wgmma"), BUDGET)
+    for k, bv, stages in ((128, 64, 2), (128, 128, 1), (64, 64, 2), (64, 64, 1)):   # K = 64: a warpgroup a head
+        plan = plan_variant(chunk_cfg(k=k, v=k, block_v=bv, stages=stages, state_mma="wgmma"), BUDGET)
         assert plan["state_threads"] == 128 * (bv // 64)
-        tiles = 3 * 64 * 128 * 2 + 64 * 64 * 2 + 128 * 4
+        tiles = 3 * 64 * k * 2 + 64 * 64 * 2 + k * 4
         assert plan["state_smem_bytes"] == ((stages - 1) * (-(-tiles // 1024) * 1024) + tiles + bv * plan["lds_u"] * 2
                                             + 16 * stages)
         if (bv, stages) == (64, 2):   # both kernels' dynamic bytes, a 1 KB reservation per CTA, ≤ 64 B of static ones
             assert plan["prep_smem_bytes"] + plan["state_smem_bytes"] + 2 * 1024 + 64 <= load_profiles()["h200"].smem_per_sm_bytes
         assert plan["swz_w"] and plan["swz_qg"] and plan["swz_kg"] and plan["swz_aqk"]
-        mma = plan_variant(chunk_cfg(block_v=bv, stages=stages), BUDGET)
+        mma = plan_variant(chunk_cfg(k=k, v=k, block_v=bv, stages=stages), BUDGET)
         assert {k: plan[k] for k in ("lds_u", "lds_kv", "swz_w")} == {k: mma[k] for k in ("lds_u", "lds_kv", "swz_w")}
     # its o staging in the consumed w tile is modelled (stmatrix.trans: 8 rows of 16 bytes in one column piece per
     # phase, 8-way unswizzled, conflict-free swizzled); the mma_sync plan has the accesses with no instruction

@@ -613,6 +613,50 @@ def test_corrupt_cache_entry_is_detected_and_rebuilt(reference: Reference, tmp_p
     assert co.outputs() == reference.outputs
 
 
+def test_output_changed_in_place_is_made_again_not_signed(reference: Reference, tmp_path: Path):
+    """An output changed after the build (a flipped byte in the library, an edited rendered source, a cubin from
+    elsewhere) is not what its inputs' signatures say: SCons alone would keep it and the manifest would sign it. The
+    build removes it with a warning naming it, and it is made again (from the cache, or by its tool without one);
+    `scons -q` reports the tree out of date (having removed them). An untouched tree stays a no-op."""
+    co = warm_checkout(reference, tmp_path)
+    assert co.scons().rc == 0
+    lib = next(co.out().glob("lib*.so"))
+    vid = co.variant_ids()[0]
+    src = next(co.out().glob(f"kda2_*_{vid}.cu"))
+    good = {p: p.read_bytes() for p in (lib, co.cubin(vid), src)}
+
+    def flip(path: Path) -> None:
+        b = bytearray(path.read_bytes())
+        b[len(b) // 2] ^= 0xFF
+        path.write_bytes(bytes(b))
+
+    for path in good:
+        flip(path)
+    q = co.scons("-q")
+    assert q.rc == 1, q.tail()   # question mode: out of date (the changed outputs are gone already)
+    for path in good:
+        assert f"{path.relative_to(co.root)} changed since this tree built it" in q.stderr, q.tail()
+        assert not path.exists()
+    run = co.scons()
+    assert run.rc == 0, run.tail()
+    for path in good:
+        assert path.read_bytes() == good[path]
+    assert run.tools_run() == [], run.tools_run()   # all three came back from the cache
+    manifest = json.loads((co.out() / "manifest.json").read_text())
+    assert manifest["files"][lib.name] == sha256_bytes(good[lib]), manifest["files"]
+    assert co.outputs() == reference.outputs
+
+    shutil.rmtree(co.cache)   # without a cache the tool makes it again
+    co.cache.mkdir()
+    flip(lib)
+    relinked = co.scons()
+    assert relinked.rc == 0 and f"{lib.relative_to(co.root)} changed" in relinked.stderr, relinked.tail()
+    assert relinked.host() and relinked.compiled() == [], relinked.tools_run()   # linked again, nothing compiled
+    assert lib.read_bytes() == good[lib]
+    again = co.scons()
+    assert again.rc == 0 and "changed since" not in again.stderr and again.tools_run() == [], again.tail()
+
+
 def test_dry_run_and_question_leave_the_cache_alone(reference: Reference, tmp_path: Path):
     """`scons -n` and `scons -q` over a build directory that does not match the cache (here: none at all) retrieve
     nothing, so there is nothing to verify: no "corrupt" report, every entry and sidecar kept (a dry run once hashed

@@ -24,7 +24,7 @@ from SCons.Action import Action  # not env.Action: that substitutes $TARGET befo
 
 from kda2.artifact.abi import ABI_VERSION
 from kda2.artifact.canonical import canonical_json
-from kda2.artifact.manifest import MANIFEST_ONLY_ROW_FIELDS, SCHEMA as MANIFEST_SCHEMA, check_candidates
+from kda2.artifact.manifest import MANIFEST_ONLY_ROW_FIELDS, SCHEMA as MANIFEST_SCHEMA, check_candidates, sha256_file
 from kda2.codegen.render import FAMILY_TEMPLATES, INCLUDE_DIR, LIBRARY_TEMPLATES, TEMPLATE_DIR, launch_keys
 from kda2.compile.nvcc import uses_arch_features
 from kda2.compile import actions, signature
@@ -67,6 +67,7 @@ class _Nodes:
             actions.cxx_action, actions.link_action, actions.manifest_action)}
         self.verbose = verbose
         self._headers: dict[str, list] = {}
+        self.targets: list = []   # every output declared, for drop_changed_outputs
 
     def headers(self, template: str) -> list:
         """The headers of a template (TEMPLATE_DIR), scanned once however many objects are rendered from it."""
@@ -76,7 +77,45 @@ class _Nodes:
 
     def command(self, kind: str, fn, targets, sources, **kw):
         """A node running `fn`, its code digest appended as the last source."""
-        return self.env.Command(targets, [*sources, self.code[fn]], Action(fn, _progress(kind)), **kw)
+        nodes = self.env.Command(targets, [*sources, self.code[fn]], Action(fn, _progress(kind)), **kw)
+        self.targets.extend(nodes)
+        return nodes
+
+
+def drop_changed_outputs(env, targets) -> list[str]:
+    """Remove every output whose content is no longer what this build tree recorded when it made it, and return
+    their paths. SCons decides from its inputs' signatures alone, so an output changed in place (a flipped byte, a
+    copy from another tree) would stay, and the manifest — whose sources are the outputs' contents — would sign it;
+    removed, the output is made again (from the cache, which verifies its entries, or by its tool). The recorded
+    content is each output's sha256 in the tree's .sconsign, there once a later node has read the output (so not for
+    the manifest itself: the loaders and `kda2 verify` check it). The database is read directly: SCons fixes its
+    name at first use, and during the SConscripts the hash format set there is not in effect yet."""
+    import pickle
+
+    import SCons.dblite
+
+    fmt = env.GetOption("hash_format")
+    db_path = os.path.join(env.Dir("#").abspath, f".sconsign_{fmt}")
+    if not fmt or not os.path.exists(db_path + SCons.dblite.DBLITE_SUFFIX):
+        return []
+    db, entries, removed = SCons.dblite.open(db_path, "r"), {}, []
+    for node in targets:
+        path = node.get_abspath()
+        if not os.path.isfile(path):
+            continue
+        key = os.path.normcase(node.dir.get_tpath())
+        if key not in entries:
+            try:
+                entries[key] = pickle.loads(db[key])
+            except Exception:   # no entry for the directory, or one SCons itself would ignore as corrupt
+                entries[key] = {}
+        recorded = getattr(getattr(entries[key].get(node.name), "ninfo", None), "csig", None)
+        if recorded and sha256_file(path) != recorded:
+            print(f"kda2: warning: {node} changed since this tree built it (sha256 {sha256_file(path)[:16]}… "
+                  f"!= {recorded[:16]}… recorded): removed, it is made again", file=sys.stderr)
+            os.remove(path)
+            removed.append(str(node))
+    return removed
 
 
 def _variant_nodes(n: _Nodes, plan, pv, out: Path) -> dict:
@@ -177,4 +216,5 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
         nodes = {pv.id: _variant_nodes(n, plan, pv, out) for pv in plan.variants}
         _, man = _library_nodes(n, plan, nodes, out, candidates)
         manifests.append(man)
+    drop_changed_outputs(env, n.targets)
     return manifests

@@ -83,8 +83,8 @@ class _Nodes:
 
 
 def drop_changed_outputs(env, targets) -> list[str]:
-    """Remove every output whose content is no longer what this build tree recorded when it made it, and return
-    their paths. SCons decides from its inputs' signatures alone, so an output changed in place (a flipped byte, a
+    """Remove every output whose content is no longer what this build tree recorded when it made it (under -n / -q
+    only mark it out of date), and return their paths. SCons decides from its inputs' signatures alone, so an output changed in place (a flipped byte, a
     copy from another tree) would stay, and the manifest — whose sources are the outputs' contents — would sign it;
     removed, the output is made again (from the cache, which verifies its entries, or by its tool). The recorded
     content is each output's sha256 in the tree's .sconsign, there once a later node has read the output (so not for
@@ -111,9 +111,14 @@ def drop_changed_outputs(env, targets) -> list[str]:
                 entries[key] = {}
         recorded = getattr(getattr(entries[key].get(node.name), "ninfo", None), "csig", None)
         if recorded and sha256_file(path) != recorded:
+            asking = env.GetOption("no_exec") or env.GetOption("question")   # -n / -q change nothing
             print(f"kda2: warning: {node} changed since this tree built it (sha256 {sha256_file(path)[:16]}… "
-                  f"!= {recorded[:16]}… recorded): removed, it is made again", file=sys.stderr)
-            os.remove(path)
+                  f"!= {recorded[:16]}… recorded): {'out of date' if asking else 'removed, it is made again'}",
+                  file=sys.stderr)
+            if asking:
+                env.AlwaysBuild(node)
+            else:
+                os.remove(path)
             removed.append(str(node))
     return removed
 

@@ -39,6 +39,12 @@ def test_dry_run_lists_candidates_without_a_gpu() -> None:
             assert v.id in p.stdout
     assert "model" in p.stdout and "not built: resources estimated" in p.stdout
     assert "batch classes: prefill-n1 N=1 T=65536 H=32" in p.stdout
+    # what the marks and the estimate mean: the route, the class the model is at, where its step time comes from
+    assert "* marks each row's current route" in p.stdout and "first batch class" in p.stdout
+    routed = {d["variant"] for d in plan_spec(spec, "sm_90a", rules, profile=profiles["h200"]).dispatch}
+    starred = {ln.split()[0] for ln in p.stdout.splitlines() if ln.startswith("    ") and ln.split()[1:2] == ["*"]}
+    assert routed <= starred, (routed, starred)
+    assert "step from record" in p.stdout   # the H200 record measured these rows
 
 
 def test_tuning_a_spec_needs_its_build(tmp_path) -> None:

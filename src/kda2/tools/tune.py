@@ -325,6 +325,9 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
     log(f"{g.spec} / {g.arch} on {g.profile.name} ({g.profile.source}): {len(g.tasks)} candidates in {len(rows)} "
         f"rows, {live} to time, {len(g.tasks) - live} pruned"
         + (f"  [{g.manifest}]" if g.manifest else "  [not built: resources estimated]"))
+    log("  * marks each row's current route; the model's estimate is at the row's first batch class (its step time "
+        "from the tuning record where one measured the row: `step from record`), `kda2 plan --reasons` at the "
+        "agents' design shape")
     for key, tasks in rows.items():
         classes = ", ".join(f"{w.name} N={w.N} T={w.T} H={w.H}" for w in workloads(g.family, tasks[0].bucket))
         log(f"  {key}  (batch classes: {classes})")
@@ -335,7 +338,7 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
             kn = " ".join(f"{k}={v}" for k, v in knobs(t.config).items() if k != "state_layout")
             what = f"PRUNED: {t.pruned}" if t.pruned else (
                 f"model {t.model['us']:9.1f} us ({t.model['bound']}, {t.model['ctas_per_sm']} CTA/SM, "
-                f"{t.model['waves']} waves)" + "".join(f"; {n} split {'/'.join(map(str, split_choices(r['segments'])))}"
+                f"{t.model['waves']} waves{', step from record' if t.model.get('step_from') else ''})" + "".join(f"; {n} split {'/'.join(map(str, split_choices(r['segments'])))}"
                                                        for n, r in t.splits.items()))
             log(f"    {t.variant} {'*' if t.incumbent else ' '} {kn:<62} {what}")
 

@@ -613,6 +613,27 @@ def test_corrupt_cache_entry_is_detected_and_rebuilt(reference: Reference, tmp_p
     assert co.outputs() == reference.outputs
 
 
+def test_entry_without_its_sidecar_is_paired_by_the_build_that_makes_it_again(reference: Reference, tmp_path: Path):
+    """An entry whose sidecar is missing (a push that died between the two, or one still in flight) is a miss, never
+    deleted; the build that makes the target again records the sidecar when the entry holds exactly its bytes, so
+    the next build takes it from the cache instead of missing for good."""
+    co = warm_checkout(reference, tmp_path)
+    vid = co.variant_ids()[0]
+    good = reference.checkout.cubin(vid).read_bytes()
+    (entry,) = [p for p in co.cache.rglob("*") if p.is_file() and not p.name.endswith(".sha256")
+                and p.read_bytes() == good]
+    sidecar = Path(str(entry) + ".sha256")
+    sidecar.unlink()
+    run = co.scons()
+    assert run.rc == 0, run.tail()
+    assert run.linked() == [(SPEC_A, vid)] and run.compiled() == [], run.tools_run()   # the miss, made again
+    assert entry.read_bytes() == good and sidecar.read_text().strip() == sha256_bytes(good)
+    shutil.rmtree(co.build)
+    again = co.scons()
+    assert again.rc == 0 and again.tools_run() == [], again.tools_run()   # now a hit
+    assert co.outputs() == reference.outputs
+
+
 def test_output_changed_in_place_is_made_again_not_signed(reference: Reference, tmp_path: Path):
     """An output changed after the build (a flipped byte in the library, an edited rendered source, a cubin from
     elsewhere) is not what its inputs' signatures say: SCons alone would keep it and the manifest would sign it. The

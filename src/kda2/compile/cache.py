@@ -5,7 +5,9 @@ a flipped bit in cache/ would silently become a "built" kernel. Here every entry
 `<entry>.sha256`, written (atomically) right after the entry appears; on retrieval the copied file is
 hashed and compared. A mismatch deletes the local copy and the bad entry and reports it, and SCons
 then builds the target as if the cache had missed. An entry without its sidecar (a push still in
-flight from another build sharing this cache) is simply a miss, never deleted.
+flight from another build sharing this cache) is simply a miss, never deleted; the build that then makes the
+target again records the sidecar when the entry holds exactly its bytes, so a push that died between the two
+does not leave a miss for good.
 
 With KDA2_REMOTE_CACHE set, an S3-compatible object store is a second level (kda2.compile.remote): a
 local miss asks the store, whose verified object becomes a local entry with its sidecar before SCons copies
@@ -88,8 +90,29 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
             with open(tmp, "w") as f:
                 f.write(sha256_file(cachefile) + "\n")
             os.replace(tmp, cachefile + ".sha256")
+        elif cachefile is not None and existed and not os.path.exists(cachefile + ".sha256"):
+            self._pair_orphan(node, cachefile)
         self._push_remote(node, cachefile)
         return result
+
+    @staticmethod
+    def _pair_orphan(node, cachefile: str) -> None:
+        """An entry with no sidecar that this build has just made again (its retrieval missed): a push still in
+        flight elsewhere, or one that died between the entry and its sidecar, which would otherwise miss forever.
+        When the entry holds exactly the bytes built here (the same key: the same inputs), record them."""
+        try:
+            digest = sha256_file(node.get_internal_path())
+            if sha256_file(cachefile) != digest:
+                return   # not what this build made: leave it to its writer (or to a corrupt-entry check)
+            tmp = f"{cachefile}.sha256.{os.getpid()}"
+            with open(tmp, "w") as f:
+                f.write(digest + "\n")
+            if not os.path.exists(cachefile + ".sha256"):
+                os.replace(tmp, cachefile + ".sha256")
+            else:
+                os.remove(tmp)
+        except OSError:
+            pass
 
     @staticmethod
     def _push_remote(node, cachefile: str | None) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -281,6 +282,38 @@ def test_missing_artifact_says_how_to_build(fake, tmp_path):
 
 
 @needs_cc
+def test_bundle_damage_says_revendor_not_rebuild(tmp_path):
+    """A bundle (DIR/bundle.json, made by `kda2 vendor`) is repaired by re-vendoring or re-copying it, and
+    `kda2 verify DIR` says what is wrong; `scons` advice is for build directories only."""
+    root = tmp_path / "vendored"
+    manifest = make_fake_build(root, spec="fake_spec", arch="sm_90a")
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    (root / "bundle.json").write_text(json.dumps({"format": 1, "specs": {"fake_spec": {
+        "family": "recurrent", "archs": {"sm_90a": {"manifest_sha256": digest}}}}}))
+    m = json.loads(manifest.read_text())
+    so = manifest.parent / m["library"]["path"]
+    raw = bytearray(so.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    so.write_bytes(bytes(raw))  # a changed byte (a bundle's cubins are inside its .so)
+    bundle_advice = (re.escape(f"`kda2 verify {root}`") + ".*" +
+                     re.escape(f"re-vendor it from its build (`kda2 vendor fake_spec --to {root}`)"))
+    with pytest.raises(ArtifactError, match=f"corrupt artifact {re.escape(str(so))}.*{bundle_advice}") as ei:
+        loader.load(root, arch="sm_90a")
+    assert "scons" not in str(ei.value)
+    cubin = manifest.parent / m["variants"][0]["cubin"]
+    cubin.unlink()  # a file missing (listed files are checked in sorted order: the cubin's directory first)
+    with pytest.raises(ArtifactError, match=f"missing artifact {re.escape(str(cubin))}.*{bundle_advice}") as ei:
+        loader.load(manifest)
+    assert "scons" not in str(ei.value)
+    manifest.write_text("{not json")
+    with pytest.raises(ArtifactError, match=f"not valid JSON.*{bundle_advice}"):
+        loader.load(manifest)
+    manifest.unlink()
+    with pytest.raises(ArtifactError, match=f"no manifest.json in .*{bundle_advice}"):
+        loader.load(root)
+
+
+@needs_cc
 def test_bad_abi_version_in_manifest(fake):
     _rewrite_manifest(fake, abi_version=1)  # a build from before the chunk family: rebuild
     with pytest.raises(ArtifactError, match=f"abi_version 1.*ABI {abi.ABI_VERSION}"):
@@ -492,6 +525,107 @@ def test_validation_errors_pool(api_env):
     e(r"ssm_state_indices shape: got \[3\]; allowed: \[2\]", *base, pool, torch.tensor([0, 1, 2], dtype=torch.int32))
     e(r"ssm_state_indices dtype: got float32", *base, pool, idx.float())
     e(r"q device: got cpu", *base, pool, idx)
+
+
+def _no_gpu(*_):
+    """current_capability on a host without a GPU (the driver library cannot be found)."""
+    try:
+        raise RuntimeError("libcuda.so.1 not found")
+    except RuntimeError as exc:
+        raise ArtifactError("cannot determine the GPU's compute capability (RuntimeError: libcuda.so.1 not found); "
+                            "no CUDA device is visible") from exc
+
+
+def test_no_device_message_says_what_the_user_can_pass(tmp_path, monkeypatch):
+    """Without a GPU the arch cannot be chosen: the message names kda2.load(<this build>, arch=...) (the calls take
+    no arch=, but library=) and that the tensors must be on a CUDA device."""
+    from kda2.runtime import device
+    generic = str(device.no_device_error(RuntimeError("no driver")))
+    assert "kda2.load(" in generic and "arch='sm_90a'" in generic and "library=lib" in generic
+    assert "take no arch=" in generic and "device 'cuda'" in generic
+    build = tmp_path / "build"
+    for spec, arch in (("rec", "sm_80"), ("rec", "sm_90a"), ("chk", "sm_90a")):
+        (build / spec / arch).mkdir(parents=True)
+        (build / spec / arch / "manifest.json").write_text(json.dumps({"family": "chunk" if spec == "chk"
+                                                                       else "recurrent"}))
+    monkeypatch.setattr(loader, "current_capability", _no_gpu)
+    with pytest.raises(ArtifactError) as ei:
+        loader.load(build / "rec")  # a spec directory: the arch would be chosen for the GPU
+    msg = str(ei.value)
+    assert "no CUDA device is visible" in msg and "libcuda.so.1 not found" in msg
+    assert f"lib = kda2.load('{build / 'rec'}', arch='sm_90a') (built: sm_80, sm_90a)" in msg
+    assert "library=lib" in msg and "Pass arch=" not in msg
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(build))
+    with pytest.raises(ArtifactError) as ei:
+        loader.default_library("chunk")
+    assert f"lib = kda2.load('{build / 'chk'}', arch='sm_90a') (built chunk libraries: chk/sm_90a)" in str(ei.value)
+
+
+def test_input_errors_are_not_hidden_by_the_library_lookup(tmp_path, monkeypatch):
+    """No GPU (the default library cannot be chosen): wrong arguments still get their own error, checked without
+    a library; only a call whose arguments look right gets the no-device error."""
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    import kda2
+    (tmp_path / "build" / "rec" / "sm_90a").mkdir(parents=True)
+    (tmp_path / "build" / "rec" / "sm_90a" / "manifest.json").write_text(json.dumps({"family": "recurrent"}))
+    (tmp_path / "build" / "chk" / "sm_90a").mkdir(parents=True)
+    (tmp_path / "build" / "chk" / "sm_90a" / "manifest.json").write_text(json.dumps({"family": "chunk"}))
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setattr(loader, "current_capability", _no_gpu)
+    x = _inputs(torch)
+    q, k, v, g, beta = x.values()
+    rec, chunk = kda2.fused_recurrent_kda, kda2.chunk_kda
+    for fn in (rec, chunk):
+        for match, args, kw in (
+                (r"^q: got None; allowed: a torch.Tensor on a CUDA device$", (None, k, v, g, beta), {}),
+                (r"^q: got list; allowed: a torch.Tensor", ([[1.0]], k, v, g, beta), {}),
+                (r"^q: got numpy.ndarray; allowed: a torch.Tensor on a CUDA device \(convert a numpy array with "
+                 r"torch.from_numpy\(x\).cuda\(\)\)$", (q.float().numpy(), k, v, g, beta), {}),
+                (r"^q shape: got \[3, 2, 128\]; allowed: a tensor \[B, T, H, K\]$", (q[0], k, v, g, beta), {}),
+                (r"^k shape: got \[2, 3, 2, 64\]", (q, k[..., :64].contiguous(), v, g, beta), {}),
+                (r"^q dtype: got float32; allowed: bf16 or fp16 .*cast q/k/v", (q.float(), k, v, g, beta), {}),
+                (r"^beta dtype: got float64", (q, k, v, g, beta.double()), {}),
+                (r"^initial_state: got numpy.ndarray", (q, k, v, g, beta), {"initial_state": np.zeros(3)})):
+            with pytest.raises(KDA2InputError, match=match) as ei:
+                fn(*args, **kw)
+            assert ei.value.__suppress_context__, "the failed lookup must not be shown as the cause"
+        with pytest.raises(TypeError, match=r"got unexpected keyword arguments \['use_gate_in_kernl'\]"):
+            fn(q, k, v, g, beta, use_gate_in_kernl=True)
+        with pytest.raises(ArtifactError, match=r"no CUDA device is visible.*library=lib"):
+            fn(q, k, v, g, beta)  # right arguments (on CPU): the real problem is the missing GPU
+    pool, idx = torch.zeros(5, 4, 128, 128), torch.tensor([0, 3], dtype=torch.int32)
+    with pytest.raises(KDA2InputError, match=r"^state_pool: got None; allowed: a torch.Tensor"):
+        kda2.fused_recurrent_kda_pool(q, k, v, g, beta, None, idx)
+    with pytest.raises(KDA2InputError, match=r"^ssm_state_indices: got list"):
+        kda2.prepare_pool(q, k, v, g, beta, pool, [0, 3])
+    with pytest.raises(KDA2InputError, match=r"^v: got numpy.ndarray"):
+        kda2.prepare_pool(q, k, v.float().numpy(), g, beta, pool, idx)
+    with pytest.raises(ArtifactError, match=r"no CUDA device is visible"):
+        kda2.fused_recurrent_kda_pool(q, k, v, g, beta, pool, idx)
+
+
+def test_non_tensor_arguments_are_named_by_type(api_env):
+    """With a library: an array of the right shape but the wrong type says so (not "shape")."""
+    torch, api, lib, d = api_env
+    np = pytest.importorskip("numpy")
+    x = _inputs(torch)
+    base = tuple(x.values())
+
+    class DLPackArray:  # what CuPy / JAX arrays look like to the runtime
+        def __dlpack__(self, stream=None):
+            raise NotImplementedError
+
+    e = lambda match, *a, **kw: _expect(api, lib, d, match, *a, **kw)  # noqa: E731
+    e(r"^q: got numpy.ndarray; allowed: a torch.Tensor on a CUDA device \(convert a numpy array with "
+      r"torch.from_numpy\(x\).cuda\(\)\)$", x["q"].float().numpy(), *base[1:])
+    e(r"^v: got numpy.ndarray; allowed: a torch.Tensor on a CUDA device", *base[:2], x["v"].float().numpy(), *base[3:])
+    e(r"^k: got list; allowed: a torch.Tensor on a CUDA device$", x["q"], x["k"].tolist(), *base[2:])
+    e(r"^g: got .*DLPackArray; allowed: a torch.Tensor on a CUDA device \(.*torch.from_dlpack\(x\)\)$",
+      *base[:3], DLPackArray(), x["beta"])
+    e(r"^q: got None; allowed: a torch.Tensor on a CUDA device$", None, *base[1:])
+    e(r"^state_pool: got numpy.ndarray; allowed: a torch.Tensor on a CUDA device", *base,
+      np.zeros((5, 4, 128, 128)), torch.zeros(2, dtype=torch.int32), pool=True)
 
 
 def test_feature_not_compiled(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 
 from kda2.runtime import abi, loader
 from kda2.runtime import validate as _v
+from kda2.runtime.errors import ArtifactError
 from kda2.runtime.library import Library, ensure_context
 
 # Bound by _init_torch() on the first call (the runtime imports without torch).
@@ -155,9 +156,20 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     token (calls up to the decode buckets: Library.intermediate_max_t).
     """
     torch = _torch or _init_torch()
-    lib = library if library is not None else (loader._default or _v.default_for("recurrent", q, v))
+    if kwargs:  # before the library lookup: a mistyped keyword is a TypeError whether or not a library is found
+        state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
+    lib = library if library is not None else loader._default
+    if lib is None:
+        try:
+            lib = _v.default_for("recurrent", q, v)
+        except ArtifactError:  # no build / no GPU: a wrong argument is reported first
+            _v.explain_lookup(q, k, v, g, beta, out, optional=(
+                ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state),
+                ("final_state_out", final_state_out), ("cu_seqlens", cu_seqlens),
+                ("intermediate_states_out", intermediate_states_out)))
+            raise
     key = None
-    if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None and not kwargs:
+    if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None:
         try:
             key = (0, lib, q.shape, q.dtype, q.get_device(), k.shape, k.dtype, k.get_device(), v.shape, v.dtype,
                    v.get_device(), g.shape, g.dtype, g.get_device(), beta.shape, beta.dtype, beta.get_device(),
@@ -196,8 +208,6 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                 _relaunch(lib, args, dev_index, longest)  # another device current, no context yet, or an error
             return o, ht
     lib = _v.library_arg(library) if library is not None else lib
-    if kwargs:
-        state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
@@ -252,7 +262,16 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
     """
     torch = _torch or _init_torch()
-    lib = library if library is not None else (loader._default or _v.default_for("recurrent", q, v))
+    lib = library if library is not None else loader._default
+    if lib is None:
+        try:
+            lib = _v.default_for("recurrent", q, v)
+        except ArtifactError:  # no build / no GPU: a wrong argument is reported first
+            _v.explain_lookup(q, k, v, g, beta, out, required=(
+                ("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)), optional=(
+                ("A_log", A_log), ("dt_bias", dt_bias), ("cu_seqlens", cu_seqlens),
+                ("intermediate_states_out", intermediate_states_out)))
+            raise
     key = None
     if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None:
         try:
@@ -290,8 +309,10 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,
         max_seqlen, out)
-    if not isinstance(state_pool, torch.Tensor) or state_pool.ndim != 4:
-        raise _v.fail("state_pool shape", list(getattr(state_pool, "shape", [])),
+    if not isinstance(state_pool, torch.Tensor):
+        raise _v.not_tensor("state_pool", state_pool)
+    if state_pool.ndim != 4:
+        raise _v.fail("state_pool shape", list(state_pool.shape),
                     f"[P, HV, V, K] = [P, {HV}, {V}, {K}]" if state_v_first else f"[P, HV, K, V] = [P, {HV}, {K}, {V}]")
     P = state_pool.shape[0]
     _v.check_tensor("state_pool", state_pool, _v.state_dtypes(lib), (P, HV, V, K) if state_v_first else (P, HV, K, V),

@@ -6,6 +6,17 @@ import sys
 from kda2.runtime.errors import ArtifactError
 
 
+def no_device_error(cause: BaseException, load: str = "lib = kda2.load(<build or bundle directory>, arch='sm_90a')"
+                    ) -> ArtifactError:
+    """No GPU is visible (`cause`: the driver's or pathfinder's error): say what runs where, and how to load a
+    build anyway (`load`: a kda2.load(..., arch=...) call; the loader names the build's own path and archs)."""
+    return ArtifactError(
+        f"cannot determine the GPU's compute capability ({type(cause).__name__}: {cause}): no CUDA device is "
+        "visible. The kernels run only on an NVIDIA GPU, with every tensor argument on it (device 'cuda'). To load "
+        f"a build without one, name its arch: {load}; fused_recurrent_kda / chunk_kda take no arch=, pass them "
+        "library=lib")
+
+
 def arch_preference(capability: tuple[int, int]) -> list[str]:
     """Built archs that run on a device of this compute capability, best first.
 
@@ -47,7 +58,4 @@ def current_capability(device_index: int | None = None) -> tuple[int, int]:
         minor = ok(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
         return int(major), int(minor)
     except Exception as exc:  # noqa: BLE001 - no driver raises a pathfinder error, not a CUresult
-        raise ArtifactError(
-            f"cannot determine the GPU's compute capability ({type(exc).__name__}: {exc}); "
-            "no CUDA device is visible. Pass arch='sm_90a' (or another built arch) explicitly."
-        ) from exc
+        raise no_device_error(exc) from exc

@@ -20,7 +20,7 @@ from kda2.artifact import bundle  # stdlib-only modules: safe for the runtime
 from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA
 from kda2.artifact.manifest import sha256_file
 from kda2.runtime import abi
-from kda2.runtime.device import arch_preference, current_capability
+from kda2.runtime.device import arch_preference, current_capability, no_device_error
 from kda2.runtime.errors import ArtifactError
 from kda2.runtime.library import Library
 
@@ -35,6 +35,30 @@ _defaults: dict[str, Library] = {}  # family -> default library
 
 _HOW_TO_BUILD = ("build it from the repository root with `scons` (or `kda2 build`), "
                  "or point to another build with KDA2_LIBRARY=<path to manifest.json>")
+
+
+def _fix(path: Path, for_a_build: str) -> str:
+    """How to repair a missing or corrupt `path` (a manifest, a file it lists, or a build directory):
+    `for_a_build` (rebuild) for a build directory; for a bundle made by `kda2 vendor` (DIR/bundle.json, at
+    most three levels up) re-vendoring it or copying it again, `kda2 verify DIR` naming what is wrong."""
+    root = next((d for d in (path, *path.parents[:3]) if (d / bundle.INDEX).is_file()), None)
+    if root is None:
+        return for_a_build
+    rel = path.relative_to(root).parts
+    spec = rel[0] if rel and bundle.plain_name(rel[0]) else "SPEC"
+    return (f"{root} is a bundle made by `kda2 vendor`: `kda2 verify {root}` lists what is wrong; re-vendor it from "
+            f"its build (`kda2 vendor {spec} --to {root}`) or copy the whole bundle again from where it came from")
+
+
+def _gpu_archs(load_call: str) -> list[str]:
+    """Built archs that run on the current GPU, best first; without a visible GPU, the ArtifactError of
+    device.no_device_error with `load_call` (a kda2.load(..., arch=...) of this very build) as its advice."""
+    try:
+        return arch_preference(current_capability())
+    except ArtifactError as exc:
+        if exc.__cause__ is None:
+            raise
+        raise no_device_error(exc.__cause__, load_call) from exc.__cause__
 
 
 def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verify: bool = True) -> Library:
@@ -70,7 +94,8 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
             verify_files(manifest_path, manifest)
         so_path = _member(manifest_path, manifest["library"]["path"])
         if not so_path.is_file():
-            raise ArtifactError(f"missing library {so_path} (listed in {manifest_path}); {_HOW_TO_BUILD}")
+            raise ArtifactError(f"missing library {so_path} (listed in {manifest_path}); "
+                                f"{_fix(manifest_path, _HOW_TO_BUILD)}")
         lib = _open_library(manifest_path, manifest, so_path)
         _cache[manifest_path] = (digest, lib)
         return lib
@@ -80,7 +105,8 @@ def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
     """Check each file of `manifest['files']` exists and matches its sha256; raise on the first that doesn't."""
     files = manifest.get("files")
     if not isinstance(files, dict) or not files:
-        raise ArtifactError(f"{manifest_path}: no 'files' table to verify against; rebuild ({_HOW_TO_BUILD})")
+        raise ArtifactError(f"{manifest_path}: no 'files' table to verify against; "
+                            f"{_fix(manifest_path, f'rebuild ({_HOW_TO_BUILD})')}")
     lib_rel = manifest["library"]["path"]
     if lib_rel not in files:
         raise ArtifactError(f"{manifest_path}: library {lib_rel!r} is not listed under 'files'")
@@ -89,11 +115,12 @@ def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
     for rel, expected in sorted(files.items()):
         path = _member(manifest_path, rel)
         if not path.is_file():
-            raise ArtifactError(f"missing artifact {path} (listed in {manifest_path}); {_HOW_TO_BUILD}")
+            raise ArtifactError(f"missing artifact {path} (listed in {manifest_path}); "
+                                f"{_fix(manifest_path, _HOW_TO_BUILD)}")
         actual = sha256_file(path)
         if actual != expected:
             raise ArtifactError(f"corrupt artifact {path}: sha256 {actual}, manifest {manifest_path} expects "
-                                f"{expected}; rebuild it ({_HOW_TO_BUILD})")
+                                f"{expected}; {_fix(manifest_path, f'rebuild it ({_HOW_TO_BUILD})')}")
 
 
 def default_library(family: str = "recurrent", k: int | None = None, v: int | None = None) -> Library:
@@ -170,8 +197,11 @@ def discover(root: Path | None = None, family: str = "recurrent") -> list[Path]:
     found = [p for p in find_manifests(root) if _family(p) == family]
     if not found:
         raise ArtifactError(f"no built {family} library under {root.resolve()} (looked for "
-                            f"<spec>/<arch>/{MANIFEST} with family {family!r}); {_HOW_TO_BUILD}")
-    prefs = arch_preference(current_capability())
+                            f"<spec>/<arch>/{MANIFEST} with family {family!r}); {_fix(root, _HOW_TO_BUILD)}")
+    example = [p for p in found if p.parent.parent == found[0].parent.parent][-1]  # first spec, last arch
+    built = ", ".join(f"{p.parent.parent.name}/{p.parent.name}" for p in found)
+    prefs = _gpu_archs(f"lib = kda2.load('{example.parent.parent}', arch='{example.parent.name}') "
+                       f"(built {family} libraries: {built})")
     best: dict[str, Path] = {}
     for p in found:  # per spec, the most preferred arch that was built
         spec, a = p.parent.parent.name, p.parent.name
@@ -208,26 +238,27 @@ def _resolve(path: Path, arch: str | None) -> Path:
     if path.is_dir():
         archs = sorted(p.parent.name for p in path.glob(f"*/{MANIFEST}"))
         if not archs:
-            raise ArtifactError(f"no {MANIFEST} in {path} or its arch subdirectories; {_HOW_TO_BUILD}")
+            raise ArtifactError(f"no {MANIFEST} in {path} or its arch subdirectories; {_fix(path, _HOW_TO_BUILD)}")
         if arch is not None:
             if arch not in archs:
                 raise ArtifactError(f"{path} has no build for {arch} (built: {', '.join(archs)}); "
                                     f"add {arch} to the spec's archs and rebuild")
             return (path / arch / MANIFEST).resolve()
-        prefs = arch_preference(current_capability())
+        prefs = _gpu_archs(f"lib = kda2.load('{path}', arch='{archs[-1]}') (built: {', '.join(archs)})")
         for a in prefs:
             if a in archs:
                 return (path / a / MANIFEST).resolve()
         raise ArtifactError(f"{path}: built archs {archs} cannot run on this GPU (it runs {prefs}); "
                             "add one to the spec's archs, or pass arch= to force one")
-    raise ArtifactError(f"missing manifest: {path} does not exist; {_HOW_TO_BUILD}")
+    raise ArtifactError(f"missing manifest: {path} does not exist; {_fix(path, _HOW_TO_BUILD)}")
 
 
 def _parse(manifest_path: Path, raw: bytes) -> dict[str, Any]:
     try:
         manifest = json.loads(raw)
     except ValueError as exc:
-        raise ArtifactError(f"{manifest_path}: not valid JSON ({exc}); rebuild ({_HOW_TO_BUILD})") from exc
+        raise ArtifactError(f"{manifest_path}: not valid JSON ({exc}); "
+                            f"{_fix(manifest_path, f'rebuild ({_HOW_TO_BUILD})')}") from exc
     if not isinstance(manifest, dict):
         raise ArtifactError(f"{manifest_path}: expected a JSON object")
     if manifest.get("schema") != MANIFEST_SCHEMA:
@@ -261,7 +292,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError as exc:
-        raise ArtifactError(f"missing {what} {path}; {_HOW_TO_BUILD}") from exc
+        raise ArtifactError(f"missing {what} {path}; {_fix(path, _HOW_TO_BUILD)}") from exc
 
 
 def _open_library(manifest_path: Path, manifest: dict[str, Any], so_path: Path) -> Library:

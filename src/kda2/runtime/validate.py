@@ -47,6 +47,25 @@ def fail(name: str, given: Any, allowed: str) -> KDA2InputError:
     return KDA2InputError(f"{name}: got {given}; allowed: {allowed}")
 
 
+def type_name(x: Any) -> str:
+    """`numpy.ndarray`, `list`, `None`: what a non-tensor argument is, by its qualified type name."""
+    if x is None:
+        return "None"
+    t = type(x)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def not_tensor(name: str, x: Any) -> KDA2InputError:
+    """`name` is not a torch.Tensor. The torch API takes torch tensors only (raw device pointers go through
+    Library.launch_raw); array types that torch can wrap get the conversion named."""
+    how = ""
+    if type(x).__module__.split(".")[0] == "numpy":
+        how = " (convert a numpy array with torch.from_numpy(x).cuda())"
+    elif hasattr(x, "__dlpack__") or hasattr(x, "__cuda_array_interface__"):
+        how = " (wrap a DLPack / __cuda_array_interface__ array without a copy: torch.from_dlpack(x))"
+    return fail(name, type_name(x), f"a torch.Tensor on a CUDA device{how}")
+
+
 def _dt(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -67,7 +86,7 @@ def check_tensor(name: str, t: Any, dtypes: tuple, shape: tuple, dev: Any) -> No
     except AttributeError:
         pass
     if not isinstance(t, _torch.Tensor):
-        raise fail(name, type(t).__name__, "a torch.Tensor")
+        raise not_tensor(name, t)
     if t.dtype not in dtypes:
         raise fail(f"{name} dtype", _dt(t.dtype), " or ".join(_dt(d) for d in dtypes))
     if t.device != dev:
@@ -75,6 +94,72 @@ def check_tensor(name: str, t: Any, dtypes: tuple, shape: tuple, dev: Any) -> No
     if t.shape != shape:
         raise fail(f"{name} shape", list(t.shape), str(list(shape)))
     raise fail(name, f"a non-contiguous tensor (strides {t.stride()})", "a contiguous tensor (call .contiguous())")
+
+
+def check_inputs(q, k, v, g, beta, out, lib: Library | None = None):
+    """q, k, v, g, beta and out: types, ranks, shapes, dtypes, one device, contiguity; with `lib` also its head
+    dims and input dtypes. Returns (device of q, B, T, H, K, HV, V, input dtype).
+
+    The first part of `prepare`; with lib=None it needs no library and no GPU, so a call whose default library
+    cannot be found (`explain_lookup`) still reports a wrong argument rather than the failed lookup.
+    """
+    # Device is checked last (only "same device as q" here), so every other check is testable on CPU.
+    if not isinstance(q, _torch.Tensor):
+        raise not_tensor("q", q)
+    if q.ndim != 4:
+        raise fail("q shape", list(q.shape), "a tensor [B, T, H, K]")
+    dev = q.device
+    B, T, H, K = q.shape
+    if not isinstance(v, _torch.Tensor):
+        raise not_tensor("v", v)
+    if v.ndim != 4:
+        raise fail("v shape", list(v.shape), "a tensor [B, T, HV, V]")
+    HV, V = v.shape[2], v.shape[3]
+    if lib is not None and (K != lib.k or V != lib.v):
+        raise KDA2InputError(f"unsupported head dims K={K}, V={V}: {_spec(lib)} is built for K={lib.k}, V={lib.v}; "
+                             f"built {lib.family} head dims: {loader.built_head_dims(lib.family)}; pass library= a "
+                             f"build with those dims, or build a spec with head_dims {{k: {K}, v: {V}}}")
+    if H <= 0 or HV < H or HV % H:
+        raise fail("v heads", f"HV={HV} with H={H}", "HV >= H >= 1 with HV % H == 0 (GVA: value head hv reads "
+                   "q/k head hv // (HV // H); any integer ratio runs)")
+    # Input dtype: q, k, v (and o) share one of the spec's input_dtypes; fp32 inputs are refused by name.
+    qd = q.dtype
+    names = lib.features.input_dtypes if lib is not None else tuple(_INPUT_DTYPES)
+    elem = next((t for t in (_INPUT_DTYPES.get(d) for d in names) if t is qd), None)
+    if elem is None:
+        built = " or ".join(names)
+        hint = ("; cast q/k/v to bf16 or fp16 (the kernels accumulate in fp32)" if qd is _F32 else
+                f"; add {_dt(qd).replace('float16', 'fp16')} to features.input_dtypes" if qd is _F16 else "")
+        where = f"input dtypes built into {_spec(lib)}" if lib is not None else "the input dtypes kda2 builds"
+        raise fail("q dtype", _dt(qd), f"{built} ({where}){hint}")
+    check_tensor("q", q, (elem,), (B, T, H, K), dev)
+    check_tensor("k", k, (elem,), (B, T, H, K), dev)
+    check_tensor("v", v, (elem,), (B, T, HV, V), dev)
+    check_tensor("g", g, (_F32, elem), (B, T, HV, K), dev)
+    if isinstance(beta, _torch.Tensor) and beta.ndim == 4:
+        raise fail("beta shape", list(beta.shape), f"[B, T, HV] = {[B, T, HV]} (per-channel beta is not supported)")
+    check_tensor("beta", beta, (_F32, elem), (B, T, HV), dev)
+    if out is not None:
+        check_tensor("out", out, (elem,), (B, T, HV, V), dev)
+    return dev, B, T, H, K, HV, V, elem
+
+
+def explain_lookup(q, k, v, g, beta, out=None, required=(), optional=()) -> None:
+    """Called while the lookup of a call's default library fails (no build, no GPU visible): raise the
+    KDA2InputError of an argument that is wrong whatever the library (`check_inputs` without one; `required`
+    and `optional` are (name, value) pairs that must be tensors, or tensors or None), in place of the lookup's
+    error, so the user sees the mistake in the call first. Returns when the arguments look right; the caller
+    then re-raises the lookup's error. Costs nothing on calls whose lookup succeeds."""
+    try:
+        check_inputs(q, k, v, g, beta, out)
+        for name, t in required:
+            if not isinstance(t, _torch.Tensor):
+                raise not_tensor(name, t)
+        for name, t in optional:
+            if t is not None and not isinstance(t, _torch.Tensor):
+                raise not_tensor(name, t)
+    except KDA2InputError as exc:
+        raise exc from None  # the lookup's failure is not what the user has to fix first
 
 
 def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel,
@@ -86,38 +171,7 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
     """
     check_family(lib, family)
     f = lib.features
-    # Device is checked last (only "same device as q" here), so every other check is testable on CPU.
-    if not isinstance(q, _torch.Tensor) or q.ndim != 4:
-        raise fail("q shape", list(getattr(q, "shape", [])) or type(q).__name__, "a tensor [B, T, H, K]")
-    dev = q.device
-    B, T, H, K = q.shape
-    if not isinstance(v, _torch.Tensor) or v.ndim != 4:
-        raise fail("v shape", list(getattr(v, "shape", [])) or type(v).__name__, "a tensor [B, T, HV, V]")
-    HV, V = v.shape[2], v.shape[3]
-    if K != lib.k or V != lib.v:
-        raise KDA2InputError(f"unsupported head dims K={K}, V={V}: {_spec(lib)} is built for K={lib.k}, V={lib.v}; "
-                             f"built {lib.family} head dims: {loader.built_head_dims(lib.family)}; pass library= a "
-                             f"build with those dims, or build a spec with head_dims {{k: {K}, v: {V}}}")
-    if H <= 0 or HV < H or HV % H:
-        raise fail("v heads", f"HV={HV} with H={H}", "HV >= H >= 1 with HV % H == 0 (GVA: value head hv reads "
-                   "q/k head hv // (HV // H); any integer ratio runs)")
-    # Input dtype: q, k, v (and o) share one of the spec's input_dtypes; fp32 inputs are refused by name.
-    qd = getattr(q, "dtype", None)
-    elem = next((t for t in (_INPUT_DTYPES.get(d) for d in f.input_dtypes) if t is qd), None)
-    if elem is None:
-        built = " or ".join(f.input_dtypes)
-        hint = ("; cast q/k/v to bf16 or fp16 (the kernels accumulate in fp32)" if qd is _F32 else
-                f"; add {_dt(qd).replace('float16', 'fp16')} to features.input_dtypes" if qd is _F16 else "")
-        raise fail("q dtype", _dt(qd), f"{built} (input dtypes built into {_spec(lib)}){hint}")
-    check_tensor("q", q, (elem,), (B, T, H, K), dev)
-    check_tensor("k", k, (elem,), (B, T, H, K), dev)
-    check_tensor("v", v, (elem,), (B, T, HV, V), dev)
-    check_tensor("g", g, (_F32, elem), (B, T, HV, K), dev)
-    if isinstance(beta, _torch.Tensor) and beta.ndim == 4:
-        raise fail("beta shape", list(beta.shape), f"[B, T, HV] = {[B, T, HV]} (per-channel beta is not supported)")
-    check_tensor("beta", beta, (_F32, elem), (B, T, HV), dev)
-    if out is not None:
-        check_tensor("out", out, (elem,), (B, T, HV, V), dev)
+    dev, B, T, H, K, HV, V, elem = check_inputs(q, k, v, g, beta, out, lib)
 
     flags = abi.FLAG_INPUT_FP16 if elem is _F16 else 0
     if g.dtype is elem:

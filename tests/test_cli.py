@@ -59,7 +59,7 @@ HELP = {
     "inspect": ("SASS", "spills", "local", "Exit 1"),
     "rules": ("version bump", "check", "lock", "propose", "impact"),
     "tune": ("fastest correct", "tuning/<spec>.<profile>.json", "--quick", "--dry-run"),
-    "bench": ("FLA", "GPU"),
+    "bench": ("FLA", "GPU", "recurrent", "chunk", "readme-table"),  # its subcommands, without `bench -- --help`
 }
 
 
@@ -76,6 +76,35 @@ def test_help(command: str | None) -> None:
 def test_no_command_is_a_usage_error() -> None:
     p = kda2()
     assert p.returncode == 2 and "usage: kda2" in p.stderr
+
+
+def test_version() -> None:
+    """`kda2 --version`: the installed package's version, else the source tree's pyproject.toml; and where from."""
+    import importlib.metadata
+
+    try:
+        want = importlib.metadata.version("kda2")
+    except importlib.metadata.PackageNotFoundError:
+        want = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(), re.M)[1]
+    p = kda2("--version")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == f"kda2 {want} ({REPO / 'src' / 'kda2'})\n"
+
+
+def test_bench_help_lists_its_commands_and_recurrent_needs_no_out(tmp_path) -> None:
+    """`kda2 bench --help` is kda2.bench's own help (its commands), as `bench -- --help` still is; `kda2 bench
+    recurrent` without --out writes to a new ./bench_out/recurrent-<date>-<time>, said at the start (a bad shape
+    stops it before torch or a GPU is needed)."""
+    p, q = kda2("bench", "--help"), kda2("bench", "--", "--help")
+    assert p.returncode == 0 and p.stdout == q.stdout and re.search(r"^usage: kda2 bench .*COMMAND", p.stdout, re.M)
+    assert all(re.search(rf"^ +{c} ", p.stdout, re.M) for c in ("recurrent", "chunk")) and "readme-table" in p.stdout
+    assert "./bench_out/recurrent-" in " ".join(kda2("bench", "recurrent", "--help").stdout.split())
+    p = kda2("bench", "recurrent", "--shapes", "Z9", cwd=tmp_path)
+    assert p.returncode == 2 and "--out" not in p.stderr.replace("(--out DIR to choose)", ""), p.stderr
+    (out,) = (tmp_path / "bench_out").iterdir()
+    assert re.fullmatch(r"recurrent-\d{8}-\d{6}", out.name)
+    assert p.stdout.startswith(f"kda2 bench recurrent: results go to bench_out/{out.name} (--out DIR to choose)\n")
+    assert "Z9" in json.loads((out / "bench_recurrent.json").read_text())["error"]
 
 
 # ---- plan --------------------------------------------------------------------------------------
@@ -265,7 +294,7 @@ def test_inspect_tiny_build_is_clean(tiny_build: Path, name: str) -> None:
     m = json.loads((out / "manifest.json").read_text())
     (v,) = m["variants"]
     assert f"{name} / sm_90a: 1 kernels for 3 dispatch rows" in p.stdout  # bucket 1: three decode batch classes
-    assert re.search(rf"^  {v['name']}\n    routes: v_first T<=1 \(decode-n1, decode-n64, decode-n256\)\n    sm_90a  regs +\d+  smem +0 B  stack 0 B  "
+    assert re.search(rf"^  {v['name']}\n    routes: v_first T<=1 \(decode-n1, decode-n64, decode-n256\)\n    sm_90a  bf16 in, fp32 state  regs +\d+  smem +0 B  stack 0 B  "
                      rf"spills 0/0 B  v_first direct blocked v/warp 4 warps 4$", p.stdout, re.M), p.stdout
     assert v["name"].endswith(v["id"]) and v["name"].startswith(f"kda2_recurrent_sm_90a_k{TINY[name]}v{TINY[name]}_vf")
     assert "local memory: none" in p.stdout
@@ -375,6 +404,41 @@ def test_inspect_corrupt_manifest_is_one_line_error(tmp_path, kind: str) -> None
     assert "manifest.json" in line
 
 
+@pytest.mark.parametrize("family", ["recurrent", "chunk"])
+def test_inspect_says_which_entry_each_line_is(tmp_path, monkeypatch, family: str) -> None:
+    """A variant's cubin holds an entry per input dtype (recurrent: and state dtype; chunk: prep, state and fold per
+    dtype and one combine) with near-identical resources: each line names its entry, in launch order, and only the
+    prep and state lines carry the plan's dynamic shared memory (the fold and combine are not sized by it)."""
+    from kda2.codegen.render import kernel_symbols
+    from kda2.tools import inspect as insp
+
+    monkeypatch.setattr(insp.sass, "sass_opcodes", lambda cubin: {})  # the SASS check is tested on real cubins above
+    monkeypatch.setattr(insp.sass, "check", lambda ops, family, arch, config: ([], [], []))
+    vid = "0123456789ab"
+    config = ({"family": "chunk", "state_layout": "v_first", "chunk": 64, "block_v": 32, "stages": 2,
+               "dtypes": ["bf16", "fp16"]} if family == "chunk" else
+              {"family": "recurrent", "state_layout": "k_first", "staging": "direct", "k_map": "all", "v_per_warp": 8,
+               "warps": 4, "dtypes": ["bf16", "fp16"], "state_dtypes": ["fp32", "bf16"]})
+    res = {"arch": "sm_90a", "registers": 68, "smem": 5120, "stack": 0, "spill_stores": 0, "spill_loads": 0}
+    v = {"id": vid, "name": f"kda2_{family}_x_{vid}", "cubin": "x.cubin", "plan": "x.plan.json", "config": config,
+         "resources": {k: dict(res) for k in sorted(kernel_symbols(config, vid))}}
+    (tmp_path / "x.plan.json").write_text(json.dumps({"prep_smem_bytes": 103680, "prep_threads": 256,
+                                                     "state_smem_bytes": 155680, "state_threads": 128}))
+    lines, problems = insp.inspect_variant(tmp_path, v, family, "sm_90a")
+    assert not problems
+    rows = [ln for ln in lines if ln.startswith("    sm_90a  ")]
+    labels = [re.match(r"    sm_90a  (.+?) +regs", ln)[1] for ln in rows]
+    assert len(set(rows)) == len(rows) == len(v["resources"])
+    if family == "recurrent":
+        assert labels == ["bf16 in, fp32 state", "fp16 in, fp32 state", "bf16 in, bf16 state", "fp16 in, bf16 state"]
+    else:
+        assert labels == ["prep bf16", "prep fp16", "state bf16", "state fp16", "fold bf16", "fold fp16",
+                          "combine (any dtype)"]
+        assert [ln.split("stages 2")[1] for ln in rows] == [
+            "  prep: dynamic smem 103680 B, 256 threads"] * 2 + ["  state: dynamic smem 155680 B, 128 threads"] * 2 + [""] * 3
+    assert len({ln.index("regs") for ln in rows}) == 1  # the labels are padded to one column
+
+
 def test_inspect_not_a_build_dir(tmp_path) -> None:
     line = one_error_line(kda2("inspect", tmp_path / "nothing"))
     assert "nothing" in line
@@ -446,9 +510,10 @@ def chunk_like_build(tiny_build: Path, tmp_path) -> Path:
 def test_inspect_chunk_manifest(chunk_like_build: Path) -> None:
     p = kda2("inspect", chunk_like_build)
     (v,) = json.loads((chunk_like_build / "manifest.json").read_text())["variants"]
-    assert re.search(r"^    sm_90a  regs +\d+ .* v_first block_v 32 stages 2  prep: dynamic smem "
+    assert re.search(r"^    sm_90a  prep bf16   regs +\d+ .* v_first block_v 32 stages 2  prep: dynamic smem "
                      r"103680 B, 256 threads$", p.stdout, re.M), p.stdout
-    assert re.search(r"block_v 32 stages 2  state: dynamic smem 155680 B, 128 threads$", p.stdout, re.M), p.stdout
+    assert re.search(r"^    sm_90a  state bf16  regs .* block_v 32 stages 2  state: dynamic smem 155680 B, 128 threads$",
+                     p.stdout, re.M), p.stdout
     # the cubin is a recurrent one: the tensor-core instructions a chunk kernel must have are missing
     assert p.returncode == 1
     want = "HMMA.16816.F32.BF16 HMMA.1688.F32.TF32 LDSM LDGSTS UBLKCP SYNCS"
@@ -490,3 +555,88 @@ def test_build_options_after_spec_names_are_parsed(monkeypatch, capsys) -> None:
     with pytest.raises(SystemExit):
         cli.main(["build", "-C", str(REPO), "kimi_linear_chunk", "-k"])
     assert "unrecognized arguments: -k" in capsys.readouterr().err
+
+
+# ---- build: spec files ------------------------------------------------------------------------------
+
+class FakeScons:
+    """subprocess.Popen standing in for scons: records each argv and prints `lines`."""
+
+    def __init__(self, lines: list[str]):
+        self.lines, self.calls = lines, []
+
+    def __call__(self, argv, **kw):
+        self.calls.append(list(argv))
+        return type("Proc", (), {"stdout": iter(f"{ln}\n" for ln in self.lines), "wait": lambda self: 0})()
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A directory kda2 build takes for a checkout (it holds a SConstruct), with one spec in kernel_specs/."""
+    root = tmp_path / "checkout"
+    (root / "kernel_specs").mkdir(parents=True)
+    (root / "SConstruct").write_text("")
+    (root / "kernel_specs" / "tiny.yaml").write_text(tiny_spec("tiny", 64))
+    return root
+
+
+def test_build_a_spec_file(checkout: Path, tmp_path, monkeypatch, capsys) -> None:
+    """`kda2 build PATH.yaml`: SPECS= is its name: field (said when the file is named otherwise); a file from outside
+    the checkout's specs directory is copied alone to BUILD_DIR/.kda2/spec-files, which becomes SPECS_DIR (scons
+    plans every spec and digests every file of its SPECS_DIR), and scons' messages name the user's file."""
+    from kda2.tools import cli
+
+    mine = tmp_path / "elsewhere" / "my.yaml"
+    mine.parent.mkdir()
+    mine.write_text(tiny_spec("mine", 128))
+    (mine.parent / "notes.yaml").write_text("not: a spec\n")  # beside it, never read
+    stage = checkout / "build" / ".kda2" / "spec-files"
+    fake = FakeScons([f"kda2: error: {stage / 'mine.yaml'}: something"])
+    monkeypatch.setattr(cli.subprocess, "Popen", fake)
+    assert cli.main(["build", "-C", str(checkout), str(mine), "--", "VERBOSE=0"]) == 0
+    out = capsys.readouterr().out
+    assert f"{mine} is spec 'mine' (its name: field, not its file name)" in out and "build/mine/<arch>" in out
+    assert f"kda2: error: {mine}: something" in out and str(stage) not in out
+    argv = fake.calls[-1]
+    assert f"SPECS_DIR={stage}" in argv and "SPECS=mine" in argv
+    assert [p.name for p in stage.iterdir()] == ["mine.yaml"] and (stage / "mine.yaml").read_text() == mine.read_text()
+    # BUILD_DIR= moves the staging with the build
+    assert cli.main(["build", "-C", str(checkout), str(mine), "--", f"BUILD_DIR={tmp_path / 'b'}"]) == 0
+    assert f"SPECS_DIR={tmp_path / 'b' / '.kda2' / 'spec-files'}" in fake.calls[-1]
+    capsys.readouterr()
+    # a file of the checkout's specs directory is built by name, from there
+    monkeypatch.chdir(checkout)
+    assert cli.main(["build", "-C", str(checkout), "kernel_specs/tiny.yaml", "--", "VERBOSE=0"]) == 0
+    assert "SPECS=tiny" in fake.calls[-1] and not any(a.startswith("SPECS_DIR=") for a in fake.calls[-1])
+    assert "is spec" not in capsys.readouterr().out
+    # what cannot be built says so in one line, before scons runs
+    calls = len(fake.calls)
+    for args, want in (([str(tmp_path / "nope.yaml")], "nope.yaml: no such spec file"),
+                       ([str(mine), "tiny"], "build spec files from elsewhere on their own"),
+                       ([str(mine.parent / "notes.yaml")], "notes.yaml")):
+        assert cli.main(["build", "-C", str(checkout), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("kda2: error: ") and want in err and len(err.splitlines()) == 1, err
+    assert len(fake.calls) == calls
+
+
+@pytest.mark.compile
+def test_build_a_spec_file_for_real(tiny_build: Path, tmp_path) -> None:
+    """`kda2 build /elsewhere/file.yaml` through the real SConstruct: the spec builds under its name, one progress
+    line per node."""
+    spec = tmp_path / "elsewhere" / "file.yaml"
+    spec.parent.mkdir()
+    spec.write_text(tiny_spec("from_a_file", 64))
+    build = tmp_path / "b"
+    p = kda2("build", "-C", tiny_build.parent, "-j2", spec, "--", f"BUILD_DIR={build}", cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (build / "from_a_file" / "sm_90a" / "manifest.json").is_file()
+    steps = re.findall(r"^\[ *(\d+) +[\d.]+s\] +(\S+)", p.stdout, re.M)
+    assert [int(n) for n, _ in steps] == list(range(1, len(steps) + 1)) and steps[-1][1] == "manifest", p.stdout
+
+
+def test_verify_a_missing_path_says_so(tmp_path) -> None:
+    line = one_error_line(kda2("verify", tmp_path / "nope"))
+    assert f"{tmp_path / 'nope'}: no such directory" in line and "bundle.json" not in line.split("(")[0]
+    (tmp_path / "file.txt").write_text("x")
+    assert "a file, not a bundle directory" in one_error_line(kda2("verify", tmp_path / "file.txt"))

@@ -1,6 +1,6 @@
 """Benchmarks (`python -m kda2.bench ...`, or `kda2 bench ...` through the CLI).
 
-    python -m kda2.bench recurrent --out DIR [--library MANIFEST] [--layouts v_first,k_first]
+    python -m kda2.bench recurrent [--out DIR] [--library MANIFEST] [--layouts v_first,k_first]
                                    [--shapes D1,S2,N128T4] [--quick] [--no-fla]
     python -m kda2.bench chunk [--out DIR] [--library MANIFEST] [--shapes p|k3|f|all|P1,K3,B2T4096H16,...]
                                [--gates softplus,lower_bound] [--layout v_first|k_first] [--iters N] [--warmup N]
@@ -12,15 +12,30 @@
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import sys
 from pathlib import Path
 
+#: where results go without --out: chunk writes bench_out/bench_chunk.*; recurrent a fresh folder per run
+BENCH_OUT = Path("bench_out")
+
+
+def default_recurrent_out() -> Path:
+    """./bench_out/recurrent-<UTC date and time>: a new folder per run, so a run keeps the last one's results."""
+    return BENCH_OUT / f"recurrent-{_dt.datetime.now(_dt.timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kda2 bench", description="KDA² benchmarks")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = argparse.ArgumentParser(
+        prog="kda2 bench", description="KDA² benchmarks: kda2 against its peers (FLA, cuDNN-FE) in one process, on "
+        "the GPU (needs torch, a GPU and built libraries; FLA and cuDNN-FE only to time them). `kda2 bench "
+        "COMMAND --help` lists a command's options.",
+        epilog="e.g. kda2 bench recurrent --shapes D1,N128T4; kda2 bench chunk --shapes p --gates softplus; "
+        "kda2 bench readme-table bench_out/bench_chunk.json")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands")
     r = sub.add_parser("recurrent", help="recurrent KDA (decode + short prefill) vs FLA fused_recurrent_kda")
-    r.add_argument("--out", required=True, type=Path, help="directory for bench_recurrent.json / .png")
+    r.add_argument("--out", type=Path, help="directory for bench_recurrent.json / .png (default: a new "
+                   "./bench_out/recurrent-<UTC date>-<time>, printed at the start)")
     r.add_argument("--library", help="manifest.json or build directory (default: KDA2_LIBRARY or ./build)")
     r.add_argument("--layouts", help="comma list of k_first,v_first (default: every built layout)")
     r.add_argument("--shapes", help="comma list of shape ids (D1,D2,D3,M1,D2h,D3h,S1,S2,S3,S4; default all) and "
@@ -89,5 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                          head_dim=args.head_dim, overlap=args.overlap, a_log=args.a_log)
     from kda2.bench.recurrent import run
 
+    if args.out is None:
+        args.out = default_recurrent_out()
+        print(f"kda2 bench recurrent: results go to {args.out} (--out DIR to choose)", flush=True)
     return run(args.out, args.library, split(args.layouts), split(args.shapes), args.quick, not args.no_fla, argv,
                variants=split(args.variant))

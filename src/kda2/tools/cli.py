@@ -25,13 +25,84 @@ def _fail(msg: str) -> int:
 
 # ---- build -----------------------------------------------------------------------------------
 
+#: a node's progress line from the graph's actions (compile/graph.py _progress): `kda2 <kind> <target>`
+_NODE_LINE = re.compile(r"kda2 (\S+(?: -dc)?)\s+(.*)")
+
+
+def _scons_arg(scons_args: Sequence[str], key: str, default: str) -> str:
+    return next((x.split("=", 1)[1] for x in reversed(scons_args) if x.startswith(f"{key}=")), default)
+
+
+def _is_spec_path(word: str) -> bool:
+    return word.endswith((".yaml", ".yml")) or os.sep in word or "/" in word
+
+
+def _stage_spec_files(args: argparse.Namespace, top: Path) -> tuple[list[str], dict[str, str]] | int:
+    """`kda2 build PATH.yaml ...`: the SCons arguments (SPECS=, and SPECS_DIR= for files outside the checkout's specs
+    directory) and {staged path: the user's path} to name the user's file in scons' messages; or an exit status.
+
+    SCons plans every spec of one SPECS_DIR and digests every file there, so a spec file outside it (say /tmp/my.yaml,
+    beside unrelated files) is copied, alone with the other files given, into <BUILD_DIR>/.kda2/spec-files/ and built
+    from there; SPECS matches the spec's `name:` field, not its file name."""
+    paths = [w for w in args.specs if _is_spec_path(w)]
+    if not paths:
+        return ([f"SPECS={','.join(args.specs)}"] if args.specs else []), {}
+    try:
+        from kda2.spec.model import SpecError, load_spec
+    except ImportError as e:
+        return _fail(f"building a spec file needs the build extras (pip install -e '.[build]'): {e}")
+    specs_dir = (top / _scons_arg(args.scons_args, "SPECS_DIR", "kernel_specs")).resolve()
+    build_dir = top / _scons_arg(args.scons_args, "BUILD_DIR", "build")
+    names, outside = [w for w in args.specs if not _is_spec_path(w)], {}
+    for word in paths:
+        path = Path(word).expanduser()
+        if not path.is_file():
+            return _fail(f"{word}: no such spec file" + ("" if path.suffix == ".yaml" else " (a spec name has no "
+                                                          "'/' or .yaml; a spec file ends in .yaml)"))
+        try:
+            spec = load_spec(path)
+        except SpecError as e:
+            return _fail(str(e))
+        if path.stem != spec.name:
+            print(f"kda2 build: {word} is spec {spec.name!r} (its name: field, not its file name): it builds to "
+                  f"{_scons_arg(args.scons_args, 'BUILD_DIR', 'build')}/{spec.name}/<arch>; `kda2 vendor/inspect/tune` "
+                  f"know it as {spec.name}", flush=True)
+        if path.resolve().parent == specs_dir:
+            names.append(spec.name)  # scons reads that directory anyway
+        elif spec.name in outside:
+            return _fail(f"{word}: name: {spec.name!r} again (also {outside[spec.name]}); one build takes one file "
+                         f"per spec name")
+        else:
+            outside[spec.name] = path
+    if not outside:
+        return [f"SPECS={','.join(dict.fromkeys(names))}"], {}
+    if names:
+        return _fail(f"{', '.join(map(str, outside.values()))}: outside {specs_dir}; build spec files from "
+                     f"elsewhere on their own (scons reads one specs directory), then {', '.join(names)}")
+    stage = (build_dir / ".kda2" / "spec-files").resolve()
+    stage.mkdir(parents=True, exist_ok=True)
+    staged: dict[str, str] = {}
+    keep = {f"{name}.yaml" for name in outside}
+    for old in stage.iterdir():  # files staged by an earlier build of other spec files
+        if old.name not in keep and old.is_file():
+            old.unlink()
+    for name, path in outside.items():
+        dest, data = stage / f"{name}.yaml", path.read_bytes()
+        if not dest.is_file() or dest.read_bytes() != data:
+            dest.write_bytes(data)
+        staged[str(dest)] = str(path)
+    return [f"SPECS_DIR={stage}", f"SPECS={','.join(outside)}"], staged
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     top = Path(args.directory).resolve()
     if not (top / "SConstruct").is_file():
         return _fail(f"{top}: no SConstruct here; run from a kda2 checkout or pass -C DIR")
-    argv = [sys.executable, "-m", "SCons", "-C", str(top), f"-j{args.jobs}"]
-    if args.specs:
-        argv.append(f"SPECS={','.join(args.specs)}")
+    staging = _stage_spec_files(args, top)
+    if isinstance(staging, int):
+        return staging
+    spec_args, staged = staging
+    argv = [sys.executable, "-m", "SCons", "-C", str(top), f"-j{args.jobs}", *spec_args]
     if args.verbose:
         argv.append("VERBOSE=1")
     argv.append(f"CANDIDATES={args.candidates}")
@@ -43,8 +114,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip("\n")
+        for dest, src in staged.items():  # name the user's spec file, not its staged copy
+            line = line.replace(dest, src)
         seen.append(line)
-        m = re.match(r"kda2 (\S+(?: -dc)?)\s+(.*)", line)
+        m = _NODE_LINE.match(line)
         if m:
             counts[m[1]] = counts.get(m[1], 0) + 1
             n = sum(counts.values())
@@ -59,7 +132,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         from kda2.tools.feedback import record_build_failures
 
         # the plan cache the failed kernels' knobs come from is under the build dir the scons arguments name
-        build_dir = next((x.split("=", 1)[1] for x in args.scons_args if x.startswith("BUILD_DIR=")), "build")
+        build_dir = _scons_arg(args.scons_args, "BUILD_DIR", "build")
         for f in record_build_failures(seen, top=top, build_dir=build_dir,
                                        command="kda2 build " + " ".join(sys.argv[2:])):
             print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
@@ -275,8 +348,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from kda2.artifact.bundle import BundleError
     from kda2.tools.vendor import verify_bundle
 
+    path = Path(args.bundle)
+    if not path.exists():
+        return _fail(f"{args.bundle}: no such directory (the bundle directory `kda2 vendor SPEC --to DIR` made)")
+    if path.is_file():
+        if path.name != "bundle.json":
+            return _fail(f"{args.bundle}: a file, not a bundle directory (give the directory holding bundle.json)")
+        path = path.parent
     try:
-        print(verify_bundle(args.bundle))
+        print(verify_bundle(path))
     except (BundleError, OSError) as e:
         return _fail(str(e))
     return 0
@@ -290,15 +370,65 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args.bench_args)
 
 
+def version() -> str:
+    """The installed kda2's version (package metadata), else the source tree's pyproject.toml, else
+    kda2.__version__; with where the imported package lies (a source tree on PYTHONPATH shadows an install)."""
+    import importlib.metadata
+
+    import kda2
+
+    where = Path(kda2.__file__).resolve().parent
+    try:
+        v = importlib.metadata.version("kda2")
+    except importlib.metadata.PackageNotFoundError:
+        v = _pyproject_version(where.parents[1] / "pyproject.toml") or getattr(kda2, "__version__", "unknown")
+    return f"kda2 {v} ({where})"
+
+
+def _pyproject_version(path: Path) -> str | None:
+    """[project] version of a pyproject.toml (a source tree <tree>/src/kda2 run without installing)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        m = re.search(r'^\[project\]\s*$(.*?)^version\s*=\s*"([^"]+)"', text, re.M | re.S)
+        return m[2] if m and "\n[" not in m[1] else None
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return None
+    return project.get("version") if project.get("name") == "kda2" else None
+
+
+class _VersionAction(argparse.Action):
+    """--version, worked out only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kda2", description="KDA²: declarative build of Kimi Delta Attention "
                                 "CUDA kernels (YAML spec -> scons -> tuned, cached artifacts).")
+    p.add_argument("--version", action=_VersionAction,
+                   help="print the kda2 version (and where the package is imported from) and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="build the specs (wraps scons; one progress line per node)",
-                       description="Run scons over kernel_specs/ with a progress line per built node. "
-                       "Extra arguments after -- go to scons (e.g. -- -q to check up-to-dateness).")
-    b.add_argument("specs", nargs="*", help="spec names to build (default: all in kernel_specs/)")
+                       description="Run scons over kernel_specs/ with a progress line per built node "
+                       "([count elapsed]). A spec file (PATH.yaml) builds "
+                       "that spec, under the name in its name: field; files from outside kernel_specs/ are built on "
+                       "their own (copied to BUILD_DIR/.kda2/spec-files/ for scons' SPECS_DIR). "
+                       "Extra arguments after -- go to scons (e.g. -- -q to check up-to-dateness, -- BUILD_DIR=DIR).")
+    b.add_argument("specs", nargs="*", metavar="SPEC", help="spec names (their name: field) or spec YAML files to "
+                   "build (default: all in kernel_specs/)")
     b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: CPUs)")
     b.add_argument("-C", "--directory", default=".", help="checkout holding SConstruct (default: .)")
     b.add_argument("-v", "--verbose", action="store_true", help="print full nvcc/nvlink command lines")
@@ -323,8 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.set_defaults(func=cmd_plan)
 
     i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",
-                       description="For each variant of a manifest: registers, shared memory, spills (from "
-                       "ptxas), and a SASS check that the expected instructions are present and no local "
+                       description="For each variant of a manifest, one line per kernel entry (recurrent: its "
+                       "input and state dtypes; chunk: prep, state, fold per input dtype, and the combine): "
+                       "registers, shared memory, spills (from "
+                       "ptxas); and a SASS check that the expected instructions are present and no local "
                        "memory (LDL/STL) is used. Exit 1 when a check fails.")
     i.add_argument("artifact", help="build/<spec>/<arch> directory or its manifest.json")
     i.add_argument("--variant", help="only this variant id")
@@ -420,9 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("bundle", help="the bundle directory (the one holding bundle.json)")
     vf.set_defaults(func=cmd_verify)
 
-    be = sub.add_parser("bench", help="benchmark against FLA on the GPU (see `kda2 bench -- --help`)",
-                        description="Runs kda2.bench (needs a GPU, torch, built artifacts; FLA for the "
-                        "baseline). Arguments after -- are passed through.")
+    # (`kda2 bench ...` is handed to kda2.bench's own parser whole by main(): `kda2 bench --help` lists its
+    # subcommands recurrent, chunk, readme-table; this entry is what `kda2 --help` shows)
+    be = sub.add_parser("bench", help="benchmark against FLA and cuDNN-FE on the GPU: recurrent, chunk, readme-table "
+                        "(see `kda2 bench --help`)", add_help=False)
     be.add_argument("bench_args", nargs=argparse.REMAINDER)
     be.set_defaults(func=cmd_bench)
     return p
@@ -436,6 +569,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # `kda2 build SPEC --candidates all -- -k TARGET`: the words after `--` are split off here and handed to scons
     # whole; everything before is parsed, options after the spec names too (a REMAINDER positional had swallowed
     # them: `kda2 build SPEC --candidates all` built the routed set).
+    if argv[:1] == ["bench"]:  # kda2.bench parses its own arguments (and --help); a leading `--` is still taken
+        from kda2.bench import main as bench_main
+
+        return bench_main(argv[2:] if argv[1:2] == ["--"] else argv[1:])
     passthrough = None
     if argv[:1] == ["build"] and "--" in argv:
         cut = argv.index("--")
@@ -443,8 +580,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if passthrough is not None:
         args.scons_args = passthrough
-    if getattr(args, "bench_args", None) and args.bench_args[0] == "--":
-        args.bench_args = args.bench_args[1:]
     return args.func(args)
 
 

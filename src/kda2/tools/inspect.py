@@ -37,6 +37,35 @@ def _routes(m: dict, vid: str) -> str:
     return ", ".join(rows) if rows else "tuning candidate only"
 
 
+#: the chunk kernels of a variant in launch order (codegen/render.py chunk_symbols); the combine serves every dtype
+_CHUNK_STAGES = ("prep", "state", "fold", "combine")
+
+
+def entry_of(kernel: str, vid: str, family: str) -> tuple[str | None, str, str]:
+    """(chunk stage or None, input dtype, state dtype) of a kernel entry named kda2_<family>_[<stage>_][f16_][s16_]<id>
+    (codegen/render.py kernel_symbols: no infix is bf16 inputs and fp32 states)."""
+    middle = kernel.removeprefix(f"kda2_{family}_").removesuffix(vid).strip("_")
+    words = middle.split("_") if middle else []
+    stage = words.pop(0) if family == "chunk" and words and words[0] in _CHUNK_STAGES else None
+    return stage, "fp16" if "f16" in words else "bf16", "bf16" if "s16" in words else "fp32"
+
+
+def entry_label(kernel: str, vid: str, family: str) -> str:
+    """What one inspect line is: `bf16 in, fp32 state` (recurrent), `prep fp16` / `combine (any dtype)` (chunk);
+    the kernel's own name where it does not follow the naming."""
+    stage, dtype, state = entry_of(kernel, vid, family)
+    if not kernel.startswith(f"kda2_{family}_") or not kernel.endswith(vid) or (family == "chunk" and stage is None):
+        return kernel
+    if family != "chunk":
+        return f"{dtype} in, {state} state"
+    return "combine (any dtype)" if stage == "combine" else f"{stage} {dtype}"
+
+
+def _entry_order(kernel: str, vid: str, family: str) -> tuple:
+    stage, dtype, state = entry_of(kernel, vid, family)
+    return (_CHUNK_STAGES.index(stage) if stage in _CHUNK_STAGES else -1, state != "fp32", dtype != "bf16", kernel)
+
+
 def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
     """The config words of an inspect line (and, for chunk, the kernel's dynamic shared memory)."""
     c = v["config"]
@@ -46,9 +75,11 @@ def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
         bounds += " persistent" if c.get("persistent") else ""
         return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}{bounds}"
     text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}"
+    which = entry_of(kernel, v["id"], family)[0]
+    if which not in ("prep", "state"):  # the plan sizes the prep and state kernels only
+        return text
     try:
         plan = json.loads((root / v["plan"]).read_text())
-        which = "prep" if "_prep_" in kernel else "state"
         text += f"  {which}: dynamic smem {plan[f'{which}_smem_bytes']} B, {plan[f'{which}_threads']} threads"
     except (OSError, ValueError, KeyError):
         pass
@@ -76,8 +107,12 @@ def _beside(root: Path, v: dict, hw) -> str:
 def inspect_variant(root: Path, v: dict, family: str, arch: str) -> tuple[list[str], list[str]]:
     """(report lines, problems) for one variant of a manifest."""
     lines, problems = [f"  {v['name']}"], []
-    for kernel, r in sorted(v["resources"].items()):
-        lines.append(f"    {r['arch']}  regs {r['registers']:>3}  smem {r['smem']:>6} B  "
+    kernels = sorted(v["resources"], key=lambda k: _entry_order(k, v["id"], family))
+    labels = {k: entry_label(k, v["id"], family) for k in kernels}
+    width = max(map(len, labels.values()), default=0)
+    for kernel in kernels:
+        r = v["resources"][kernel]
+        lines.append(f"    {r['arch']}  {labels[kernel]:<{width}}  regs {r['registers']:>3}  smem {r['smem']:>6} B  "
                      f"stack {r['stack']} B  spills {r['spill_stores']}/{r['spill_loads']} B  "
                      f"{_describe(root, v, family, kernel)}")
         if r["spill_stores"] or r["spill_loads"] or r["stack"]:

@@ -477,6 +477,60 @@ def test_register_budget_leaving_no_candidate_is_a_plan_error(rules, tmp_path, m
     assert f"state_layout={other}" not in msg
 
 
+def test_no_variant_error_names_the_binding_register_budget_and_what_keeps_one(rules, tmp_path) -> None:
+    """The error names the budget field that dropped every candidate and the least value that keeps one (the budget
+    agent's own verdict, asked again): at that value the row plans, one below it it does not."""
+    def error(max_registers: int) -> str:
+        with pytest.raises(PlanError) as info:
+            plan_all([load_spec(spec_variant(tmp_path, max_registers=max_registers))], rules)
+        return str(info.value)
+
+    msg = error(40)
+    m = re.search(r"on sm_90a: the agents' budget dropped all (\d+) candidate\(s\) the agents proposed; "
+                  r"budget\.max_registers 40 binds: the leanest candidate within the rest of the budget is estimated at "
+                  r"(\d+) registers \(budget\.max_registers (\d+) keeps one\)$", msg)
+    assert m and "state_layout=k_first, bucket 1 " in msg and "\n" not in msg, msg
+    need = int(m[2])
+    assert m[3] == m[2] and 40 < need <= 255 and int(m[1]) > 0
+    assert "state_layout=k_first, bucket 1 " in error(need - 1)
+    assert "state_layout=k_first, bucket 1 " not in error(need)  # it plans; a later row is the one that fails
+
+
+def test_no_variant_error_names_the_binding_smem_budget_or_the_hardware(rules, tmp_path) -> None:
+    msg = str(pytest.raises(PlanError, plan_all, [chunk_spec(tmp_path, max_smem_bytes="100000")], rules).value)
+    assert msg.endswith("the agents' budget dropped all 2 candidate(s) the agents proposed; budget.max_smem_bytes "
+                        "100000 binds: the leanest candidate within the rest of the budget is estimated at 158752 B of "
+                        "shared memory (budget.max_smem_bytes 158752 keeps one)"), msg  # block_v 32's state kernel
+    # a profile with 99 KB per block: no budget helps, the profile's limit binds and is cited
+    ga102 = load_profiles()["a100"].model_copy(update={"name": "ga102", "arch": "sm_86",
+                                                        "smem_per_block_bytes": 101376, "smem_per_sm_bytes": 102400})
+    spec = chunk_spec(tmp_path, archs="[sm_90a, sm_80, sm_86]")
+    msg = str(pytest.raises(PlanError, plan_spec, spec, "sm_86", rules, profile=ga102).value)
+    assert "no variant survives for state_layout=k_first, bucket 2048 on sm_86: the agents' budget dropped all" in msg
+    assert ("and would at any budget (budget.max_registers 255, budget.max_smem_bytes 232448): the hardware's limits "
+            "bind (profile ga102 (published): registers_per_thread_max=255, smem_per_block_bytes=101376)") in msg, msg
+
+
+def test_no_variant_error_names_the_forbidding_rules(tmp_path) -> None:
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    for rid, match in ((1, "{family: chunk, config: {block_v: 64}}"), (2, "{family: chunk}")):
+        (rules_dir / f"000{rid}-no-chunk.yaml").write_text(
+            f"id: {rid}\nversion: 1\nmatch: {match}\naction: forbid\nreason: test.\nevidence: test\n")
+    rules = load_rules(rules_dir)
+    spec = load_spec(KIMI_CHUNK)
+    msg = str(pytest.raises(PlanError, plan_spec, spec, "sm_90a", rules).value)
+    kept = [c for c in plan_spec(spec, "sm_90a", []).dispatch
+            if (c["state_layout"], c["bucket"]) == ("k_first", 2048)][0]["candidates"]
+    by_64 = sum(1 for v in plan_spec(spec, "sm_90a", []).variants
+                if v.id in kept and v.config["block_v"] == 64)
+    assert 0 < by_64 < len(kept)
+    assert msg.endswith(f"state_layout=k_first, bucket 2048 on sm_90a: rules forbid all {len(kept)} candidate(s) the "
+                        f"agents' budget kept: rule 0001 v1 ({rules_dir / '0001-no-chunk.yaml'}) forbids {by_64}, "
+                        f"rule 0002 v1 ({rules_dir / '0002-no-chunk.yaml'}) forbids {len(kept) - by_64}; relax or "
+                        "narrow the forbidding rule, or widen agents/budget in the spec"), msg
+
+
 # ---- chunk family ------------------------------------------------------------------------------
 
 def chunk_spec(tmp_path: Path, **edits: str) -> Spec:

@@ -936,3 +936,68 @@ def test_chunk_wgmma_variant_renders_and_splits() -> None:
     fwd = lib[lib.index('extern "C" int kda2_fwd('):]
     assert "const int index = splittable(kRoutes[row].index, args);" in fwd
     assert "if (a->split > 1 && !kVariants[index].splits) return KDA2_ERR_FEATURE;" in lib
+
+
+# ---- the resource check's messages (compile/ptxas.py check / advice, compile/actions.py resources_action) -----
+
+def _ptxas_log(registers: int, stores: int = 0, loads: int = 0, stack: int = 0, entry: str = "kda2_recurrent_abc") -> str:
+    return (f"ptxas info    : Compiling entry function '{entry}' for 'sm_80'\n"
+            f"ptxas info    : Function properties for {entry}\n"
+            f"    {stack} bytes stack frame, {stores} bytes spill stores, {loads} bytes spill loads\n"
+            f"ptxas info    : Used {registers} registers, used 1 barriers, 34816 bytes smem, 520 bytes cmem[0]\n")
+
+
+def _resources_action(tmp_path, log: str, kernel: str, allow_spills: bool, max_registers: int, capsys):
+    """resources_action as SCons calls it (file nodes are their paths, the limits a Value), its rc and stderr."""
+    from kda2.compile.actions import resources_action
+
+    class Value:
+        def read(self) -> str:
+            return json.dumps({"allow_spills": allow_spills, "kernel": kernel, "max_registers": max_registers})
+
+    (tmp_path / "k.ptxas.log").write_text(log)
+    rc = resources_action([str(tmp_path / "k.resources.json")], [str(tmp_path / "k.ptxas.log"), Value()], None)
+    return rc, capsys.readouterr().err
+
+
+def test_register_overrun_asks_for_a_larger_budget_not_a_smaller_one(tmp_path, capsys) -> None:
+    """ptxas used 79 registers against budget.max_registers 72: the fix is a budget of at least 79 (lowering it only
+    widens the gap), or leaving the config out; nothing about spills, which there are none of."""
+    res = parse_ptxas(_ptxas_log(79))
+    assert check(res, allow_spills=False, max_registers=72) == [
+        "kda2_recurrent_abc needs 79 registers per thread, more than budget.max_registers 72"]
+    name = "kda2_recurrent_sm_80_k128v128_kf_vpw16w4_smem_strided_scatter_pf_abc"
+    rc, err = _resources_action(tmp_path, _ptxas_log(79), name, False, 72, capsys)
+    assert rc == 1 and err.count("\n") == 1 and not (tmp_path / "k.resources.json").exists()
+    assert err == (f"kda2: error: {name}: kda2_recurrent_abc needs 79 registers per thread, more than "
+                   "budget.max_registers 72. Raise budget.max_registers to at least 79 in the spec; or ask the agents "
+                   "for fewer value columns per warp (agents.tile.v_per_warp) so the planner no longer proposes this "
+                   "config; or "
+                   "add a rule that forbids this config (rules/NNNN-slug.yaml, action: forbid).\n"), err
+    assert "Lower" not in err and "allow_spills" not in err
+    # within the budget: resources.json written, nothing said
+    assert _resources_action(tmp_path, _ptxas_log(72), name, False, 72, capsys) == (0, "")
+    assert json.loads((tmp_path / "k.resources.json").read_text())["kda2_recurrent_abc"]["registers"] == 72
+
+
+def test_spills_name_allow_spills_and_the_other_ways_out(tmp_path, capsys) -> None:
+    res = parse_ptxas(_ptxas_log(72, stores=8, loads=8, stack=16))
+    assert check(res, allow_spills=False, max_registers=255) == [
+        "kda2_recurrent_abc spills (8 B stores, 8 B loads, 16 B stack frame) and budget.allow_spills is false"]
+    assert check(res, allow_spills=True, max_registers=255) == []
+    # a stack frame without spill stores or loads is local memory, not spills: said as such
+    assert check(parse_ptxas(_ptxas_log(72, stack=32)), allow_spills=False, max_registers=255) == [
+        "kda2_recurrent_abc has a 32 B stack frame (local memory, no spill stores or loads) and "
+        "budget.allow_spills is false"]
+    rc, err = _resources_action(tmp_path, _ptxas_log(72, stores=8, loads=8, stack=16, entry="kda2_chunk_state_abc"),
+                                "kda2_chunk_sm_90a_k128v128_kf_c64bv64s2_abc", False, 255, capsys)
+    assert rc == 1 and err.count("\n") == 1
+    assert ("Set budget.allow_spills: true in the spec to accept the local memory; or narrow the agents' knobs "
+            "(agents.chunk: block_v, stages, state_mma) (configs that hold fewer registers); or add a rule that "
+            "forbids this config") in err, err
+    assert "action: flags" in err and "max_registers" not in err.split(". ", 1)[1]
+    # both at once: both problems, both remedies
+    rc, err = _resources_action(tmp_path, _ptxas_log(80, stores=4, loads=4, stack=8), "kda2_recurrent_x", False, 64,
+                                capsys)
+    assert rc == 1 and "spills (4 B stores" in err and "needs 80 registers" in err
+    assert "Raise budget.max_registers to at least 80" in err and "Set budget.allow_spills: true" in err

@@ -244,12 +244,54 @@ def test_field_errors(tmp_path: Path, edit: Callable[[dict[str, Any]], Any], par
     check_line(error_of(tmp_path, edit), tmp_path / "s.yaml", *parts)
 
 
-def test_more_errors_are_counted(tmp_path: Path) -> None:
+def test_every_error_is_printed(tmp_path: Path) -> None:
     def edit(d: dict[str, Any]) -> None:
         d.update(archs=["sm_75"], seq_len_buckets=[])
         d["budget"]["max_registers"] = 9
     msg = error_of(tmp_path, edit)
-    check_line(msg, tmp_path / "s.yaml", "archs[0]", "(+2 more errors)")
+    path = tmp_path / "s.yaml"
+    assert msg == (f"{path}: archs[0]: not an allowed value; allowed: {ARCHS} (got 'sm_75'); "
+                   "also seq_len_buckets: must not be empty; allowed: non-empty list of int in [1, 1048576] (got []); "
+                   "also budget.max_registers: out of range; allowed: int in [24, 255] (got 9)"), msg
+    assert "more error" not in msg
+
+
+def _rename(section: tuple[str, ...], old: str, new: str) -> Callable[[dict[str, Any]], Any]:
+    def edit(d: dict[str, Any]) -> None:
+        for key in section:
+            d = d.setdefault(key, {})
+        d[new] = d.pop(old, [16])
+    return edit
+
+
+@pytest.mark.parametrize("spec, section, old, new, allowed", [
+    (DEFAULT, (), "head_dims", "head_dim", "name, family, archs, targets, head_dims, features"),
+    (CHUNK, ("agents", "chunk"), "block_v", "blockv", "block_v, stages, state_mma"),
+    (DEFAULT, ("budget",), "max_registers", "max_register", "max_candidates, max_registers, max_smem_bytes"),
+    (DEFAULT, ("features",), "gate_modes", "gate_mode", "gate_modes, qk_l2norm, beta_sigmoid"),
+], ids=["top", "agents.chunk", "budget", "features"])
+def test_mistyped_field_is_named_first_with_a_suggestion(tmp_path: Path, spec: Path, section: tuple[str, ...],
+                                                          old: str, new: str, allowed: str) -> None:
+    """A misspelt key is the cause, the "missing" field it leaves behind only its effect: the unknown field comes
+    first, names the known field it is close to, and the missing one follows (nothing hidden behind a count)."""
+    data = yaml.safe_load(spec.read_text())
+    _rename(section, old, new)(data)
+    path = write(tmp_path / "s.yaml", data)
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    where = ".".join(section + (new,))
+    check_line(msg, path, f"{where}: unknown field {new!r} (did you mean {old!r}?); allowed: {allowed}")
+    assert msg.startswith(f"{path}: {where}: unknown field"), msg
+    if old != "block_v":  # block_v has a default: nothing goes missing
+        assert f"; also {'.'.join(section + (old,))}: required field is missing; allowed: " in msg, msg
+    assert "more error" not in msg
+
+
+def test_unknown_field_without_a_close_match_suggests_nothing(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, lambda d: d.update(tile_size=4))
+    assert msg == (f"{tmp_path / 's.yaml'}: tile_size: unknown field 'tile_size'; allowed: name, family, archs, "
+                   "targets, head_dims, features, seq_len_buckets, agents, budget"), msg
 
 
 # --- directories -------------------------------------------------------------------------------

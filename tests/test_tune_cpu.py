@@ -268,6 +268,11 @@ def test_failed_build_records_its_kernels_and_a_rule_follows(tmp_path) -> None:
     write_lock(rules)
     rule = load_rule(feedback.propose(str(path), rules_dir=str(rules), tuning_dir=str(tmp_path / "tuning")))
     assert rule.match.arch == "sm_80" and rule.match.family == "recurrent" and "spills" in rule.reason
+    # a kernel over the register budget without spilling is recorded as that, not as a spill
+    over = [f"kda2: error: {v.name}: kda2_x needs 79 registers per thread, more than budget.max_registers 72. Raise "
+            "budget.max_registers to at least 79", lines[2]]
+    (rec,) = feedback.record_build_failures(over, top=tmp_path, command="kda2 build")
+    assert rec["kind"] == "register_budget" and "79 registers" in rec["detail"], rec
 
 
 def test_a_kernel_fault_stops_the_run_and_the_rerun_skips_it(built, tmp_path, monkeypatch) -> None:

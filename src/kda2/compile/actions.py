@@ -87,15 +87,15 @@ def nvlink_action(target, source, env):
 
 def resources_action(target, source, env):
     """source[0]: ptxas log, source[1]: Value {"allow_spills", "max_registers", "kernel"}."""
-    from kda2.compile.ptxas import check, parse_ptxas, to_json
+    from kda2.compile.ptxas import advice, check, parse_ptxas, to_json
 
     d = _json(source[1])
     res = parse_ptxas(Path(str(source[0])).read_text())
-    problems = check(res, allow_spills=d["allow_spills"], max_registers=d["max_registers"])
+    limits = {"allow_spills": d["allow_spills"], "max_registers": d["max_registers"]}
+    problems = check(res, **limits)
     if problems:
-        sys.stderr.write(f"kda2: error: {d['kernel']}: {'; '.join(problems)}. Lower budget.max_registers / "
-                         f"the agents' knobs in the spec, or add a rule that forbids this config "
-                         f"(rules/NNNN-slug.yaml, action: forbid).\n")
+        todo = advice(d["kernel"], res, **limits)
+        sys.stderr.write(f"kda2: error: {d['kernel']}: {'; '.join(problems)}." + (f" {todo}" if todo else "") + "\n")
         return 1
     write_text(str(target[0]), to_json(res))
     return 0

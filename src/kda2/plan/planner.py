@@ -15,10 +15,11 @@ from typing import Any, Mapping, Sequence
 from kda2.artifact.manifest import check_candidates
 from kda2.plan.agents import FAMILY_AGENTS, Candidate
 from kda2.plan.agents.chunk import row_split
+from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
 from kda2.plan.model import class_rows
 from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
-from kda2.spec.model import Spec
+from kda2.spec.model import Budget, Spec
 from kda2.plan.variant import splits, variant_id, variant_name
 from kda2.spec.knobs import FAMILY_FIELDS, INPUT_DTYPES, MATCH_ONLY_FIELDS
 
@@ -108,9 +109,9 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
         for bucket in spec.seq_len_buckets:
             group = [pv for lay, b, pv in picked if lay == layout and b == bucket]
             if not group:
+                why = _why_none_survive(spec, arch, profile, rules, agents, layout, bucket, considered)
                 raise PlanError(f"{spec.source}: no variant survives for state_layout={layout}, bucket {bucket} "
-                                f"on {arch} (agents' budget or rules forbid every candidate); widen "
-                                f"agents/budget in the spec or relax the forbidding rule")
+                                f"on {arch}: {why}")
             for pv in group:
                 if pv.id not in seen:
                     seen.add(pv.id)
@@ -144,6 +145,74 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                                  "split": split, "split_by": split_by, "split_why": split_why})
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
                     considered=tuple(considered), warnings=tuple(warnings), profile=profile)
+
+
+def _why_none_survive(spec: Spec, arch: str, profile: Profile, rules: Sequence[Rule], agents: Sequence[Any],
+                      layout: str, bucket: int, considered: Sequence[dict[str, Any]]) -> str:
+    """What left (layout, bucket) without a variant, for PlanError: the rules that forbade what the agents' budget
+    kept, or the budget limit(s) that dropped every candidate, with the least value that keeps one. Those values are
+    the budget agent's own verdicts, asked again with that budget field raised (no second model of its estimates)."""
+    kept = [c for c in considered if c["state_layout"] == layout and c["bucket"] == bucket]
+    if kept:  # the budget kept some: rules forbade every one (forbid stops, so it is the last rule matched)
+        by_rule: dict[str, int] = {}
+        for c in kept:
+            r = apply_rules(rules, c).matched[-1]
+            name = f"rule {r.id:04d} v{r.version}" + (f" ({r.path})" if r.path else "")
+            by_rule[name] = by_rule.get(name, 0) + 1
+        return (f"rules forbid all {len(kept)} candidate(s) the agents' budget kept: "
+                + ", ".join(f"{name} forbids {n}" for name, n in by_rule.items())
+                + "; relax or narrow the forbidding rule, or widen agents/budget in the spec")
+    at = next((i for i, a in enumerate(agents) if getattr(a, "name", None) == "budget"), None)
+    if at is None:
+        return "the agents proposed no candidate for it; widen agents in the spec"
+    cands = [Candidate(_base_config(spec, arch))]
+    for agent in agents[:at]:
+        cands = agent(spec, profile, bucket, cands)
+    cands = [c for c in cands if c.config["state_layout"] == layout]
+    if not cands:
+        return "the agents proposed no candidate for it (before the budget); widen agents in the spec"
+    b = spec.budget
+    reg_top, smem_top = (next(m.le for m in Budget.model_fields[f].metadata if getattr(m, "le", None) is not None)
+                         for f in ("max_registers", "max_smem_bytes"))  # the most a spec may ask for
+
+    def keeps(regs: int, smem: int) -> bool:
+        s = spec.model_copy(update={"budget": b.model_copy(update={"max_registers": regs, "max_smem_bytes": smem})})
+        out = cands
+        for agent in agents[at:]:
+            out = agent(s, profile, bucket, out)
+        return any(c.config["state_layout"] == layout for c in out)
+
+    def least(lo: int, hi: int, ok: Any) -> int | None:
+        """The least value in [lo, hi] for which ok holds (it holds for every larger one), or None."""
+        if not ok(hi):
+            return None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+        return lo
+
+    head = f"the agents' budget dropped all {len(cands)} candidate(s) the agents proposed"
+    regs = least(b.max_registers, reg_top, lambda r: keeps(r, b.max_smem_bytes))
+    smem = least(b.max_smem_bytes, smem_top, lambda m: keeps(b.max_registers, m))
+    fixes = []
+    if regs is not None:
+        fixes.append(f"budget.max_registers {b.max_registers} binds: the leanest candidate within the rest of the "
+                     f"budget is estimated at {regs} registers (budget.max_registers {regs} keeps one)")
+    if smem is not None:
+        fixes.append(f"budget.max_smem_bytes {b.max_smem_bytes} binds: the leanest candidate within the rest of the "
+                     f"budget is estimated at {smem} B of shared memory (budget.max_smem_bytes {smem} keeps one)")
+    if fixes:
+        return f"{head}; " + "; or ".join(fixes)
+    both = least(b.max_registers, reg_top, lambda r: keeps(r, smem_top))
+    if both is not None:
+        smem = least(b.max_smem_bytes, smem_top, lambda m: keeps(both, m))
+        return (f"{head}; budget.max_registers {b.max_registers} and budget.max_smem_bytes {b.max_smem_bytes} both "
+                f"bind: budget.max_registers {both} with budget.max_smem_bytes {smem} keeps one")
+    return (f"{head}, and would at any budget (budget.max_registers {reg_top}, budget.max_smem_bytes {smem_top}): "
+            f"the hardware's limits bind ({profile.cite('registers_per_thread_max', 'smem_per_block_bytes')}"
+            + (f"; CUDA's {STATIC_SMEM_PER_BLOCK} B of static shared memory for recurrent kernels other than "
+               "bulk-staged ones" if spec.family == "recurrent" else "")
+            + "); widen agents in the spec")
 
 
 def built(plan: Any, candidates: str) -> Any:

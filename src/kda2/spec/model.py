@@ -6,6 +6,7 @@ formatter so specs and rules fail the same way.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -116,9 +117,16 @@ _PROBLEMS = {
 
 
 def format_validation_error(exc: ValidationError, model: type[BaseModel], file: str) -> str:
-    """Render the first error of `exc` as `<file>: <path>: <problem>; allowed: <a> (got <v>)`."""
-    errors = exc.errors(include_url=False)
-    err = errors[0]
+    """Render every error of `exc` on one line: `<file>: <path>: <problem>; allowed: <a> (got <v>)`, further errors
+    after `; also ` as `<path>: <problem>; ...`. Unknown fields come first (a mistyped key also makes the field it
+    meant "missing": the unknown one is the cause), and name the closest known field if one is close."""
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")  # stable
+    texts = [_format_error(err, model) for err in errors]
+    return _one_line(f"{file}: " + "; also ".join(texts))
+
+
+def _format_error(err: Any, model: type[BaseModel]) -> str:
+    """One pydantic error as `<path>: <problem>; allowed: <a> (got <v>)` (no file)."""
     loc = tuple(err["loc"])
     ctx = err.get("ctx") or {}
     allowed: str | None = None
@@ -132,21 +140,21 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], file: 
         problem, got = f"unknown field {loc[-1]!r}", _NO_VALUE
         if isinstance(parent, type) and issubclass(parent, BaseModel):
             allowed = ", ".join(parent.model_fields)
+            close = difflib.get_close_matches(str(loc[-1]), list(parent.model_fields), n=1)
+            if close:
+                problem += f" (did you mean {close[0]!r}?)"
     elif err["type"] == "missing":
         problem, got = "required field is missing", _NO_VALUE
     else:
         problem = _PROBLEMS.get(err["type"], err["msg"])
     if allowed is None:
         allowed = _describe(*_resolve(model, loc))
-    parts = [file] + ([_path(loc)] if loc else [])
-    text = ": ".join(parts) + ": " + problem
+    text = (f"{_path(loc)}: " if loc else "") + problem
     if allowed:
         text += f"; allowed: {allowed}"
     if got is not _NO_VALUE:
         text += f" (got {show(got)})"
-    if len(errors) > 1:
-        text += f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
-    return _one_line(text)
+    return text
 
 
 def show(value: Any) -> str:

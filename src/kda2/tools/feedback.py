@@ -24,6 +24,7 @@ KINDS = {
     "wrong_result": "its result differs from the float64 reference beyond the accuracy bar",
     "launch_error": "its launch fails",
     "spill": "ptxas spills its registers to local memory",
+    "register_budget": "ptxas needs more registers per thread than the spec's budget.max_registers",
     "compile_error": "it does not compile",
     "slower_than_incumbent": "it is slower than the dispatch row's incumbent by more than the margin",
 }
@@ -236,9 +237,12 @@ def record_build_failures(lines: list[str], *, top: str | os.PathLike = ".", bui
         if hit is None:
             continue
         plan, v = hit
-        kind = "spill" if k["ext"] == "resources.json" else "compile_error"
         context = [ln for ln in lines[max(0, i - 12):i] if ln.strip() and not ln.startswith("scons: ")]
         detail = " | ".join(ln.strip() for ln in context if "error" in ln.lower())[-600:] or m["why"]
+        # the resource check's message says which (compile/ptxas.py check): over the register budget, or spills
+        kind = ("compile_error" if k["ext"] != "resources.json" else
+                "register_budget" if "more than budget.max_registers" in detail and " spills " not in detail
+                else "spill")
         from kda2.spec.knobs import agent_knobs
 
         cfg = v["config"]

@@ -640,3 +640,26 @@ def test_verify_a_missing_path_says_so(tmp_path) -> None:
     assert f"{tmp_path / 'nope'}: no such directory" in line and "bundle.json" not in line.split("(")[0]
     (tmp_path / "file.txt").write_text("x")
     assert "a file, not a bundle directory" in one_error_line(kda2("verify", tmp_path / "file.txt"))
+
+
+def test_plan_finds_the_rules_and_tuning_records_of_the_spec_files_checkout(tmp_path) -> None:
+    """`kda2 plan SPEC` from another directory: rules/ and tuning/ default to the current directory's, else those of
+    the checkout the spec file is in, and the first line names the record the plan routes by (or that there is none:
+    a plan from elsewhere routed by the model's rank without saying so was a different plan). A --tuning that does
+    not exist, or no rules anywhere, is an error."""
+    spec = REPO / "kernel_specs" / "small_head_recurrent.yaml"
+    p = kda2("plan", spec, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"tuning record {REPO / 'tuning' / 'small_head_recurrent.h200.json'}" in p.stdout.splitlines()[0]
+    assert "(tune)" in p.stdout   # the record's routes, as the build takes them
+    alone = tmp_path / "specs" / "small_head_recurrent.yaml"
+    alone.parent.mkdir()
+    alone.write_text(spec.read_text())
+    p = kda2("plan", alone, "--rules", REPO / "rules", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "tuning record none in tuning (no such directory): routes by the model's rank" in p.stdout.splitlines()[0]
+    assert "(tune)" not in p.stdout
+    p = kda2("plan", alone, cwd=tmp_path)
+    assert p.returncode == 2 and "no such rules directory" in p.stderr and "--rules DIR" in p.stderr, p.stderr
+    p = kda2("plan", spec, "--tuning", tmp_path / "nope", cwd=tmp_path)
+    assert p.returncode == 2 and "--tuning" in p.stderr and "no such directory" in p.stderr, p.stderr

@@ -183,6 +183,19 @@ _PLAN_COLUMNS = {
 }
 
 
+def _beside_spec(given: str | None, default: str, spec_path: str) -> tuple[Path, bool]:
+    """A directory option of a command that takes a spec file: as given, else `default` in the current directory,
+    else `default` in the checkout holding the spec file (its specs directory's parent), so a spec planned from
+    elsewhere still meets its own rules and tuning records. (path, whether it exists)."""
+    if given is not None:
+        return Path(given), Path(given).is_dir()
+    here = Path(default)
+    if here.is_dir():
+        return here, True
+    beside = Path(spec_path).resolve().parent.parent / default
+    return (beside, True) if beside.is_dir() else (here, False)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
@@ -190,9 +203,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
     from kda2.plan.profile import load_profiles, resolve_targets
 
+    rules_dir, has_rules = _beside_spec(args.rules, "rules", args.spec)
+    if not has_rules:
+        return _fail(f"{rules_dir}: no such rules directory (here, nor beside the spec file's specs directory); "
+                     "pass --rules DIR (a kda2 checkout's rules/)")
+    tuning_dir, tuned = _beside_spec(args.tuning, "tuning", args.spec)
+    if args.tuning is not None and not tuned:
+        return _fail(f"--tuning {args.tuning}: no such directory (tuning records, tuning/<spec>.<profile>.json)")
     try:
         spec = load_spec(args.spec)
-        rules = load_rules(args.rules)
+        rules = load_rules(rules_dir)
         archs = [args.arch] if args.arch else list(spec.archs)
         if args.arch and args.arch not in spec.archs:
             return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
@@ -202,7 +222,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if prof is None:
                 return _fail(f"--profile {args.profile}: unknown; allowed: {', '.join(sorted(load_profiles(args.profiles)))}")
             targets, archs = {prof.arch: prof}, [prof.arch]
-        baselines = read_spec_baselines(spec.name, targets, args.tuning)  # what the build routes by
+        baselines = read_spec_baselines(spec.name, targets, tuning_dir)  # what the build routes by
         lock, splits = routes(baselines), tuned_splits(baselines)
         plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a], tuned_splits=splits.get(a)) for a in archs]
         for p in plans:
@@ -225,7 +245,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                                        f"<={d['bucket']}/{d['class']}({d['routed_by']}{split})")
         print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "
-              f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}")
+              f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}; rules {rules_dir}; tuning record "
+              + (f"{tuning_dir}/{spec.name}.{p.profile.name}.json" if p.arch in baselines else
+                 f"none in {tuning_dir if tuned else f'{tuning_dir} (no such directory)'}: routes by the model's rank"))
         print(f"  {'id':<12} {'layout':<8} "
               + " ".join(f"{title:{width}}" for title, width, _ in columns) + " routes (layout<=bucket/batch class, routed by"
               + (",split<=segments:chosen by" if spec.family == "chunk" else "") + ")  rules")
@@ -444,12 +466,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "table (one row per variant; --reasons adds each agent's and rule's reason).")
     pl.add_argument("spec", help="path to a spec YAML (e.g. kernel_specs/kimi_linear_recurrent.yaml)")
     pl.add_argument("--arch", help="only this arch (default: every arch in the spec)")
-    pl.add_argument("--rules", default="rules", help="rules directory (default: rules)")
+    pl.add_argument("--rules", default=None, help="rules directory (default: rules/ here, else the one of the "
+                    "checkout the spec file is in)")
     pl.add_argument("--reasons", action="store_true", help="print every decision's reason")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
     pl.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
     pl.add_argument("--profile", help="plan for this profile instead of the spec's target for its arch")
-    pl.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
+    pl.add_argument("--tuning", default=None, help="tuning records directory (default: tuning/ here, else the one "
+                    "of the checkout the spec file is in; the plan's first line names the record it routes by)")
     pl.set_defaults(func=cmd_plan)
 
     i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",

@@ -560,14 +560,15 @@ def test_build_options_after_spec_names_are_parsed(monkeypatch, capsys) -> None:
 # ---- build: spec files ------------------------------------------------------------------------------
 
 class FakeScons:
-    """subprocess.Popen standing in for scons: records each argv and prints `lines`."""
+    """subprocess.Popen standing in for scons: records each argv, prints `lines` and exits with `rc`."""
 
-    def __init__(self, lines: list[str]):
-        self.lines, self.calls = lines, []
+    def __init__(self, lines: list[str], rc: int = 0):
+        self.lines, self.calls, self.rc = lines, [], rc
 
     def __call__(self, argv, **kw):
         self.calls.append(list(argv))
-        return type("Proc", (), {"stdout": iter(f"{ln}\n" for ln in self.lines), "wait": lambda self: 0})()
+        rc = self.rc
+        return type("Proc", (), {"stdout": iter(f"{ln}\n" for ln in self.lines), "wait": lambda self: rc})()
 
 
 @pytest.fixture
@@ -663,3 +664,15 @@ def test_plan_finds_the_rules_and_tuning_records_of_the_spec_files_checkout(tmp_
     assert p.returncode == 2 and "no such rules directory" in p.stderr and "--rules DIR" in p.stderr, p.stderr
     p = kda2("plan", spec, "--tuning", tmp_path / "nope", cwd=tmp_path)
     assert p.returncode == 2 and "--tuning" in p.stderr and "no such directory" in p.stderr, p.stderr
+
+
+def test_build_question_mode_answers_up_to_date_or_not(checkout: Path, monkeypatch, capsys) -> None:
+    """`kda2 build SPEC -- -q`: scons' exit status is the answer (0 up to date, 1 out of date), said in words; an
+    out-of-date tree is not a failed build (no FAILED, no failure records, not scons' "terminated" line)."""
+    from kda2.tools import cli
+
+    for rc, word in ((0, "up to date"), (1, "out of date")):
+        monkeypatch.setattr(cli.subprocess, "Popen", FakeScons(["scons: building terminated because of errors."], rc))
+        assert cli.main(["build", "-C", str(checkout), "tiny", "--", "-q"]) == rc
+        out = capsys.readouterr().out
+        assert re.fullmatch(rf"kda2 build: {word} \(scons -q, [\d.]+s\)\n", out), out

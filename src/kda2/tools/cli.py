@@ -125,9 +125,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         elif line.startswith("Retrieved"):
             counts["cached"] = counts.get("cached", 0) + 1
             print(f"[cache {time.monotonic() - start:7.1f}s] {line}", flush=True)
-        elif not line.startswith("scons: ") or "error" in line.lower() or "***" in line:
+        elif (not line.startswith("scons: ") or "error" in line.lower() or "***" in line) and not (
+                line == "scons: building terminated because of errors." and {"-q", "--question"} & set(args.scons_args)):
             print(line, flush=True)
     rc = proc.wait()
+    if {"-q", "--question"} & set(args.scons_args):   # scons -q builds nothing: its status is the answer
+        print(f"kda2 build: {'up to date' if rc == 0 else 'out of date' if rc == 1 else f'FAILED (rc {rc})'} "
+              f"(scons -q, {time.monotonic() - start:.1f}s)")
+        return rc
     if rc:
         from kda2.tools.feedback import record_build_failures
 

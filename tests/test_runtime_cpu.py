@@ -966,8 +966,9 @@ def test_default_library_per_family(tmp_path, monkeypatch):
     monkeypatch.delenv("KDA2_LIBRARY")
     monkeypatch.setenv("KDA2_BUILD_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ArtifactError, match="no built chunk library"):
+    with pytest.raises(ArtifactError, match="no built chunk library") as e:
         loader.default_library("chunk")
+    assert "KDA2_BUILD_DIR=" in str(e.value) and "KDA2_LIBRARY=" in str(e.value)   # both ways to point elsewhere
     assert chk.is_file()
 
 

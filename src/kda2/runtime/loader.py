@@ -34,7 +34,8 @@ _default: Library | None = None  # the default recurrent library (read directly 
 _defaults: dict[str, Library] = {}  # family -> default library
 
 _HOW_TO_BUILD = ("build it from the repository root with `scons` (or `kda2 build`), "
-                 "or point to another build with KDA2_LIBRARY=<path to manifest.json>")
+                 "or point to another build with KDA2_LIBRARY=<path to manifest.json> (one library) or "
+                 "KDA2_BUILD_DIR=<build directory> (where libraries are looked for; default ./build)")
 
 
 def _fix(path: Path, for_a_build: str) -> str:

@@ -17,7 +17,6 @@ from typing import Any
 
 from kda2.runtime import abi, loader
 from kda2.runtime import validate as _v
-from kda2.runtime.errors import ArtifactError
 from kda2.runtime.library import Library, ensure_context
 
 # Bound by _init_torch() on the first call (the runtime imports without torch).
@@ -158,16 +157,11 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     torch = _torch or _init_torch()
     if kwargs:  # before the library lookup: a mistyped keyword is a TypeError whether or not a library is found
         state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
-    lib = library if library is not None else loader._default
-    if lib is None:
-        try:
-            lib = _v.default_for("recurrent", q, v)
-        except ArtifactError:  # no build / no GPU: a wrong argument is reported first
-            _v.explain_lookup(q, k, v, g, beta, out, optional=(
-                ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state),
-                ("final_state_out", final_state_out), ("cu_seqlens", cu_seqlens),
-                ("intermediate_states_out", intermediate_states_out)))
-            raise
+    lib = library if library is not None else loader._default or _v.looked_up(
+        lambda: _v.default_for("recurrent", q, v), q, k, v, g, beta, out, optional=(
+            ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state),
+            ("final_state_out", final_state_out), ("cu_seqlens", cu_seqlens),
+            ("intermediate_states_out", intermediate_states_out)))
     key = None
     if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None:
         try:
@@ -262,16 +256,11 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
     """
     torch = _torch or _init_torch()
-    lib = library if library is not None else loader._default
-    if lib is None:
-        try:
-            lib = _v.default_for("recurrent", q, v)
-        except ArtifactError:  # no build / no GPU: a wrong argument is reported first
-            _v.explain_lookup(q, k, v, g, beta, out, required=(
-                ("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)), optional=(
-                ("A_log", A_log), ("dt_bias", dt_bias), ("cu_seqlens", cu_seqlens),
-                ("intermediate_states_out", intermediate_states_out)))
-            raise
+    lib = library if library is not None else loader._default or _v.looked_up(
+        lambda: _v.default_for("recurrent", q, v), q, k, v, g, beta, out, required=(
+            ("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)), optional=(
+            ("A_log", A_log), ("dt_bias", dt_bias), ("cu_seqlens", cu_seqlens),
+            ("intermediate_states_out", intermediate_states_out)))
     key = None
     if cu_seqlens is None and cu_seqlens_cpu is None and intermediate_states_out is None:
         try:

@@ -14,7 +14,6 @@ from typing import Any
 
 from kda2.runtime import abi, api
 from kda2.runtime import validate as _v
-from kda2.runtime.errors import ArtifactError
 from kda2.runtime.library import Library
 
 _PACK = abi.ARGS_PACK.pack_into
@@ -95,13 +94,9 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if kwargs:  # keywords and safe_gate need no library: checked before it is looked up
         state_v_first = _v.chunk_kwargs(kwargs, state_v_first)
     _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
-    try:
-        lib = _v.library_arg(library, "chunk")
-    except ArtifactError:  # no build / no GPU: a wrong argument is reported first
-        _v.explain_lookup(q, k, v, g, beta, out, optional=(
-            ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state),
-            ("final_state_out", final_state_out), ("cu_seqlens", cu_seqlens)))
-        raise
+    lib = _v.looked_up(lambda: _v.library_arg(library, "chunk"), q, k, v, g, beta, out, optional=(
+        ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state), ("final_state_out", final_state_out),
+        ("cu_seqlens", cu_seqlens)))
     # The chunk kernels read fp32 gate parameters: bf16 ones (FLA allows either) are converted here, on
     # the stream (a small kernel; kept alive in these locals until the launch below is enqueued).
     if use_gate_in_kernel:

@@ -13,7 +13,7 @@ import ctypes
 from kda2.runtime import abi
 from kda2.runtime import validate as _v
 from kda2.runtime.api import _init_torch, _relaunch
-from kda2.runtime.errors import ArtifactError, KDA2InputError
+from kda2.runtime.errors import KDA2InputError
 from kda2.runtime.library import Library
 
 _PACK = abi.ARGS_PACK.pack_into
@@ -90,13 +90,9 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
     and `out` are passed per call and must keep the example's shapes, dtypes and device.
     """
     torch = _init_torch()
-    try:
-        lib = _v.library_arg(library) if library is not None else _v.default_for("recurrent", q, v)
-    except ArtifactError:  # no build / no GPU: a wrong argument is reported first
-        _v.explain_lookup(q, k, v, g, beta, required=(("state_pool", state_pool),
-                                                      ("ssm_state_indices", ssm_state_indices)),
-                          optional=(("A_log", A_log), ("dt_bias", dt_bias)))
-        raise
+    lib = _v.looked_up(lambda: _v.library_arg(library) if library is not None else _v.default_for("recurrent", q, v),
+                       q, k, v, g, beta, required=(("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)),
+                       optional=(("A_log", A_log), ("dt_bias", dt_bias)))
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, None, None, None, None)

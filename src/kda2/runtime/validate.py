@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from kda2.runtime import abi, loader
-from kda2.runtime.errors import KDA2InputError
+from kda2.runtime.errors import ArtifactError, KDA2InputError
 from kda2.runtime.library import Library
 
 _torch: Any = None
@@ -160,6 +160,16 @@ def explain_lookup(q, k, v, g, beta, out=None, required=(), optional=()) -> None
                 raise not_tensor(name, t)
     except KDA2InputError as exc:
         raise exc from None  # the lookup's failure is not what the user has to fix first
+
+
+def looked_up(find, q, k, v, g, beta, out=None, required=(), optional=()) -> Library:
+    """`find()`, a call's library lookup; where it fails (no build, no GPU visible) a wrong argument is reported
+    first (`explain_lookup`), else the lookup's own error."""
+    try:
+        return find()
+    except ArtifactError:
+        explain_lookup(q, k, v, g, beta, out, required, optional)
+        raise
 
 
 def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel,

@@ -676,3 +676,13 @@ def test_build_question_mode_answers_up_to_date_or_not(checkout: Path, monkeypat
         assert cli.main(["build", "-C", str(checkout), "tiny", "--", "-q"]) == rc
         out = capsys.readouterr().out
         assert re.fullmatch(rf"kda2 build: {word} \(scons -q, [\d.]+s\)\n", out), out
+
+
+def test_rules_refuses_propose_options_elsewhere() -> None:
+    """--action / --flag / --scope shape `kda2 rules propose` only: given to check, lock or impact they would do
+    nothing, so they are refused; --flag without --action flags too."""
+    for args, want in ((["check", "--action", "flags"], "--action only shape"),
+                       (["check", "--flag=-O0"], "--flag only shape"),
+                       (["lock", "--scope", "arch"], "--scope only shape"),
+                       (["propose", "x", "--flag=-O0"], "--flag needs --action flags")):
+        assert want in one_error_line(kda2("rules", *args))

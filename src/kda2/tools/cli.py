@@ -294,6 +294,13 @@ def cmd_rules(args: argparse.Namespace) -> int:
         return _fail(f"kda2 rules {args.action}: " + ("needs a failure record (FILE, FILE:ID or ID)"
                      if args.action == "propose" else "needs a rule file" if args.action == "impact"
                      else "takes no argument"))
+    # propose's own options: refused elsewhere rather than silently doing nothing
+    given = [opt for opt, on in (("--action", args.rule_action != "forbid"), ("--flag", bool(args.flag)),
+                                 ("--scope", args.scope is not None)) if on]
+    if given and args.action != "propose":
+        return _fail(f"kda2 rules {args.action}: {', '.join(given)} only shape `kda2 rules propose`")
+    if args.flag and args.rule_action != "flags":
+        return _fail("kda2 rules propose: --flag needs --action flags (a forbid rule passes no options)")
     try:
         if args.action == "lock":
             print(f"kda2 rules: wrote {write_lock(args.rules)}")
@@ -507,7 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--build-dir", default="build", help="build tree whose manifests impact counts (default: build)")
     r.add_argument("--action", dest="rule_action", default="forbid", choices=["forbid", "flags"],
                    help="propose: the rule's action (default forbid)")
-    r.add_argument("--flag", action="append", help="propose --action flags: an nvcc option (repeatable)")
+    r.add_argument("--flag", action="append", help="propose --action flags: an nvcc option (repeatable; one that "
+                   "starts with '-' as --flag=-O2)")
     r.add_argument("--scope", choices=["arch", "profile"],
                    help="propose: scope the match to the failure's arch or profile (default: profile for "
                    "slower_than_incumbent, arch otherwise)")

@@ -689,3 +689,20 @@ def test_each_chunk_row_carries_a_split_knob_from_the_profile_and_the_record(rul
         rows[other]["split"], "agents")
     recurrent = plan_spec(load_spec(KIMI), "sm_90a", rules)
     assert all((d["split"], d["split_by"]) == (1, "family") for d in recurrent.dispatch)
+
+
+def test_a_record_whose_winners_are_gone_warns_once(kimi, rules) -> None:
+    """A tuning record made for another version of the spec (other head dims or knobs: none of its winners is a
+    candidate any more) routes every row by rank with one warning that counts and names the rows, not one per row;
+    a record whose winners are candidates warns nothing."""
+    plan = plan_spec(kimi, "sm_90a", rules)
+    keys = sorted({f"{d['state_layout']}:{d['bucket']}" for d in plan.dispatch})
+    gone = plan_spec(kimi, "sm_90a", rules, tuned={k: "0123456789ab" for k in keys})
+    assert len(gone.warnings) == 1, gone.warnings
+    rows = len(gone.dispatch)
+    assert f"the tuned variant of {rows} dispatch row(s) is no longer a candidate" in gone.warnings[0]
+    assert all(d["routed_by"] == "rank" for d in gone.dispatch)
+    assert [d["variant"] for d in gone.dispatch] == [d["variant"] for d in plan.dispatch]
+    d0 = plan.dispatch[0]
+    kept = plan_spec(kimi, "sm_90a", rules, tuned={f"{d0['state_layout']}:{d0['bucket']}": d0["candidates"][-1]})
+    assert not kept.warnings

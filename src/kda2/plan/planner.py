@@ -101,6 +101,7 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
 
     variants: list[PlannedVariant] = []
     warnings: list[str] = []
+    stale: list[str] = []   # rows whose tuned winner is no longer a candidate
     seen: set[str] = set()
     dispatch: list[dict[str, Any]] = []
     for layout in ("k_first", "v_first"):
@@ -126,9 +127,7 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                     if match:
                         first, routed_by = match[0], "tune"
                     else:
-                        warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): tuned variant "
-                                        f"{winner} for {key} ({w.name}) is no longer a candidate; routing to the "
-                                        f"agents' first choice (re-run `kda2 tune`)")
+                        stale.append(f"{key} ({w.name}): {winner}")
                 split, split_by, split_why = 1, "family", "recurrent kernels take no split"
                 if spec.family == "chunk":
                     split, split_why = row_split(first.config, profile, bucket, min_chains)
@@ -143,6 +142,10 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                                  "index": next(i for i, v in enumerate(variants) if v.id == first.id),
                                  "candidates": [pv.id for pv in group],
                                  "split": split, "split_by": split_by, "split_why": split_why})
+    if stale:  # one line per record: a spec edit (head dims, knobs) can leave every row's winner behind
+        warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): the tuned variant of "
+                        f"{len(stale)} dispatch row(s) is no longer a candidate ({'; '.join(stale)}); they route to "
+                        f"the agents' first choice (re-run `kda2 tune`)")
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
                     considered=tuple(considered), warnings=tuple(warnings), profile=profile)
 

@@ -332,4 +332,6 @@ def test_default_library_by_head_dims(tmp_path, monkeypatch):
         loader.default_library("recurrent", 256, 256)
     with pytest.raises(ArtifactError, match="more than one recurrent library"):
         loader.default_library("recurrent")
-    assert loader.built_head_dims("recurrent") == "K=64 V=64, K=128 V=128"
+    assert loader.built_head_dims("recurrent") == "K=64 V=64 (h64: sm_90a), K=128 V=128 (h128: sm_90a)"
+    make_fake_build(build, spec="h64", arch="sm_80", k=64, v=64)   # which arch builds a dim: an A100 needs sm_80
+    assert loader.built_head_dims("recurrent") == "K=64 V=64 (h64: sm_80, sm_90a), K=128 V=128 (h128: sm_90a)"

@@ -992,3 +992,14 @@ def test_real_build_loads_on_cpu(manifest):
         with pytest.raises(KDA2LaunchError, match="BUCKET_OVERFLOW"):
             lib.select(layout == "v_first", lib.max_bucket + 1, 0)
         assert lib.workspace_bytes(abi.KDA2RecurrentArgs(N=2, T=3000, H=4, HV=8)) == 0
+
+
+def test_a_cached_library_still_answers_arch(tmp_path):
+    """kda2.load(path, arch=...) refuses a library built for another arch whether or not this process loaded that path
+    before (the cache once returned it regardless: a server pinning an arch got whichever was loaded first)."""
+    m = make_fake_build(tmp_path / "build", spec="pinned", arch="sm_90a")
+    lib = loader.load(m)
+    assert loader.load(m, arch="sm_90a") is lib
+    for asked in ("sm_80", "sm_100a"):
+        with pytest.raises(ArtifactError, match=rf"built for arch 'sm_90a', not the requested '{asked}'"):
+            loader.load(m, arch=asked)

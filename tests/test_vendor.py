@@ -569,3 +569,19 @@ def test_scons_vendor_alias(tmp_path: Path) -> None:
     vendor_mod.vendor("tiny_vendor", cli_to, build_dir=root / "build", rules_dir=root / "rules", log=lambda *_: None)
     assert tree(cli_to) == first
     assert scons("-q").returncode == 0, "the vendor alias must not touch the default targets"
+
+
+def test_load_takes_every_spelling_of_a_bundle_or_a_build_tree(built: Built, bundle_dir: Path, monkeypatch) -> None:
+    """kda2.load: the bundle root, its bundle.json and its <spec> directory name one library; a build tree holding
+    several specs is refused with their names and the call that loads one; a bare name that is neither a path nor
+    a built spec lists the built specs."""
+    arch = built.archs[-1]
+    want = loader._resolve(bundle_dir, arch)   # where kda2.load looks (the synthetic libraries cannot be opened)
+    assert want == (bundle_dir / built.spec / arch / "manifest.json").resolve()
+    for spelling in (bundle_dir / bundle.INDEX, bundle_dir / built.spec):
+        assert loader._resolve(spelling, arch) == want
+    with pytest.raises(ArtifactError, match=rf"holds the builds of several specs \(.*{built.spec}.*\); load one"):
+        kda2.load(built.build_dir)
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(built.build_dir))
+    with pytest.raises(ArtifactError, match=rf"nosuchspec: no such path, nor a spec built under .*{built.spec}"):
+        kda2.load("nosuchspec")

@@ -82,6 +82,7 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
                 # dlopen of the same path returns the already-mapped copy; a rebuilt .so cannot be reloaded.
                 raise ArtifactError(f"{manifest_path} changed since it was loaded in this process; "
                                     "restart the process to load the rebuilt library")
+            _check_arch(manifest_path, hit[1].arch, arch)   # a cached library answers the same question
             return hit[1]
         manifest = _parse(manifest_path, raw)
         if "bundle" in manifest and bundle.bundle_root_of(manifest_path) is not None:
@@ -89,8 +90,7 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
                 bundle.check_placement(manifest_path, manifest)
             except bundle.BundleError as exc:
                 raise ArtifactError(str(exc)) from exc
-        if arch is not None and manifest.get("arch") != arch:
-            raise ArtifactError(f"{manifest_path}: built for arch {manifest.get('arch')!r}, not the requested {arch!r}")
+        _check_arch(manifest_path, manifest.get("arch"), arch)
         if verify:
             verify_files(manifest_path, manifest)
         so_path = _member(manifest_path, manifest["library"]["path"])
@@ -100,6 +100,11 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
         lib = _open_library(manifest_path, manifest, so_path)
         _cache[manifest_path] = (digest, lib)
         return lib
+
+
+def _check_arch(manifest_path: Path, built: Any, asked: str | None) -> None:
+    if asked is not None and built != asked:
+        raise ArtifactError(f"{manifest_path}: built for arch {built!r}, not the requested {asked!r}")
 
 
 def verify_files(manifest_path: Path, manifest: dict[str, Any]) -> None:
@@ -166,12 +171,18 @@ def default_library(family: str = "recurrent", k: int | None = None, v: int | No
 
 
 def built_head_dims(family: str = "recurrent") -> str:
-    """The (K, V) of every built library of `family` under $KDA2_BUILD_DIR, for error messages."""
+    """The (K, V) of every built library of `family` under $KDA2_BUILD_DIR with the spec and archs that build it,
+    for error messages: `K=64 V=64 (small_head_recurrent: sm_90a)`."""
     try:
-        dims = sorted({_dims(p) for p in find_manifests() if _family(p) == family})
+        found = [p for p in find_manifests() if _family(p) == family]
     except (OSError, ValueError):
-        dims = []
-    return ", ".join(f"K={k} V={v}" for k, v in dims) or "none found under " + str(build_dir())
+        found = []
+    by_dims: dict[tuple[int, int], dict[str, list[str]]] = {}
+    for p in found:
+        by_dims.setdefault(_dims(p), {}).setdefault(p.parent.parent.name, []).append(p.parent.name)
+    return ", ".join(f"K={k} V={v} (" + "; ".join(f"{spec}: {', '.join(sorted(archs))}"
+                                                  for spec, archs in sorted(specs.items())) + ")"
+                     for (k, v), specs in sorted(by_dims.items())) or "none found under " + str(build_dir())
 
 
 def _dims(manifest_path: Path) -> tuple[int, int]:
@@ -226,7 +237,13 @@ def _discover(family: str = "recurrent") -> Path:
 def _resolve(path: Path, arch: str | None) -> Path:
     """Turn any accepted spelling of a build into the manifest path (not yet read)."""
     if not path.exists() and len(path.parts) == 1:  # a bare spec name
+        if not (build_dir() / path).exists():
+            specs = sorted({p.parent.parent.name for p in find_manifests()})
+            raise ArtifactError(f"{path}: no such path, nor a spec built under {build_dir().resolve()} (built: "
+                                f"{', '.join(specs) or 'none'}); {_HOW_TO_BUILD}")
         path = build_dir() / path
+    if path.is_file() and path.name == bundle.INDEX:   # <bundle>/bundle.json: the bundle itself
+        path = path.parent
     if path.is_file():
         return path.resolve()
     if (path / MANIFEST).is_file():
@@ -239,6 +256,10 @@ def _resolve(path: Path, arch: str | None) -> Path:
     if path.is_dir():
         archs = sorted(p.parent.name for p in path.glob(f"*/{MANIFEST}"))
         if not archs:
+            specs = sorted({p.parent.parent.name for p in find_manifests(path)})
+            if specs:   # a build tree: name the spec
+                raise ArtifactError(f"{path} holds the builds of several specs ({', '.join(specs)}); load one: "
+                                    f"kda2.load('{path / specs[0]}')")
             raise ArtifactError(f"no {MANIFEST} in {path} or its arch subdirectories; {_fix(path, _HOW_TO_BUILD)}")
         if arch is not None:
             if arch not in archs:

@@ -686,3 +686,32 @@ def test_rules_refuses_propose_options_elsewhere() -> None:
                        (["lock", "--scope", "arch"], "--scope only shape"),
                        (["propose", "x", "--flag=-O0"], "--flag needs --action flags")):
         assert want in one_error_line(kda2("rules", *args))
+
+
+def test_build_side_commands_without_the_build_extra_say_so(monkeypatch, capsys) -> None:
+    """A runtime-only install (pip install kda2) has no SCons, PyYAML or pydantic: the build-side commands say which
+    extra they need in one line (exit 2) instead of a traceback, and --help marks them."""
+    import importlib.util
+
+    from kda2.tools import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "yaml" else real(name, *a))
+    assert cli.main(["build", "small_head_recurrent"]) == 2
+    err = capsys.readouterr().err
+    assert err == "kda2: error: kda2 build needs the build extra (no module 'yaml' here): pip install 'kda2[build]'\n"
+
+    def no_pydantic(args):
+        raise ModuleNotFoundError("No module named 'pydantic'", name="pydantic")
+    monkeypatch.setattr(cli, "cmd_plan", no_pydantic)
+    assert cli.main(["plan", "x.yaml"]) == 2
+    assert "kda2 plan needs the build extra (no module 'pydantic' here)" in capsys.readouterr().err
+
+    def other(args):
+        raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
+    monkeypatch.setattr(cli, "cmd_plan", other)
+    with pytest.raises(ModuleNotFoundError):   # not a build extra: not ours to explain
+        cli.main(["plan", "x.yaml"])
+    help_text = kda2("--help").stdout
+    for cmd in ("build", "plan", "rules"):
+        assert re.search(rf"\b{cmd}\b.*needs the \[build\] extra", help_text.replace("\n", " ")), help_text

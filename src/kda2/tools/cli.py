@@ -454,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the kda2 version (and where the package is imported from) and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
-    b = sub.add_parser("build", help="build the specs (wraps scons; one progress line per node)",
+    b = sub.add_parser("build", help="build the specs (wraps scons; one progress line per node; needs the [build] extra)",
                        description="Run scons over kernel_specs/ with a progress line per built node "
                        "([count elapsed]). A spec file (PATH.yaml) builds "
                        "that spec, under the name in its name: field; files from outside kernel_specs/ are built on "
@@ -472,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(scons_args=[])
     b.set_defaults(func=cmd_build)
 
-    pl = sub.add_parser("plan", help="show the candidate variants of a spec and why",
+    pl = sub.add_parser("plan", help="show the candidate variants of a spec and why (needs the [build] extra)",
                         description="Run the planner agents and rules over SPEC and print the candidate "
                         "table (one row per variant; --reasons adds each agent's and rule's reason).")
     pl.add_argument("spec", help="path to a spec YAML (e.g. kernel_specs/kimi_linear_recurrent.yaml)")
@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--reasons", action="store_true", help="print the agents' and rules' reasons (the .why.json sidecars)")
     i.set_defaults(func=cmd_inspect)
 
-    r = sub.add_parser("rules", help="check, lock, propose rules from failures, show a rule's impact",
+    r = sub.add_parser("rules", help="check, lock, propose rules from failures, show a rule's impact (needs the [build] extra)",
                        description="check: lint every rule (schema, lock digests and versions: a body edit needs a version bump; each matches some "
                        "planned variant, none empties a dispatch row). lock: record versions and digests after a "
                        "bump. propose FAILURE: write rules/NNNN-slug.yaml from a failure record of kda2 tune "
@@ -597,6 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: What the [build] extra installs (pyproject.toml) that the build-side commands import.
+BUILD_EXTRA_MODULES = ("SCons", "yaml", "pydantic", "jinja2", "tvm")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import signal
 
@@ -616,7 +620,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if passthrough is not None:
         args.scons_args = passthrough
-    return args.func(args)
+    try:
+        if args.func is cmd_build:   # scons runs in a child: its imports are checked here, before it starts
+            import importlib.util
+
+            for mod in BUILD_EXTRA_MODULES:
+                if importlib.util.find_spec(mod) is None:
+                    raise ModuleNotFoundError(f"No module named {mod!r}", name=mod)
+        return args.func(args)
+    except ModuleNotFoundError as e:   # a runtime-only install (pip install kda2) has none of the build stages
+        if (e.name or "").split(".")[0] not in BUILD_EXTRA_MODULES:
+            raise
+        return _fail(f"kda2 {args.command} needs the build extra (no module {e.name!r} here): "
+                     "pip install 'kda2[build]'")
 
 
 if __name__ == "__main__":

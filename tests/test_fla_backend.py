@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import logging
 import os
 import sys
@@ -211,14 +212,15 @@ F32 = "torch.float32"
 
 
 def lib(spec, family, k=128, v=128, ratios=(1, 2), gates=("precomputed", "softplus", "lower_bound"),
-        layouts=("k_first", "v_first"), varlen=True, l2=True, bsig=True, buckets=(1, 64, 1024), arch="sm_90a"):
+        layouts=("k_first", "v_first"), varlen=True, l2=True, bsig=True, buckets=(1, 64, 1024), arch="sm_90a",
+        dtypes=("bf16", "fp16")):
     f = Features(gate_modes=tuple(gates), qk_l2norm=l2, beta_sigmoid=bsig, gva_ratios=tuple(ratios), varlen=varlen,
-                 state_dtype="fp32", state_layouts=tuple(layouts))
+                 state_dtype="fp32", state_layouts=tuple(layouts), input_dtypes=tuple(dtypes))
     return SimpleNamespace(spec=spec, family=family, arch=arch, k=k, v=v, features=f, max_bucket=max(buckets))
 
 
-# Stand-ins: the built Kimi specs (kernel_specs/*.yaml: chunk K=V=128 ratios 1,2; recurrent K=V=128 ratios 1,2,4
-# buckets to 1024) and a user's narrower K=V=64 serving shard (softplus/lower_bound gates, v_first, buckets to 256).
+# Stand-ins: the built Kimi specs (kernel_specs/*.yaml: input dtypes bf16 and fp16; chunk K=V=128 ratios 1,2;
+# recurrent K=V=128 ratios 1,2,4 buckets to 1024) and a user's narrower K=V=64 serving shard (softplus/lower_bound gates, v_first, buckets to 256).
 CHUNK = lib("kimi_linear_chunk", "chunk", buckets=(2048, 8192, 65536))
 RECURRENT = lib("kimi_linear_recurrent", "recurrent", ratios=(1, 2, 4))
 SMALL = lib("small_head_serving", "recurrent", k=64, v=64, ratios=(1, 2, 4), gates=("softplus", "lower_bound"),
@@ -432,7 +434,8 @@ def test_layer_calls_are_accepted(env):
 
 
 @pytest.mark.parametrize("over, reason", [
-    (dict(dtype="torch.float16"), "q is float16; kda2 takes bfloat16"),
+    (dict(dtype="torch.float32"), "q is float32; kda2's kimi_linear_chunk takes bfloat16 or float16 q, k, v"),
+    (dict(k=T(1, 100, 4, 128, dtype="torch.float16")), "k is float16 but q is bfloat16"),
     (dict(K=64, V=64), "head dims K=64, V=64: kimi_linear_chunk is built for K=128, V=128"),
     (dict(HV=6), "HV=6 is not a multiple of H=4"),
     (dict(chunk_size=32), "chunk_size=32"),
@@ -589,3 +592,109 @@ def test_direct_call_verifies(env):
     from kda2.runtime.errors import KDA2InputError
     with pytest.raises(KDA2InputError, match="HV=6 is not a multiple of H=4"):
         backend.fused_recurrent_kda_fwd(**layer_recurrent_call(HV=6))
+
+
+# ---- input dtypes: what the library was built with (features.input_dtypes) -----------------------------------
+def fp16_call(make, **over):
+    """An fp16 layer call: q, k, v, g and beta in float16 (FLA's layers keep g and beta in the input dtype)."""
+    x = make(dtype="torch.float16", **over)
+    B, T_, HV, K = x["q"].shape[0], x["q"].shape[1], x["v"].shape[2], x["q"].shape[3]
+    x.update(g=T(B, T_, HV, K, dtype="torch.float16"), beta=T(B, T_, HV, dtype="torch.float16"))
+    return x
+
+
+def test_fp16_inputs_run_on_kda2_where_built(env, monkeypatch):
+    """Every kernel_specs/ spec builds input_dtypes [bf16, fp16] and kda2's API takes fp16: so does the backend."""
+    chunk, rec = env.mod.registered()["chunk_kda"], env.mod.registered()["fused_recurrent_kda_fwd"]
+    assert chunk.verify("chunk_kda", **fp16_call(layer_chunk_call)) == (True, None)
+    assert rec.verify("fused_recurrent_kda_fwd", **fp16_call(layer_recurrent_call)) == (True, None)
+    assert rec.verify("fused_recurrent_kda_fwd", **fp16_call(layer_recurrent_call, K=64, V=64)) == (True, None)
+    # g / beta in float32 with fp16 q, k, v (kda2 takes float32 or q's dtype)
+    call = fp16_call(layer_chunk_call)
+    call.update(g=T(1, 100, 4, 128, dtype=F32), beta=T(1, 100, 4, dtype=F32))
+    assert chunk.verify("chunk_kda", **call) == (True, None)
+    out = T(1, 100, 4, 128, dtype="torch.float16")
+    assert rec.verify("fused_recurrent_kda_fwd", **fp16_call(layer_recurrent_call, out=out)) == (True, None)
+    monkeypatch.setenv("FLA_KDA2", "1")
+    assert env.ops.chunk_kda(**fp16_call(layer_chunk_call)) == ("kda2", None)
+    assert env.ops.fused_recurrent_kda_fwd(**fp16_call(layer_recurrent_call)) == ("kda2", None)
+    assert [(c[0], c[1][0].dtype) for c in env.calls] == [("chunk", "torch.float16"), ("recurrent", "torch.float16")]
+
+
+@pytest.mark.parametrize("over, reason", [
+    # a 16-bit g / beta must be in q's dtype (kda2: float32 or q's dtype)
+    (dict(g=T(1, 100, 4, 128, dtype="torch.bfloat16")), "g is bfloat16; with float16 q, kda2 takes float32 or float16 g"),
+    (dict(beta=T(1, 100, 4, dtype="torch.bfloat16")), "beta is bfloat16; with float16 q, kda2 takes float32 or float16"),
+    (dict(v=T(1, 100, 4, 128, dtype="torch.bfloat16")), "v is bfloat16 but q is float16; kda2 takes q, k, v in one"),
+    (dict(out=T(1, 100, 4, 128, dtype="torch.bfloat16")), "out must be a contiguous float16 tensor"),
+])
+def test_fp16_mismatches_are_declined(env, over, reason):
+    call = fp16_call(layer_recurrent_call)
+    call.update(over)
+    ok, why = env.mod.registered()["fused_recurrent_kda_fwd"].verify("fused_recurrent_kda_fwd", **call)
+    assert not ok and reason in why, why
+
+
+def test_input_dtypes_come_from_the_library(env):
+    env.mod.install(chunk_library=lib("bf16_only", "chunk", dtypes=("bf16",)))
+    ok, why = env.mod.registered()["chunk_kda"].verify("chunk_kda", **fp16_call(layer_chunk_call))
+    assert (ok, why) == (False, "q is float16; kda2's bf16_only takes bfloat16 q, k, v")
+    assert chunk_verdict(env) == (True, None)
+    env.mod.install(chunk_library=lib("fp16_only", "chunk", dtypes=("fp16",)))
+    assert chunk_verdict(env) == (False, "q is bfloat16; kda2's fp16_only takes float16 q, k, v")
+    assert env.mod.registered()["chunk_kda"].verify("chunk_kda", **fp16_call(layer_chunk_call)) == (True, None)
+    # several libraries: each one's reason, the dtype named per spec
+    ok, why = rec_verdict(env, dtype="torch.float32", g=T(1, 100, 4, 128, dtype=F32))
+    assert not ok and why == ("q is float32; kda2's kimi_linear_recurrent takes bfloat16 or float16 q, k, v; "
+                              "head dims K=128, V=128: small_head_serving is built for K=64, V=64"), why
+
+
+# ---- counters and fallback warnings ------------------------------------------------------------------------------
+def test_status_counts_served_and_rejected_calls_per_entry_point(env, monkeypatch, caplog):
+    s = env.mod.status()
+    assert (s["chunk_kda"]["served"], s["chunk_kda"]["rejected"]) == (0, {})
+    env.ops.chunk_kda(**layer_chunk_call(chunk_size=32))  # FLA_KDA2 unset: FLA never asks kda2, nothing counted
+    assert env.mod.status()["chunk_kda"]["rejected"] == {}
+    monkeypatch.setenv("FLA_KDA2", "1")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            assert env.ops.chunk_kda(**layer_chunk_call()) == ("kda2", None)
+        for _ in range(2):
+            assert env.ops.chunk_kda(**layer_chunk_call(chunk_size=32)) == ("fla", None)
+        env.ops.chunk_kda(**layer_chunk_call(dtype="torch.float32"))
+        for _ in range(4):
+            env.ops.fused_recurrent_kda_fwd(**layer_recurrent_call())
+        env.ops.fused_recurrent_kda_fwd(**layer_recurrent_call(ssm_state_indices=T(1, dtype="torch.int32")))
+    s = env.mod.status()
+    size32 = "chunk_size=32: kda2 chunk kernels use 64-token chunks"
+    fp32 = "q is float32; kda2's kimi_linear_chunk takes bfloat16 or float16 q, k, v"
+    assert s["chunk_kda"]["served"] == 3 and s["chunk_kda"]["rejected"] == {size32: 2, fp32: 1}
+    rec = s["fused_recurrent_kda_fwd"]
+    assert rec["served"] == 4 and list(rec["rejected"].values()) == [1]
+    assert "kda2.fused_recurrent_kda_pool" in next(iter(rec["rejected"]))
+    assert json.loads(json.dumps(s)) == s, "status() stays JSON-serialisable"
+    # one WARNING per distinct reason (not per call), on the module's logger, naming the entry point and reason
+    warned = [r for r in caplog.records if r.name == "kda2.integrations.fla" and r.levelno == logging.WARNING]
+    assert len(warned) == 3, [r.getMessage() for r in warned]
+    assert "chunk_kda" in warned[0].getMessage() and size32 in warned[0].getMessage()
+    assert fp32 in warned[1].getMessage() and "fused_recurrent_kda_fwd" in warned[2].getMessage()
+    # a direct call the backend declines is counted too (and raises)
+    from kda2.runtime.errors import KDA2InputError
+    with pytest.raises(KDA2InputError):
+        env.mod.registered()["chunk_kda"].chunk_kda(**layer_chunk_call(chunk_size=32))
+    assert env.mod.status()["chunk_kda"]["rejected"][size32] == 3
+    assert env.mod.registered()["chunk_kda"].chunk_kda(**layer_chunk_call()) == ("kda2", None)
+    assert env.mod.status()["chunk_kda"]["served"] == 4
+
+
+def test_distinct_reasons_are_capped(env, monkeypatch, caplog):
+    """Reasons carry shapes (e.g. sequence lengths): past a cap, new ones share one bucket and one warning."""
+    monkeypatch.setattr(env.mod, "_MAX_REASONS", 2)
+    monkeypatch.setenv("FLA_KDA2", "1")
+    with caplog.at_level(logging.WARNING, "kda2.integrations.fla"):
+        for n in (2000, 3000, 4000, 5000, 4000, 2000):
+            env.ops.fused_recurrent_kda_fwd(**layer_recurrent_call(T_=n))
+    rejected = env.mod.status()["fused_recurrent_kda_fwd"]["rejected"]
+    assert len(rejected) == 3 and sum(rejected.values()) == 6
+    assert rejected[env.mod._OVERFLOW] == 3
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 3

@@ -7,10 +7,20 @@ Enable it (two steps, both needed)::
 
 Then FLA's layers (`fla.layers.KimiDeltaAttention`), models (`fla.models.KDAForCausalLM`) and any code calling
 `fla.ops.kda.chunk_kda` / `fla.ops.kda.fused_recurrent_kda` use kda2 for every call the loaded kda2 libraries
-can serve; any other call (training, fp16/fp32 inputs, a head size or feature not built, chunk_size=32, ...)
-is declined with a reason and FLA runs its own kernel. FLA logs the choice once per entry point, at INFO on
-the `fla.backends` logger: "[FLA Backend] fla.ops.kda.chunk.chunk_kda -> kda2" or "... -> kda2 rejected:
-<reason>". `status()` says what is loaded and why an entry point is unavailable.
+can serve; any other call (training, float32 inputs, an input dtype, head size or feature not built,
+chunk_size=32, ...) is declined with a reason and FLA runs its own kernel. FLA logs the choice once per entry
+point, at INFO on the `fla.backends` logger: "[FLA Backend] fla.ops.kda.chunk.chunk_kda -> kda2" or "... -> kda2
+rejected: <reason>" (the first call only). `status()` says what is loaded and why an entry point is unavailable.
+
+Which calls ran where: `status()[entry]` (entry "chunk_kda" or "fused_recurrent_kda_fwd") also holds "served",
+the number of calls kda2 ran, and "rejected", {reason: number of calls declined for it}, counted from import
+(a dict increment per call, no lock: under concurrent threads a count may come out a little low). Only calls
+FLA offers to kda2 are counted, i.e. with FLA_KDA2=1 and a library available (else "reason" says why none is).
+Reasons name shapes (e.g. a sequence length), so at most `_MAX_REASONS` (64) distinct ones are kept per entry
+point; calls declined for further new reasons are counted under the key `_OVERFLOW`. The first time a reason
+is seen (per entry point, per process) this module's logger (`kda2.integrations.fla`) logs it at WARNING:
+"kda2 FLA backend: chunk_kda call declined, FLA runs it: <reason> ...", so a fallback shows without INFO
+logging; passing the cap logs one warning more. `status()` is JSON-serialisable (`json.dumps(status())`).
 
 What is registered (flash-linear-attention 0.6, `fla.backends`):
 
@@ -35,8 +45,9 @@ False, logs one line saying why (a warning when FLA_KDA2 is set, else INFO), and
 
 What a verifier accepts is what the library was built for, asked from the library (`Library.k/.v/.family/
 .max_bucket/.arch` and its `Features`) on every call: inference only (`torch.is_grad_enabled()` False, e.g.
-under `torch.inference_mode()`); q/k/v bfloat16, g and beta bfloat16 or float32, states float32, on a CUDA
-device the library's arch runs on; K and V of a built spec; a built GVA ratio HV/H; the gate mode
+under `torch.inference_mode()`); q/k/v in one dtype the library was built for (`features.input_dtypes`:
+bfloat16 and/or float16; every spec in kernel_specs/ builds both), g and beta float32 or q's dtype, `out` in
+q's dtype, states float32, on a CUDA device the library's arch runs on; K and V of a built spec; a built GVA ratio HV/H; the gate mode
 (precomputed / softplus / lower_bound, chosen from use_gate_in_kernel and lower_bound as FLA does),
 use_qk_l2norm_in_kernel and use_beta_sigmoid_in_kernel only if compiled; the state layout (state_v_first)
 if built; cu_seqlens only if varlen is built; chunk: chunk_size 64, no return_intermediate_states, no
@@ -56,6 +67,7 @@ Inputs are made contiguous as FLA's `input_guard` does. `fused_recurrent_kda_fwd
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -87,8 +99,10 @@ ENV_VAR = "FLA_KDA2"
 ENTRY = {"chunk": "chunk_kda", "recurrent": "fused_recurrent_kda_fwd"}
 _FLASH_KDA_PRIORITY = 3  # FLA 0.6's FlashKDABackend.priority, if it cannot be read
 
-_BF16, _F32 = "torch.bfloat16", "torch.float32"
-_G_DTYPES = (_F32, _BF16)
+_BF16, _F16, _F32 = "torch.bfloat16", "torch.float16", "torch.float32"
+#: features.input_dtypes name -> str(torch dtype); the 16-bit dtypes some kda2 build may take for q, k, v.
+_INPUT_DTYPES = {"bf16": _BF16, "fp16": _F16}
+_HALF = frozenset(_INPUT_DTYPES.values())
 _INFERENCE_ONLY = ("kda2 is forward-only: torch.is_grad_enabled() is True (run under torch.inference_mode() "
                    "or torch.no_grad() to use kda2)")
 
@@ -98,6 +112,12 @@ _why: dict[str, str | None] = {}       # family -> why none is available (None w
 _arch_ok: dict[tuple[str, int], str | None] = {}  # (arch, device index) -> None, or why it cannot run there
 _tls = threading.local()               # .pick = (id(q), library) from the verifier, for the call right after
 _f32_cache: dict[int, tuple] = {}      # id(tensor) -> (weakref, version, float32 copy)
+
+#: Distinct rejection reasons kept per entry point (reasons name shapes); later new ones share _OVERFLOW.
+_MAX_REASONS = 64
+_OVERFLOW = "(other reasons: more distinct ones than kda2.integrations.fla._MAX_REASONS)"
+_served: dict[str, int] = {"chunk": 0, "recurrent": 0}                  # family -> calls kda2 ran
+_rejected: dict[str, dict[str, int]] = {"chunk": {}, "recurrent": {}}   # family -> {reason: calls declined}
 
 
 # -- torch / device hooks (module functions, so the CPU tests can stand in for them) ----------------------
@@ -203,21 +223,27 @@ def _dt(t: Any) -> str:
     return str(t.dtype)
 
 
+def _name(dtype: str) -> str:
+    return dtype.replace("torch.", "")
+
+
 def _tensor_reason(q, k, v, g, beta, initial_state) -> str | None:
-    """Dtypes, ranks and device FLA accepts but kda2 does not."""
+    """Dtypes, ranks and device FLA accepts but kda2 does not (whether a library takes q's dtype at all is
+    `_library_reason`'s, from its features.input_dtypes)."""
     if q.device.type != "cuda":
         return f"q is on {q.device}; kda2 runs on CUDA devices"
     if len(q.shape) != 4 or len(v.shape) != 4:
         return f"q {list(q.shape)} / v {list(v.shape)}: kda2 takes [B, T, H, K] / [B, T, HV, V]"
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if _dt(t) != _BF16:
-            return f"{name} is {_dt(t).replace('torch.', '')}; kda2 takes bfloat16 q, k, v"
-    if _dt(g) not in _G_DTYPES:
-        return f"g is {_dt(g).replace('torch.', '')}; kda2 takes bfloat16 or float32 g"
+    qd = _dt(q)
+    for name, t in (("k", k), ("v", v)):
+        if _dt(t) != qd:
+            return f"{name} is {_name(_dt(t))} but q is {_name(qd)}; kda2 takes q, k, v in one dtype"
     if len(beta.shape) != 3:
         return f"beta {list(beta.shape)}: kda2 takes headwise beta [B, T, HV] (no per-channel beta)"
-    if _dt(beta) not in _G_DTYPES:
-        return f"beta is {_dt(beta).replace('torch.', '')}; kda2 takes bfloat16 or float32 beta"
+    if qd in _HALF:  # else no library takes q: _library_reason says so, naming what is built
+        for name, t in (("g", g), ("beta", beta)):
+            if _dt(t) != _F32 and _dt(t) != qd:
+                return f"{name} is {_name(_dt(t))}; with {_name(qd)} q, kda2 takes float32 or {_name(qd)} {name}"
     if initial_state is not None and _dt(initial_state) != _F32:
         return f"initial_state is {_dt(initial_state).replace('torch.', '')}; kda2 keeps states in float32"
     return None
@@ -243,12 +269,16 @@ def _arch_reason(lib: Any, index: int | None) -> str | None:
     return _arch_ok[key]
 
 
-def _library_reason(lib: Any, K: int, V: int, ratio: int, gate: str, l2norm: bool, bsig: bool, v_first: bool,
-                    varlen: bool, longest) -> str | None:
+def _library_reason(lib: Any, K: int, V: int, qd: str, ratio: int, gate: str, l2norm: bool, bsig: bool,
+                    v_first: bool, varlen: bool, longest) -> str | None:
     """Why `lib` cannot serve the call (None: it can). Everything here is read from the library."""
     f = lib.features
     if lib.k != K or lib.v != V:
         return f"head dims K={K}, V={V}: {lib.spec} is built for K={lib.k}, V={lib.v}"
+    built = f.input_dtypes
+    if not any(_INPUT_DTYPES.get(d) == qd for d in built):
+        names = " or ".join(_name(_INPUT_DTYPES.get(d, d)) for d in built)
+        return f"q is {_name(qd)}; kda2's {lib.spec} takes {names} q, k, v"
     if ratio < 1:
         return f"GVA ratio HV/H={ratio}: HV must be a positive multiple of H"
     if gate not in f.gate_modes:
@@ -277,6 +307,7 @@ def _choose(family: str, q, v, gate: str, l2norm: bool, bsig: bool, v_first: boo
     if H == 0 or HV % H:
         return None, f"HV={HV} is not a multiple of H={H} (FLA reports it)"
     ratio = HV // H
+    qd = _dt(q)
     varlen = cu_seqlens is not None
     memo: list[int] = []
 
@@ -294,7 +325,7 @@ def _choose(family: str, q, v, gate: str, l2norm: bool, bsig: bool, v_first: boo
     libs = libraries(family)
     reasons = []
     for lib in libs:
-        why = _library_reason(lib, K, V, ratio, gate, l2norm, bsig, v_first, varlen, longest)
+        why = _library_reason(lib, K, V, qd, ratio, gate, l2norm, bsig, v_first, varlen, longest)
         if why is None:
             why = _arch_reason(lib, q.device.index)
             if why is None:
@@ -365,6 +396,49 @@ def _caller_stacklevel() -> int:
     return level
 
 
+# -- counters (status()["served"] / ["rejected"]) -------------------------------------------------------------
+def _reject(family: str, why: Any) -> None:
+    """Count a declined call; the first time a reason is seen for this entry point, log it at WARNING."""
+    counts = _rejected[family]
+    why = str(why)
+    n = counts.get(why)
+    if n is not None:  # the hot path: a reason seen before
+        counts[why] = n + 1
+        return
+    with _lock:
+        if why in counts:
+            counts[why] += 1
+            return
+        if len(counts) < _MAX_REASONS:
+            counts[why], msg = 1, why
+        else:
+            first = _OVERFLOW not in counts
+            counts[_OVERFLOW] = counts.get(_OVERFLOW, 0) + 1
+            if not first:
+                return
+            msg = (f"more than {_MAX_REASONS} distinct reasons; calls declined for new ones are counted under "
+                   f"{_OVERFLOW!r} and not logged (latest: {why})")
+    logger.warning("kda2 FLA backend: %s call declined, FLA runs it: %s (logged once per reason; counts in "
+                   "kda2.integrations.fla.status())", ENTRY[family], msg)
+
+
+def _counted(family: str):
+    """Wrap a verifier so every verdict it declines is counted (and its reason logged once)."""
+    def wrap(verifier):
+        @functools.wraps(verifier)  # inspect.signature still shows FLA's parameters
+        def counted(self, *args, **kwargs):
+            try:
+                ok, why = verifier(self, *args, **kwargs)
+            except Exception as exc:  # FLA's BaseBackend.verify turns it into a rejection: count it as one
+                _reject(family, f"{type(exc).__name__}: {exc}")
+                raise
+            if not ok:
+                _reject(family, why)
+            return ok, why
+        return counted
+    return wrap
+
+
 # -- the backends --------------------------------------------------------------------------------------------
 class _KDA2Backend(BaseBackend):
     """Shared switch and availability of the kda2 backends (one per kernel family)."""
@@ -387,6 +461,7 @@ class KDA2ChunkBackend(_KDA2Backend):
 
     family = "chunk"
 
+    @_counted("chunk")
     def chunk_kda_verifier(self, q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
                            use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
                            allow_neg_eigval=False, safe_gate=False, lower_bound=None, disable_recompute=False,
@@ -457,7 +532,7 @@ class KDA2ChunkBackend(_KDA2Backend):
                           DeprecationWarning, stacklevel=_caller_stacklevel())
             state_v_first = kwargs.pop("transpose_state_layout")
         gate = use_gate_in_kernel
-        return _kda2_chunk_kda(
+        res = _kda2_chunk_kda(
             _contig(q), _contig(k), _contig(v), _contig(g), _contig(beta), scale=scale,
             initial_state=_contig(initial_state), output_final_state=output_final_state,
             use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
@@ -465,6 +540,8 @@ class KDA2ChunkBackend(_KDA2Backend):
             safe_gate=safe_gate, lower_bound=lower_bound, state_v_first=bool(state_v_first), cu_seqlens=cu_seqlens,
             A_log=_f32(kwargs.get("A_log")) if gate else None, dt_bias=_f32(kwargs.get("dt_bias")) if gate else None,
             library=lib, cu_seqlens_cpu=cu_seqlens_cpu)
+        _served["chunk"] += 1
+        return res
 
 
 class KDA2RecurrentBackend(_KDA2Backend):
@@ -473,6 +550,7 @@ class KDA2RecurrentBackend(_KDA2Backend):
 
     family = "recurrent"
 
+    @_counted("recurrent")
     def fused_recurrent_kda_fwd_verifier(self, q, k, v, g, beta, A_log=None, dt_bias=None, initial_state=None,
                                          scale=None, output_final_state=False, inplace_final_state=True,
                                          state_v_first=False, cu_seqlens=None, ssm_state_indices=None,
@@ -498,8 +576,8 @@ class KDA2RecurrentBackend(_KDA2Backend):
         why = _tensor_reason(q, k, v, g, beta, initial_state)
         if why:
             return False, why
-        if out is not None and (_dt(out) != _BF16 or tuple(out.shape) != tuple(v.shape) or not out.is_contiguous()):
-            return False, "out must be a contiguous bfloat16 tensor shaped like v for kda2"
+        if out is not None and (_dt(out) != _dt(q) or tuple(out.shape) != tuple(v.shape) or not out.is_contiguous()):
+            return False, f"out must be a contiguous {_name(_dt(q))} tensor (q's dtype) shaped like v for kda2"
         if cu_seqlens is not None:
             if q.shape[0] != 1:
                 return False, f"cu_seqlens with batch size {q.shape[0]}: kda2 takes packed [1, T, ...] inputs"
@@ -538,9 +616,12 @@ class KDA2RecurrentBackend(_KDA2Backend):
         if inplace_final_state:  # FLA: the final state overwrites initial_state, which is returned
             o, _ = _kda2_fused_recurrent_kda(q, k, v, g, beta, initial_state=initial_state, output_final_state=True,
                                              final_state_out=initial_state, **common)
-            return o, initial_state
-        return _kda2_fused_recurrent_kda(q, k, v, g, beta, initial_state=_contig(initial_state),
-                                         output_final_state=output_final_state, **common)
+            res = o, initial_state
+        else:
+            res = _kda2_fused_recurrent_kda(q, k, v, g, beta, initial_state=_contig(initial_state),
+                                            output_final_state=output_final_state, **common)
+        _served["recurrent"] += 1
+        return res
 
 
 # -- registration --------------------------------------------------------------------------------------------
@@ -608,14 +689,16 @@ def registered() -> dict:
 
 
 def status() -> dict:
-    """Per FLA function: enabled (FLA_KDA2), available (a library runs here), the libraries, and why not.
+    """Per FLA function: enabled (FLA_KDA2), available (a library runs here), the libraries, and why not;
+    "served" (calls kda2 ran) and "rejected" ({reason: calls declined}, a copy). JSON-serialisable.
     Finds the libraries if that has not happened yet."""
     out = {}
     for family, cls in (("chunk", KDA2ChunkBackend), ("recurrent", KDA2RecurrentBackend)):
         libs = libraries(family)
         out[ENTRY[family]] = {"family": family, "enabled": cls().is_enabled(), "available": bool(libs),
                               "priority": cls.priority, "libraries": [_describe(lib) for lib in libs],
-                              "reason": _why.get(family)}
+                              "reason": _why.get(family), "served": _served[family],
+                              "rejected": dict(_rejected[family])}
     return out
 
 

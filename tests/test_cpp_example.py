@@ -179,3 +179,122 @@ def test_make_run(example: Path, build_dir: Path):
     rel = libs[0].relative_to(REPO)
     p = run(["make", "-C", EXAMPLE, *make_vars(build_dir), "EXTRA_CXXFLAGS=-Werror", "run", f"KDA2_LIB={rel}"])
     assert ABI_LINE in p.stdout, p.stdout + p.stderr
+
+
+# --- argument checks and kda2 status messages (no GPU, no built library: a stand-in .so) ---------------------
+
+# A recurrent library in miniature: K = V = 8, k_first buckets 1 and 64 only; kda2_fwd returns $FAKE_KDA2_FWD_RC
+# (0 when unset), so the N = 0 probe can be made to refuse. It never gets past the probe on a CPU host.
+_STAND_IN = r'''
+#include <stdlib.h>
+#include "kda2/abi.h"
+#define STR2(x) #x
+#define STR(x) STR2(x)
+extern "C" {
+int kda2_abi_version(void) { return KDA2_ABI_VERSION; }
+const char* kda2_library_json(void) {
+  return "{\"abi_version\":" STR(KDA2_ABI_VERSION) ",\"arch\":\"sm_90a\",\"dispatch\":["
+         "{\"bucket\":1,\"class\":\"all\",\"index\":0,\"min_chains\":0,\"state_layout\":\"k_first\",\"variant\":\"a\"},"
+         "{\"bucket\":64,\"class\":\"all\",\"index\":1,\"min_chains\":0,\"state_layout\":\"k_first\",\"variant\":\"b\"}],"
+         "\"family\":\"recurrent\",\"k\":8,\"spec\":\"stand_in\",\"v\":8,\"variants\":[\"a\",\"b\"]}";
+}
+int kda2_num_variants(void) { return 2; }
+int kda2_route(int32_t v_first, int64_t max_seqlen, int64_t chains) {
+  (void)chains;
+  if (v_first) return KDA2_ERR_LAYOUT;
+  return max_seqlen <= 1 ? 0 : max_seqlen <= 64 ? 1 : KDA2_ERR_BUCKET_OVERFLOW;
+}
+int kda2_select(int32_t v_first, int64_t max_seqlen, int64_t chains) { return kda2_route(v_first, max_seqlen, chains); }
+int64_t kda2_workspace_bytes(const KDA2RecurrentArgs* a) { (void)a; return 0; }
+int kda2_preload(void) { return KDA2_OK; }
+int kda2_launch(int i, const KDA2RecurrentArgs* a, void* s) { (void)i; (void)a; (void)s; return KDA2_OK; }
+int kda2_fwd(const KDA2RecurrentArgs* a, int64_t m, void* s) {
+  (void)a; (void)m; (void)s;
+  const char* rc = getenv("FAKE_KDA2_FWD_RC");
+  return rc ? atoi(rc) : KDA2_OK;
+}
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory) -> Path:
+    return _shared_object(tmp_path_factory.mktemp("stand-in"), "stand_in", _STAND_IN)
+
+
+def _run_env(argv: list, **env) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+@pytest.mark.parametrize("args, rule", [
+    (["--bogus"], "unknown option --bogus"),
+    (["--bogus", "1"], "unknown option --bogus"),
+    (["--t=5"], "unknown option --t=5 (write the value after a space: --t 5)"),
+    (["-x"], "unknown option -x"),
+    (["--t"], "--t needs a value"),
+    (["--h", "3", "--hv", "4"], "--h 3 with --hv 4: HV must be a multiple of H (HV % H == 0"),
+    (["--hv", "3"], "--h 2 with --hv 3: HV must be a multiple of H"),
+    (["--h", "0"], "--h: got '0'; allowed: an integer from 1 to"),
+    (["--n", "70000"], "--n: got '70000'; allowed: an integer from 1 to 65535"),
+    (["--t", "abc"], "--t: got 'abc'; allowed: an integer"),
+    (["--layout", "x"], "--layout: got 'x'; allowed: auto, k_first or v_first"),
+])
+def test_argument_problems_are_usage_errors(example: Path, args: list, rule: str):
+    """Caught before the library is loaded (the path does not even exist): exit 2, the rule, the usage."""
+    p = run([example, "/nonexistent/lib.so", *args])
+    assert p.returncode == EXIT_SETUP, p.stdout + p.stderr
+    assert rule in p.stderr and "usage: kda2_example" in p.stderr, p.stderr
+    assert "cannot load the library" not in p.stderr and "needs a value" not in p.stderr.replace("--t needs", "")
+
+
+def test_library_dependent_argument_problems(example: Path, stand_in: Path):
+    p = run([example, stand_in, "--k", "16"])
+    assert p.returncode == EXIT_SETUP and "--k 16: the library is built for K=8 (library json)" in p.stderr, p.stderr
+    p = run([example, stand_in, "--n", "4096", "--t", "4096"])
+    assert p.returncode == EXIT_SETUP and "N x T = 4096 x 4096 tokens" in p.stderr, p.stderr
+
+
+def test_kda2_status_is_explained(example: Path, stand_in: Path):
+    """A status from the library comes with its meaning, and with what the dispatch table says about it."""
+    p = run([example, stand_in, "--t", "100"])
+    assert p.returncode == EXIT_SETUP, p.stdout + p.stderr
+    assert "returned KDA2_ERR_BUCKET_OVERFLOW: max_seqlen is above the largest sequence-length bucket" in p.stderr
+    assert "T=100 is over the largest k_first bucket, 64 (buckets 1, 64): pass --t 64 or less" in p.stderr, p.stderr
+    p = run([example, stand_in, "--layout", "v_first"])
+    assert p.returncode == EXIT_SETUP, p.stdout + p.stderr
+    assert "KDA2_ERR_LAYOUT: the state layout is not built into this library; the library routes k_first" in p.stderr
+    p = _run_env([example, stand_in, "--gate", "precomputed"], FAKE_KDA2_FWD_RC="-3")
+    assert p.returncode == EXIT_SETUP, p.stdout + p.stderr
+    assert "kda2_fwd (feature probe, N = 0) returned KDA2_ERR_FEATURE: a gate mode or flag" in p.stderr, p.stderr
+    assert "try --gate auto" in p.stderr
+    p = _run_env([example, stand_in], FAKE_KDA2_FWD_RC="-5")
+    assert p.returncode == EXIT_SETUP and "KDA2_ERR_SHAPE: H/HV/N/T/max_seqlen are inconsistent" in p.stderr, p.stderr
+    # and the happy path of the stand-in reaches the device check, as a real library does on a CPU host
+    p = run([example, stand_in, "--t", "64", "--h", "2", "--hv", "4"])
+    assert "call: N=4 T=64 H=2 HV=4 layout k_first" in p.stdout, p.stdout + p.stderr
+    if gpu_capability() is None:
+        assert p.returncode == EXIT_NO_DEVICE, p.stdout + p.stderr
+
+
+def _usage_options(text: str) -> set[str]:
+    return set(re.findall(r"\[(--[a-z]+)", text))
+
+
+def test_readme_usage_matches_the_program(example: Path):
+    """The README's usage line, the source's header comment and --help list the same options, all accepted."""
+    help_text = run([example, "--help"]).stderr
+    opts = _usage_options(help_text)
+    assert {"--k", "--v", "--seed", "--layout", "--gate", "--device"} <= opts, help_text
+    readme = (EXAMPLE / "README.md").read_text()
+    m = re.search(r"kda2_example <lib\.so>(.*?)\n\n", readme, re.S)
+    assert m and _usage_options(m.group(1)) == opts, (m and m.group(1), opts)
+    header = (EXAMPLE / "kda2_example.cpp").read_text().split("#include")[0]
+    m = re.search(r"kda2_example <lib\.so>(.*?)\n//\n", header, re.S)
+    assert m and _usage_options(m.group(1)) == opts
+    for opt in sorted(opts):  # each one parses (then the missing library stops the run)
+        val = {"--layout": "auto", "--gate": "auto", "--hv": "2"}.get(opt, "1")
+        p = run([example, "/nonexistent/lib.so", opt, val])
+        assert p.returncode == EXIT_SETUP and "cannot load the library" in p.stderr, (opt, p.stderr)

@@ -352,6 +352,8 @@ def parse_prometheus(text: str) -> tuple[dict, list]:
 def test_jsonl_and_prometheus_files(env, tmp_path):
     b, lib = env
     jl, prom = tmp_path / "out" / "kda2.jsonl", tmp_path / "prom" / "kda2.prom"
+    jl.parent.mkdir()
+    prom.parent.mkdir()  # the monitor creates no directories
     m = monitor.enable(sample_every=2, jsonl=jl, prometheus=prom, backend=b, min_samples=2)
     lib.latency_us = 250.0
     call(m, lib, make_args(), n=8)                         # tuned route, tuned shape: alerts (2.5x)
@@ -632,3 +634,146 @@ def test_every_launch_site_is_hooked():
                 hooks = src.count("_MON.launch(")
                 unhooked += max(0, fwd - hooks)
         assert hooked >= 1 and unhooked == 0, f"{mod.__name__}: {unhooked} launch site(s) without the monitor hook"
+
+
+# --- output paths: checked at enable, never a directory created; a failed write keeps its records ----------
+
+def _monitor_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "kda2.monitor" and r.levelno >= logging.WARNING]
+
+
+def test_output_paths_are_checked_at_enable_and_no_directory_is_created(env, tmp_path):
+    b, _ = env
+    missing = tmp_path / "no" / "dir"
+    (tmp_path / "file").write_text("")
+    cases = [
+        (dict(jsonl=missing / "k.jsonl"), "enable(jsonl=...)", f"its directory '{missing}' does not exist"),
+        (dict(prometheus=missing / "k.prom"), "enable(prometheus=...)", "does not exist"),
+        (dict(jsonl=tmp_path), "enable(jsonl=...)", "is a directory"),
+        (dict(prometheus=tmp_path), "enable(prometheus=...)", "is a directory"),
+        (dict(jsonl=tmp_path / "file" / "k.jsonl"), "enable(jsonl=...)", "is not a directory"),
+    ]
+    if os.path.isdir("/proc"):  # os.access says writable (and root may write anywhere else): only a file says no
+        cases.append((dict(jsonl="/proc/kda2-monitor-test.jsonl"), "enable(jsonl=...)", "cannot create a file in '/proc'"))
+    if os.path.exists("/dev/null"):  # replaced whole at each flush: never a device
+        cases.append((dict(prometheus="/dev/null"), "enable(prometheus=...)", "not a regular file"))
+    for kw, setting, problem in cases:
+        with pytest.raises(ValueError) as ei:
+            monitor.enable(backend=b, **kw)
+        msg = str(ei.value)
+        assert setting in msg and problem in msg and "allowed:" in msg, msg
+        assert not monitor.enabled() and api._MON is None
+    assert not (tmp_path / "no").exists()
+    # a good pair: nothing is left behind by the check (the JSONL file appears at the first flush)
+    m = monitor.enable(backend=b, jsonl=tmp_path / "k.jsonl", prometheus=tmp_path / "k.prom")
+    assert monitor.active() is m and sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_environment_output_path_is_named_and_leaves_the_monitor_off(env, caplog, tmp_path):
+    caplog.set_level(logging.WARNING, logger="kda2.monitor")
+    jl = tmp_path / "no" / "dir" / "k.jsonl"
+    assert monitor._from_env({"KDA2_MONITOR": "1", "KDA2_MONITOR_JSONL": str(jl)}) is None
+    assert monitor._from_env({"KDA2_MONITOR": "1", "KDA2_MONITOR_PROMETHEUS": str(tmp_path)}) is None
+    assert not monitor.enabled() and not (tmp_path / "no").exists()
+    w = _monitor_warnings(caplog)
+    assert len(w) == 2 and all("the monitor stays off" in x for x in w), w
+    assert "KDA2_MONITOR_JSONL" in w[0] and "does not exist" in w[0] and "enable(" not in w[0]
+    assert "KDA2_MONITOR_PROMETHEUS" in w[1] and "is a directory" in w[1]
+
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("KDA2_MONITOR_SAMPLE_EVERY", "abc", "an integer >= 1"), ("KDA2_MONITOR_SAMPLE_EVERY", "0", "an integer >= 1"),
+    ("KDA2_MONITOR_SAMPLE_EVERY", "2.5", "an integer >= 1"), ("KDA2_MONITOR_ALERT_RATIO", "fast", "a finite number > 0"),
+    ("KDA2_MONITOR_ALERT_RATIO", "inf", "a finite number > 0")])
+def test_environment_numbers_name_the_variable(env, caplog, name, value, allowed):
+    caplog.set_level(logging.WARNING, logger="kda2.monitor")
+    assert monitor._from_env({"KDA2_MONITOR": "1", name: value}) is None and not monitor.enabled()
+    (w,) = _monitor_warnings(caplog)
+    assert f"{name}: got {value!r}; allowed: {allowed}" in w and "stays off" in w, w
+    assert "invalid literal" not in w and "could not convert" not in w
+
+
+def test_failed_jsonl_write_keeps_the_records_for_the_next_flush(env, caplog, tmp_path):
+    import shutil
+
+    b, lib = env
+    d = tmp_path / "logs"
+    d.mkdir()
+    jl = d / "k.jsonl"
+    m = monitor.enable(sample_every=1, jsonl=jl, backend=b)
+    caplog.set_level(logging.WARNING, logger="kda2.monitor")
+    lib.latency_us = 1.0
+    call(m, lib, make_args(), n=3)
+    shutil.rmtree(d)  # gone after enable: the write fails
+    assert m.flush() == [] and m.write_errors == 1 and not d.exists()  # no directory created at flush either
+    (w,) = _monitor_warnings(caplog)
+    assert f"cannot append to the JSONL file {jl}" in w and "FileNotFoundError" in w, w
+    assert "3 record(s) kept for the next flush" in w, w
+    lib.latency_us = 2.0
+    call(m, lib, make_args(), n=2)
+    d.mkdir()
+    recs = m.flush()
+    assert [r["us"] for r in samples(recs)] == [1.0, 1.0, 1.0, 2.0, 2.0]  # nothing lost, oldest first
+    assert [json.loads(x)["us"] for x in jl.read_text().splitlines() if '"sample"' in x] == [1.0, 1.0, 1.0, 2.0, 2.0]
+    assert m.records_dropped == 0 and len(_monitor_warnings(caplog)) == 1
+
+
+def test_failed_write_requeues_within_max_records(env, caplog, tmp_path, monkeypatch):
+    """Records that arrive while a failing write is under way are newer: they stay, and the oldest of the
+    failed batch give way, counted, when the queue's limit is reached."""
+    b, lib = env
+    m = monitor.enable(sample_every=1, jsonl=tmp_path / "k.jsonl", backend=b, max_records=5)
+    caplog.set_level(logging.WARNING, logger="kda2.monitor")
+    for us in (1.0, 2.0, 3.0, 4.0):
+        lib.latency_us = us
+        call(m, lib, make_args())
+
+    def full_disk(*a, **k):
+        for i in range(3):
+            m._record({"record": "alert", "n": i})
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(monitor, "open", full_disk, raising=False)
+    assert m.flush() == [] and m.records_dropped == 2
+    (w,) = _monitor_warnings(caplog)
+    assert "OSError: No space left on device" in w and "2 record(s) kept" in w and "2 oldest dropped" in w, w
+    monkeypatch.delattr(monitor, "open")
+    recs = [r for r in m.flush() if r["record"] != "summary"]
+    assert [r.get("us") for r in recs] == [3.0, 4.0, None, None, None] and [r.get("n") for r in recs[2:]] == [0, 1, 2]
+
+
+def test_failed_prometheus_write_is_one_line_and_leaves_no_temporary(env, caplog, tmp_path):
+    b, lib = env
+    d = tmp_path / "prom"
+    d.mkdir()
+    m = monitor.enable(sample_every=1, prometheus=d / "k.prom", backend=b)
+    call(m, lib, make_args())
+    caplog.set_level(logging.WARNING, logger="kda2.monitor")
+    (d / "k.prom").mkdir()  # the file's name taken by a directory since
+    assert samples(m.flush()) and m.write_errors == 1
+    (w,) = _monitor_warnings(caplog)
+    assert f"cannot write the Prometheus file {d / 'k.prom'}" in w, w
+    assert [p.name for p in d.iterdir()] == ["k.prom"]
+
+
+def test_import_kda2_monitor_is_the_runtime_monitor(tmp_path):
+    """`import kda2.monitor` works (torch blocked) and is the very module `kda2.monitor` names as an attribute."""
+    code = textwrap.dedent("""
+        import sys
+        class Blocker:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "torch":
+                    raise ImportError("blocked import of " + name)
+        sys.meta_path.insert(0, Blocker())
+        import kda2.monitor
+        from kda2.monitor import enable, disable
+        import kda2, kda2.runtime.monitor as rm
+        assert kda2.monitor is rm and sys.modules["kda2.monitor"] is rm and enable is rm.enable
+        m = kda2.monitor.enable(sample_every=3)
+        assert rm.active() is m and disable() is m
+        assert "torch" not in sys.modules
+        print("IMPORT-OK")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(SRC)), cwd=tmp_path)
+    assert res.returncode == 0 and "IMPORT-OK" in res.stdout, res.stdout + res.stderr

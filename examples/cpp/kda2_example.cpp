@@ -12,11 +12,16 @@
 // library built without that gate mode, raw fp32 g with A_log / dt_bias (softplus gate); beta fp32 in (0, 1);
 // flags otherwise 0. Outputs o (bf16) and the final state (fp32) are poisoned with 0xFF bytes (NaN) first.
 //
-// Exit status: 0 pass; 1 wrong or unwritten output; 2 usage, library or ABI problem; 3 no usable CUDA
-// device (the library was loaded and checked, but nothing can run); 4 a CUDA or kda2 call failed.
+// Exit status: 0 pass; 1 wrong or unwritten output; 2 usage (an unknown option, a value out of range, a
+// shape rule such as HV % H == 0), library or ABI problem (including a kda2 status from the checks that touch
+// no device: kda2_select and the N = 0 probe); 3 no usable CUDA device (the library was loaded and checked,
+// but nothing can run); 4 a CUDA or kda2 call on the device failed.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +31,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -65,6 +71,7 @@ std::string status_name(int rc) {
   }
   if (rc < 0) return "unknown KDA2Status " + std::to_string(rc);
   std::string name = "CUresult " + std::to_string(rc);
+  // libcuda.so.1 is opened only to name the code (and left open: the program exits right after).
   if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
     using GetName = int (*)(int, const char**);
     if (auto get = reinterpret_cast<GetName>(dlsym(cuda, "cuGetErrorName"))) {
@@ -73,6 +80,29 @@ std::string status_name(int rc) {
     }
   }
   return name;
+}
+
+// What a KDA2Status means (kda2/abi.h); empty for CUresult codes (their name says it).
+std::string status_meaning(int rc) {
+  switch (rc) {
+    case KDA2_OK: return "success";
+    case KDA2_ERR_BUCKET_OVERFLOW: return "max_seqlen is above the largest sequence-length bucket built (recurrent libraries)";
+    case KDA2_ERR_LAYOUT: return "the state layout is not built into this library";
+    case KDA2_ERR_FEATURE: return "a gate mode or flag the call asks for is not compiled into this library";
+    case KDA2_ERR_BAD_INDEX: return "no variant with that index";
+    case KDA2_ERR_SHAPE: return "H/HV/N/T/max_seqlen are inconsistent (H, HV >= 1, HV % H == 0, 0 <= N <= 65535, T >= 0)";
+    case KDA2_ERR_DRIVER: return "libcuda.so.1 could not be opened (no NVIDIA driver)";
+    case KDA2_ERR_NO_CONTEXT: return "no current CUDA context (initialise CUDA first), or too many";
+    case KDA2_ERR_WORKSPACE: return "the workspace is NULL or smaller than kda2_workspace_bytes() (chunk libraries)";
+    case KDA2_ERR_DTYPE: return "the input dtype or a gate parameter dtype is not built into this library";
+    default: return rc < 0 ? "not a status of this ABI version" : "";
+  }
+}
+
+// "NAME: meaning" of a kda2 return code.
+std::string status_text(int rc) {
+  const std::string meaning = status_meaning(rc);
+  return status_name(rc) + (meaning.empty() ? "" : ": " + meaning);
 }
 
 [[noreturn]] void die(int code, const std::string& msg) {
@@ -87,9 +117,9 @@ void cuda_check(cudaError_t err, const char* what) {
 }
 #define CUDA_CHECK(call) cuda_check((call), #call)
 
-// Every kda2 call that returns a status goes through this.
-void kda2_check(int rc, const char* what, const std::string& hint = "") {
-  if (rc != KDA2_OK) die(kExitCall, std::string(what) + " returned " + status_name(rc) + hint);
+// Every kda2 call that returns a status goes through this: the status's name and meaning, then `hint`.
+void kda2_check(int rc, const char* what, const std::string& hint = "", int code = kExitCall) {
+  if (rc != KDA2_OK) die(code, std::string(what) + " returned " + status_text(rc) + hint);
 }
 
 // ---- a minimal JSON reader: the raw text of a top-level member ----------------------------------------
@@ -144,6 +174,35 @@ std::string json_string(const std::string& js, const std::string& key) {
   return raw.substr(1, raw.size() - 2);
 }
 
+// The raw text of each element of a JSON array (`raw` as json_member returns it), in order.
+std::vector<std::string> json_array(const std::string& raw) {
+  std::vector<std::string> items;
+  if (raw.size() < 2 || raw.front() != '[') return items;
+  int depth = 0;
+  size_t start = 1;
+  auto push = [&](size_t end) {
+    size_t s = start, e = end;
+    while (s < e && std::isspace(static_cast<unsigned char>(raw[s]))) ++s;
+    while (e > s && std::isspace(static_cast<unsigned char>(raw[e - 1]))) --e;
+    if (e > s) items.push_back(raw.substr(s, e - s));
+  };
+  for (size_t i = 1; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '"') {
+      for (++i; i < raw.size() && raw[i] != '"'; ++i)
+        if (raw[i] == '\\') ++i;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    } else if ((c == ',' && depth == 0) || (c == ']' && depth == 0)) {
+      push(i);
+      start = i + 1;
+    }
+  }
+  return items;
+}
+
 long json_int(const std::string& js, const std::string& key, long fallback) {
   std::string raw;
   if (!json_member(js, key, &raw)) return fallback;
@@ -165,7 +224,33 @@ float from_bf16(uint16_t h) {
   return x;
 }
 
+// The sequence-length buckets the library's dispatch table (kda2_library_json's "dispatch") routes for a
+// state layout, ascending and without repeats.
+std::vector<long> layout_buckets(const std::string& json, const std::string& layout) {
+  std::string raw;
+  std::vector<long> buckets;
+  if (!json_member(json, "dispatch", &raw)) return buckets;
+  for (const std::string& row : json_array(raw)) {
+    const long b = json_int(row, "bucket", -1);
+    if (json_string(row, "state_layout") == layout && b >= 0) buckets.push_back(b);
+  }
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  return buckets;
+}
+
+// The state layouts the library's dispatch table routes ("k_first, v_first"), or "" when it lists none.
+std::string routed_layouts(const std::string& json) {
+  std::string out;
+  for (const char* layout : {"k_first", "v_first"})
+    if (!layout_buckets(json, layout).empty()) out += (out.empty() ? "" : ", ") + std::string(layout);
+  return out;
+}
+
 // ---- options --------------------------------------------------------------------------------------------
+constexpr int kMaxN = 65535;              // kda2_fwd's limit on N (the launch grid; KDA2_ERR_SHAPE above it)
+constexpr long kMaxTokens = 1L << 20;     // N * T: what this example's float64 CPU reference is meant for
+
 struct Options {
   std::string lib;
   uint64_t seed = 20261130;
@@ -173,48 +258,65 @@ struct Options {
   std::string layout = "auto", gate = "auto";
 };
 
-[[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr,
-               "kda2_example: %s\n"
-               "usage: kda2_example <lib<spec>.<arch>.so> [--seed N] [--n N] [--t T] [--h H] [--hv HV] [--k K] [--v V]\n"
-               "                    [--layout auto|k_first|v_first] [--gate auto|precomputed|softplus] [--device D]\n",
-               msg);
+const char* const kUsage =
+    "usage: kda2_example <lib<spec>.<arch>.so> [--seed N] [--n N] [--t T] [--h H] [--hv HV] [--k K] [--v V]\n"
+    "                    [--layout auto|k_first|v_first] [--gate auto|precomputed|softplus] [--device D]\n";
+
+[[noreturn]] void usage(const std::string& msg) {
+  std::fprintf(stderr, "kda2_example: %s\n%s", msg.c_str(), kUsage);
   std::exit(kExitSetup);
 }
 
 Options parse(int argc, char** argv) {
   Options o;
+  static const char* const kValued[] = {"--seed", "--n", "--t", "--h", "--hv", "--k", "--v", "--layout", "--gate",
+                                        "--device"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") usage("drives a built KDA2 library through its C ABI");
-    if (a.rfind("--", 0) != 0) {
-      if (!o.lib.empty()) usage(("more than one library given: " + a).c_str());
+    if (a.size() < 2 || a[0] != '-') {
+      if (!o.lib.empty()) usage("more than one library given: " + o.lib + " and " + a);
       o.lib = a;
       continue;
     }
-    if (i + 1 >= argc) usage((a + " needs a value").c_str());
+    bool known = false;
+    for (const char* k : kValued) known = known || a == k;
+    if (!known) {
+      const size_t eq = a.find('=');
+      usage("unknown option " + a +
+            (eq != std::string::npos ? " (write the value after a space: " + a.substr(0, eq) + " " + a.substr(eq + 1) + ")" : ""));
+    }
+    if (i + 1 >= argc) usage(a + " needs a value");
     const std::string val = argv[++i];
-    auto num = [&](long lo) {
+    auto num = [&](long lo, long hi) {
       char* end = nullptr;
+      errno = 0;
       const long x = std::strtol(val.c_str(), &end, 0);
-      if (!end || *end || x < lo || x > (1L << 30)) usage((a + ": not a valid number: " + val).c_str());
+      if (val.empty() || !end || *end || errno == ERANGE || x < lo || x > hi)
+        usage(a + ": got '" + val + "'; allowed: an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
       return x;
     };
-    if (a == "--seed") o.seed = static_cast<uint64_t>(num(0));
-    else if (a == "--n") o.n = static_cast<int>(num(1));
-    else if (a == "--t") o.t = static_cast<int>(num(1));
-    else if (a == "--h") o.h = static_cast<int>(num(1));
-    else if (a == "--hv") o.hv = static_cast<int>(num(1));
-    else if (a == "--k") o.k = static_cast<int>(num(1));
-    else if (a == "--v") o.v = static_cast<int>(num(1));
-    else if (a == "--device") o.device = static_cast<int>(num(0));
+    if (a == "--seed") o.seed = static_cast<uint64_t>(num(0, LONG_MAX));
+    else if (a == "--n") o.n = static_cast<int>(num(1, kMaxN));
+    else if (a == "--t") o.t = static_cast<int>(num(1, 1L << 30));
+    else if (a == "--h") o.h = static_cast<int>(num(1, 1L << 16));
+    else if (a == "--hv") o.hv = static_cast<int>(num(1, 1L << 16));
+    else if (a == "--k") o.k = static_cast<int>(num(1, 1L << 16));
+    else if (a == "--v") o.v = static_cast<int>(num(1, 1L << 16));
+    else if (a == "--device") o.device = static_cast<int>(num(0, 1L << 16));
     else if (a == "--layout") o.layout = val;
-    else if (a == "--gate") o.gate = val;
-    else usage(("unknown option " + a).c_str());
+    else o.gate = val;  // --gate
   }
   if (o.lib.empty()) usage("no library given");
-  if (o.layout != "auto" && o.layout != "k_first" && o.layout != "v_first") usage("--layout: auto, k_first or v_first");
-  if (o.gate != "auto" && o.gate != "precomputed" && o.gate != "softplus") usage("--gate: auto, precomputed or softplus");
+  if (o.layout != "auto" && o.layout != "k_first" && o.layout != "v_first")
+    usage("--layout: got '" + o.layout + "'; allowed: auto, k_first or v_first");
+  if (o.gate != "auto" && o.gate != "precomputed" && o.gate != "softplus")
+    usage("--gate: got '" + o.gate + "'; allowed: auto, precomputed or softplus");
+  // The shape rules of kda2/abi.h the example can check before loading anything.
+  const int hv = o.hv > 0 ? o.hv : o.h;
+  if (hv % o.h != 0)
+    usage("--h " + std::to_string(o.h) + " with --hv " + std::to_string(hv) +
+          ": HV must be a multiple of H (HV % H == 0: value head hv reads q/k head hv / (HV / H))");
   return o;
 }
 
@@ -345,29 +447,37 @@ int main(int argc, char** argv) {
   if (family != "recurrent" && family != "chunk") die(kExitSetup, "unknown library family '" + family + "'");
   const bool chunk = family == "chunk";
 
-  // Head dims: --k/--v, else the library JSON ("k"/"v"), else the manifest.json built beside the library.
+  // Head dims: the library JSON ("k"/"v"), else the manifest.json built beside the library, else --k/--v. The
+  // library's kernels are compiled for its K and V (kda2_fwd has no K/V to check), so --k/--v must agree.
+  long jk = json_int(json, "k", -1), jv = json_int(json, "v", -1);
+  std::string dims_from = "library json";
+  if (jk <= 0 || jv <= 0) {
+    const size_t slash = opt.lib.rfind('/');
+    dims_from = (slash == std::string::npos ? "." : opt.lib.substr(0, slash)) + "/manifest.json";
+    const std::string manifest = read_file(dims_from);
+    jk = json_int(manifest, "k", -1);
+    jv = json_int(manifest, "v", -1);
+  }
   int K = opt.k, V = opt.v;
-  std::string dims_from = "--k/--v";
-  if (K < 0 || V < 0) {
-    long jk = json_int(json, "k", -1), jv = json_int(json, "v", -1);
-    dims_from = "library json";
-    if (jk <= 0 || jv <= 0) {
-      const size_t slash = opt.lib.rfind('/');
-      const std::string manifest_path = (slash == std::string::npos ? "." : opt.lib.substr(0, slash)) + "/manifest.json";
-      const std::string manifest = read_file(manifest_path);
-      jk = json_int(manifest, "k", -1);
-      jv = json_int(manifest, "v", -1);
-      dims_from = manifest_path;
-      if (jk <= 0 || jv <= 0)
-        die(kExitSetup, "head dims unknown: neither the library JSON nor " + manifest_path +
-                            " says \"k\"/\"v\"; pass --k and --v");
-    }
-    if (K < 0) K = static_cast<int>(jk);
-    if (V < 0) V = static_cast<int>(jv);
+  if (jk > 0 && jv > 0) {
+    for (const auto& [flag, given, built] : {std::make_tuple("--k", opt.k, jk), std::make_tuple("--v", opt.v, jv)})
+      if (given > 0 && given != built)
+        usage(std::string(flag) + " " + std::to_string(given) + ": the library is built for " + (flag[2] == 'k' ? "K" : "V") +
+              "=" + std::to_string(built) + " (" + dims_from + "); leave it out or pass " + std::to_string(built));
+    K = static_cast<int>(jk);
+    V = static_cast<int>(jv);
+  } else if (K < 0 || V < 0) {
+    die(kExitSetup, "head dims unknown: neither the library JSON nor " + dims_from +
+                        " says \"k\"/\"v\"; pass --k and --v");
+  } else {
+    dims_from = "--k/--v";
   }
   const int N = opt.n > 0 ? opt.n : (chunk ? 2 : 4);
   const int T = opt.t > 0 ? opt.t : (chunk ? 100 : 1);
   const int H = opt.h, HV = opt.hv > 0 ? opt.hv : opt.h;
+  if (static_cast<long>(N) * T > kMaxTokens)
+    usage("N x T = " + std::to_string(N) + " x " + std::to_string(T) + " tokens: more than this example's float64 CPU "
+          "reference is meant for (at most " + std::to_string(kMaxTokens) + ")");
   std::printf("family %s, spec %s, arch %s, %d variants; K=%d V=%d (from %s)\n", family.c_str(), spec.c_str(),
               arch.c_str(), api.num_variants(), K, V, dims_from.c_str());
 
@@ -377,10 +487,27 @@ int main(int argc, char** argv) {
   const int64_t chains = static_cast<int64_t>(N) * HV;
   int index = api.select(v_first, T, chains);
   if (index == KDA2_ERR_LAYOUT && opt.layout == "auto") index = api.select(v_first = 1, T, chains);
-  if (index < 0)
-    die(kExitSetup, std::string("kda2_select(") + (v_first ? "v_first" : "k_first") + ", max_seqlen " +
-                        std::to_string(T) + ", chains " + std::to_string(chains) + ") returned " +
-                        status_name(index));
+  if (index < 0) {
+    // What the library's own dispatch table (kda2_library_json) says about the refusal.
+    const std::string layout = v_first ? "v_first" : "k_first";
+    std::string detail;
+    if (index == KDA2_ERR_BUCKET_OVERFLOW) {
+      const std::vector<long> buckets = layout_buckets(json, layout);
+      if (!buckets.empty()) {
+        std::string list;
+        for (long b : buckets) list += (list.empty() ? "" : ", ") + std::to_string(b);
+        detail = "; T=" + std::to_string(T) + " is over the largest " + layout + " bucket, " +
+                 std::to_string(buckets.back()) + " (buckets " + list + "): pass --t " + std::to_string(buckets.back()) +
+                 " or less, or use a chunk library for longer sequences";
+      }
+    } else if (index == KDA2_ERR_LAYOUT) {
+      const std::string routed = routed_layouts(json);
+      detail = "; the library routes " + (routed.empty() ? std::string("no layout") : routed) +
+               (routed.empty() ? "" : ": pass --layout auto or one of them");
+    }
+    die(kExitSetup, "kda2_select(" + layout + ", max_seqlen " + std::to_string(T) + ", chains " +
+                        std::to_string(chains) + ") returned " + status_text(index) + detail);
+  }
 
   KDA2RecurrentArgs args;
   std::memset(&args, 0, sizeof(args));
@@ -410,11 +537,14 @@ int main(int argc, char** argv) {
     set_gate(softplus = true);
     rc = probe();
   }
-  kda2_check(rc, "kda2_fwd (feature probe, N = 0)", std::string(" for gate ") + (softplus ? "softplus" : "precomputed") +
-                                                         ", layout " + (v_first ? "v_first" : "k_first") +
-                                                         ", H=" + std::to_string(H) + " HV=" + std::to_string(HV));
+  // The probe touches no device: a refusal says what the library cannot take (exit 2, as kda2_select's).
+  kda2_check(rc, "kda2_fwd (feature probe, N = 0)",
+             std::string(" (gate ") + (softplus ? "softplus" : "precomputed") + ", layout " +
+                 (v_first ? "v_first" : "k_first") + ", H=" + std::to_string(H) + " HV=" + std::to_string(HV) + ")" +
+                 (rc == KDA2_ERR_FEATURE && opt.gate != "auto" ? "; try --gate auto" : ""),
+             kExitSetup);
   const int64_t ws_bytes = api.workspace_bytes(&args);
-  if (ws_bytes < 0) kda2_check(static_cast<int>(ws_bytes), "kda2_workspace_bytes");
+  if (ws_bytes < 0) kda2_check(static_cast<int>(ws_bytes), "kda2_workspace_bytes", "", kExitSetup);
   std::printf("call: N=%d T=%d H=%d HV=%d layout %s gate %s flags 0x%x scale %.6g -> variant %d, workspace %lld bytes\n",
               N, T, H, HV, v_first ? "v_first" : "k_first", softplus ? "softplus" : "precomputed", args.flags,
               static_cast<double>(args.scale), index, static_cast<long long>(ws_bytes));

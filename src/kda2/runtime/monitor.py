@@ -16,7 +16,13 @@ Turning it on::
 or, for a process you do not edit, the environment, read once when `kda2.runtime` is imported:
 `KDA2_MONITOR=1` (also `true`/`yes`/`on`; `0`/empty = off), with optional `KDA2_MONITOR_SAMPLE_EVERY` (64),
 `KDA2_MONITOR_JSONL`, `KDA2_MONITOR_PROMETHEUS` (paths) and `KDA2_MONITOR_ALERT_RATIO` (1.5). A malformed
-value is logged and leaves the monitor off.
+value is logged (naming the variable and what it allows) and leaves the monitor off.
+
+Output paths are checked when the monitor is turned on, not at the first flush: each must name a file (not a
+directory) in an existing directory where a file can be created (the JSONL file, when it exists already, must
+open for appending; the Prometheus file, when it exists, must be a regular file). The monitor creates no
+directories. A bad path makes `enable()` raise ValueError naming the argument (`enable(jsonl=...)`); from the
+environment it is logged naming the variable, and the monitor stays off.
 
 What is measured. A key is a dispatch row of a loaded library: (library, state layout, bucket, batch class),
 which names one kernel/variant (`kernel` = the row's variant id). The row is the one the library itself picks
@@ -53,7 +59,9 @@ Output (`flush()` writes both; `prometheus_text()` returns the exposition withou
   `{"record": "paused", ...}` when sampling first pauses for a graph capture, and at each flush one
   `{"record": "summary", ...}` per key (calls, sampled, count, median_us, p90_us, mean_us, min_us, max_us,
   comparable, comparable_median_us, tuned_us, ratio, regressed). Records wait in memory (at most
-  `max_records`, oldest dropped and counted) until `flush()`, which also returns them.
+  `max_records`, oldest dropped and counted) until `flush()`, which also returns them. A write that fails
+  (the directory removed since, a full disk) is logged in one line and keeps the records queued for the next
+  flush (within `max_records`; the oldest beyond it are dropped and counted); that flush returns [].
 - Prometheus text exposition 0.0.4, rewritten atomically at `prometheus` (a node_exporter textfile):
   `kda2_call_latency_us{spec,arch,kernel,bucket,class,quantile}` (summary: quantiles 0.5 and 0.9, `_sum`,
   `_count`), `kda2_calls_sampled_total{spec,arch,kernel,bucket,class}`, `kda2_calls_total{...}` (calls seen while on),
@@ -70,6 +78,7 @@ import json
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from collections import deque
@@ -212,8 +221,9 @@ class Monitor:
                 or math.isinf(alert_ratio):
             raise ValueError(f"monitor alert_ratio: got {alert_ratio!r}; allowed: a finite number > 0")
         self.sample_every = sample_every
-        self.jsonl = Path(jsonl) if jsonl is not None else None
-        self.prometheus = Path(prometheus) if prometheus is not None else None
+        self.jsonl = _writable(jsonl, "monitor enable(jsonl=...)") if jsonl is not None else None
+        self.prometheus = _writable(prometheus, "monitor enable(prometheus=...)", replaced=True) \
+            if prometheus is not None else None
         self.alert_ratio = float(alert_ratio)
         self.min_samples = min_samples
         self.window = window
@@ -229,6 +239,7 @@ class Monitor:
         self.skipped = 0             # sampled calls skipped: max_pending samples unresolved
         self.errors = 0              # samples lost to an event error
         self.records_dropped = 0
+        self.write_errors = 0        # failed JSONL / Prometheus writes (each logged in one line)
         self.regressions = 0
         self._paused_logged = False
 
@@ -462,30 +473,106 @@ class Monitor:
 
     def flush(self, wait: bool = False) -> list[dict]:
         """Resolve finished samples (all pending ones with `wait=True`: a synchronisation), run the
-        regression check, write the JSONL records and the Prometheus file; return the records written."""
+        regression check, write the JSONL records and the Prometheus file; return the records written.
+
+        A failed write is logged (one line per file) and counted in `write_errors`, never raised; when the
+        JSONL append fails the records stay queued for the next flush and [] is returned."""
         b = self._backend
         if self._pending and not (b is not None and b.capturing()):
             self._poll(wait)
         for r in self.routes():
             if not r.regressed and len(r.cwindow) >= self.min_samples:
                 self._check(r)
-        records = []
+        raw = []
         pop = self._records.popleft
         while self._records:
-            rec = pop()
-            records.append(rec if isinstance(rec, dict) else self._sample_record(*rec))
+            raw.append(pop())
+        records = [rec if isinstance(rec, dict) else self._sample_record(*rec) for rec in raw]
         records += [{"record": "summary", "time": time.time(), **s} for s in self.stats()]
         if self.jsonl is not None:
-            self.jsonl.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.jsonl, "a", encoding="utf-8") as f:
-                f.writelines(json.dumps(rec, sort_keys=True, allow_nan=False, default=str) + "\n"
-                             for rec in records)
+            text = "".join(json.dumps(rec, sort_keys=True, allow_nan=False, default=str) + "\n" for rec in records)
+            try:
+                with open(self.jsonl, "a", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as exc:
+                kept, lost = self._requeue(raw)
+                self.write_errors += 1
+                log.warning("monitor: cannot append to the JSONL file %s (%s); %d record(s) kept for the next "
+                            "flush%s", self.jsonl, _os_error(exc), kept,
+                            f", {lost} oldest dropped (max_records {self._records.maxlen})" if lost else "")
+                records = []
         if self.prometheus is not None:
-            self.prometheus.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.prometheus.with_name(f".{self.prometheus.name}.{os.getpid()}.tmp")
-            tmp.write_text(self.prometheus_text(), encoding="utf-8")
-            os.replace(tmp, self.prometheus)
+            try:
+                tmp.write_text(self.prometheus_text(), encoding="utf-8")
+                os.replace(tmp, self.prometheus)
+            except OSError as exc:
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
+                self.write_errors += 1
+                log.warning("monitor: cannot write the Prometheus file %s (%s); it is rewritten whole at the next "
+                            "flush", self.prometheus, _os_error(exc))
         return records
+
+    def _requeue(self, raw: list) -> tuple[int, int]:
+        """Put records taken by a flush whose write failed back in front of the queue (they are older than
+        any queued since), within max_records: the oldest beyond it are dropped and counted. (kept, dropped)"""
+        q = self._records
+        lost = max(0, len(raw) - (q.maxlen - len(q)))
+        if lost:
+            self.records_dropped += lost
+            raw = raw[lost:]
+        q.extendleft(reversed(raw))
+        return len(raw), lost
+
+
+_PATH_RULE = "allowed: a file in an existing directory where files can be created (no directories are created)"
+
+
+def _writable(path: str | os.PathLike, setting: str, replaced: bool = False) -> Path:
+    """`path` as a Path when a flush can write it, else ValueError naming `setting`. Creates nothing that
+    stays: the directory is probed with a temporary file (os.access says yes for root, and for /proc)."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    where = f"{setting}: {text!r}"
+    if not text:
+        raise ValueError(f"{where}: an empty path; {_PATH_RULE}")
+    p = Path(text)
+    if p.is_dir():
+        raise ValueError(f"{where} is a directory; {_PATH_RULE}")
+    parent = p.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise ValueError(f"{where}: its directory {str(parent)!r} {what}; {_PATH_RULE}")
+    if p.exists() and not replaced:
+        if not p.is_file():  # a FIFO or a device (/dev/stdout): opening one may block; ask instead
+            if not os.access(p, os.W_OK):
+                raise ValueError(f"{where}: not writable; {_PATH_RULE}")
+            return p
+        try:
+            with open(p, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise ValueError(f"{where}: cannot be opened for appending ({_os_error(exc)}); {_PATH_RULE}") from None
+        return p
+    if replaced and p.exists() and not p.is_file():
+        raise ValueError(f"{where} exists and is not a regular file (the file is replaced whole at each flush); "
+                         f"{_PATH_RULE}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".probe", dir=parent)
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot create a file in {str(parent)!r} ({_os_error(exc)}); {_PATH_RULE}") \
+            from None
+    os.close(fd)
+    os.unlink(probe)
+    return p
+
+
+def _os_error(exc: OSError) -> str:
+    return f"{type(exc).__name__}: {exc.strerror}" if exc.strerror else f"{type(exc).__name__}: {exc}"
 
 
 def _round(x: float, nd: int = 3) -> float:
@@ -521,7 +608,9 @@ def enable(sample_every: int = 64, jsonl: str | os.PathLike | None = None,
     """Turn the monitor on (replacing, after a flush, one already on) and return it.
 
     `sample_every`: time 1 call of every N per dispatch row; `jsonl` / `prometheus`: files `flush()` writes
-    (also flushed at interpreter exit); `alert_ratio`: the regression threshold over the tuned latency.
+    (also flushed at interpreter exit), checked here (an existing directory where a file can be created, the
+    path not a directory; none is created): ValueError naming the argument otherwise; `alert_ratio`: the
+    regression threshold over the tuned latency.
     Keyword options of `Monitor`: `min_samples` (K, 20), `window` (1024), `max_pending` (4096),
     `max_records` (65536), `backend` (the event source; default torch's CUDA events).
     """
@@ -601,12 +690,31 @@ def _from_env(environ: dict | None = None) -> Monitor | None:
                     env.get(ENV))
         return None
     try:
-        return enable(sample_every=int(env.get(ENV_SAMPLE_EVERY) or 64), jsonl=env.get(ENV_JSONL) or None,
-                      prometheus=env.get(ENV_PROMETHEUS) or None,
-                      alert_ratio=float(env.get(ENV_ALERT_RATIO) or 1.5))
+        sample_every = _env_number(env, ENV_SAMPLE_EVERY, int, 64, "an integer >= 1")
+        alert_ratio = _env_number(env, ENV_ALERT_RATIO, float, 1.5, "a finite number > 0")
+        jsonl, prometheus = env.get(ENV_JSONL) or None, env.get(ENV_PROMETHEUS) or None
+        if jsonl is not None:
+            _writable(jsonl, ENV_JSONL)  # checked here too, so that the warning names the variable
+        if prometheus is not None:
+            _writable(prometheus, ENV_PROMETHEUS, replaced=True)
+        return enable(sample_every=sample_every, jsonl=jsonl, prometheus=prometheus, alert_ratio=alert_ratio)
     except ValueError as exc:
         log.warning("%s=1 ignored, the monitor stays off: %s", ENV, exc)
         return None
+
+
+def _env_number(env: Any, name: str, kind: type, default: float, allowed: str) -> Any:
+    """The number in `env[name]` (`default` when unset or empty), else ValueError naming the variable."""
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or math.isinf(value):
+        raise ValueError(f"{name}: got {raw!r}; allowed: {allowed} (default {default})")
+    return value
 
 
 _from_env()

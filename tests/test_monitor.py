@@ -85,6 +85,18 @@ class FakeBackend:
         return self.gpu
 
 
+
+#: A subprocess's first lines: any import of torch fails (the runtime and its monitor must not need it).
+BLOCK_TORCH = textwrap.dedent("""
+    import sys
+    class Blocker:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "torch":
+                raise ImportError("blocked import of " + name)
+    sys.meta_path.insert(0, Blocker())
+""")
+
+
 def _row(layout: str, bucket: int, index: int, us: float | None = None, shape: dict | None = None,
          gpu: str = "NVIDIA H200", klass: str = "all", min_chains: int = 0) -> dict:
     vid = f"var{layout[0]}{bucket}" + ("" if klass == "all" else klass)
@@ -463,13 +475,7 @@ def test_environment_switch(env, caplog, tmp_path):
 def test_environment_is_read_at_import_without_torch(tmp_path):
     """KDA2_MONITOR=1 turns the monitor on when kda2.runtime is imported (torch stays unimported), and the
     JSONL file is written at exit."""
-    code = textwrap.dedent("""
-        import sys
-        class Blocker:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "torch":
-                    raise ImportError("blocked import of " + name)
-        sys.meta_path.insert(0, Blocker())
+    code = BLOCK_TORCH + textwrap.dedent("""
         import kda2.runtime as rt
         from kda2.runtime import api, chunk, prepared
         m = rt.monitor.active()
@@ -758,13 +764,7 @@ def test_failed_prometheus_write_is_one_line_and_leaves_no_temporary(env, caplog
 
 def test_import_kda2_monitor_is_the_runtime_monitor(tmp_path):
     """`import kda2.monitor` works (torch blocked) and is the very module `kda2.monitor` names as an attribute."""
-    code = textwrap.dedent("""
-        import sys
-        class Blocker:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "torch":
-                    raise ImportError("blocked import of " + name)
-        sys.meta_path.insert(0, Blocker())
+    code = BLOCK_TORCH + textwrap.dedent("""
         import kda2.monitor
         from kda2.monitor import enable, disable
         import kda2, kda2.runtime.monitor as rm

@@ -14,7 +14,7 @@ from kda2.plan.cache import load_plans
 from kda2.plan.planner import plan_spec
 from kda2.plan.profile import load_profiles
 from kda2.spec.model import load_spec
-from kda2.spec.rules import check_lock, load_rule, load_rules, write_lock
+from kda2.spec.rules import RuleError, check_lock, load_rule, load_rules, write_lock
 from kda2.tools import feedback, tune
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,6 +175,18 @@ def test_run_resumes_records_failures_and_routes_the_build(built, tmp_path, monk
     assert impact["kimi_linear_chunk/sm_90a"]["built_kernels_invalidated"] == 1
     assert impact["kimi_linear_chunk/sm_80"]["candidates_matched"] == 0
     assert impact["kimi_linear_recurrent/sm_90a"]["candidates_matched"] == 0
+    # a rule that empties a row of one spec: that spec's plan fails, the others keep their true figures
+    every = rules / "0009-every-chunk-sm-90a.yaml"
+    every.write_text("id: 9\nversion: 1\nmatch:\n  family: chunk\n  arch: sm_90a\naction: forbid\n"
+                     "reason: test rule\nevidence: test\n")
+    lines = []
+    impact = feedback.impact(str(every), rules_dir=str(rules), specs_dir=str(SPECS), build_dir=str(tmp_path / "build"),
+                             log=lines.append)
+    assert "no variant survives" in impact["kimi_linear_chunk/sm_90a"]["plan_fails"]
+    assert impact["kimi_linear_recurrent/sm_90a"]["kernels_removed"] == 0   # not "every kernel removed"
+    assert any(ln.startswith("kimi_linear_chunk/sm_90a (h200): candidates matched") and "plan fails" in ln
+               for ln in lines), lines
+    every.unlink()
     # a speed failure is scoped to the profile and the bucket
     slow = next(f for f in fails if f["kind"] == "slower_than_incumbent")
     path2 = feedback.propose(slow["id"], rules_dir=str(rules), tuning_dir=str(tuning))
@@ -273,6 +285,11 @@ def test_failed_build_records_its_kernels_and_a_rule_follows(tmp_path) -> None:
             "budget.max_registers to at least 79", lines[2]]
     (rec,) = feedback.record_build_failures(over, top=tmp_path, command="kda2 build")
     assert rec["kind"] == "register_budget" and "79 registers" in rec["detail"], rec
+    # ... and it makes no rule: a rule would forbid the config for every spec of the arch, the spec's budget changes
+    before = sorted(p.name for p in rules.iterdir())
+    with pytest.raises(RuleError, match=r"raise budget.max_registers in its spec to at least 79.*no rule"):
+        feedback.propose(rec["id"], rules_dir=str(rules), tuning_dir=str(tmp_path / "tuning"))
+    assert sorted(p.name for p in rules.iterdir()) == before
 
 
 def test_a_kernel_fault_stops_the_run_and_the_rerun_skips_it(built, tmp_path, monkeypatch) -> None:

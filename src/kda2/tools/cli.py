@@ -133,14 +133,17 @@ def cmd_build(args: argparse.Namespace) -> int:
               f"(scons -q, {time.monotonic() - start:.1f}s)")
         return rc
     if rc:
+        from kda2.tools import feedback
         from kda2.tools.feedback import record_build_failures
 
         # the plan cache the failed kernels' knobs come from is under the build dir the scons arguments name
         build_dir = _scons_arg(args.scons_args, "BUILD_DIR", "build")
         for f in record_build_failures(seen, top=top, build_dir=build_dir,
                                        command="kda2 build " + " ".join(sys.argv[2:])):
+            then = (feedback.budget_advice(f) if f["kind"] in feedback.SPEC_SCOPED
+                    else f"`kda2 rules propose {f['id']}` makes it a rule")
             print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
-                  f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; `kda2 rules propose {f['id']}` makes it a rule")
+                  f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; {then}")
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
     print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
     return rc
@@ -311,8 +314,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
             print(f"kda2 rules: wrote {path} and locked it; review its match, then `kda2 rules impact {path}`")
             return 0
         if args.action == "impact":
-            feedback.impact(args.target, rules_dir=args.rules, specs_dir=args.specs, profiles_dir=args.profiles,
-                            build_dir=args.build_dir)
+            rows = feedback.impact(args.target, rules_dir=args.rules, specs_dir=args.specs,
+                                   profiles_dir=args.profiles, build_dir=args.build_dir)
+            broken = sorted(k for k, r in rows.items() if "plan_fails" in r)
+            if broken:
+                return _fail(f"with {args.target} the plan of {', '.join(broken)} fails (above): narrow its match "
+                             "or its action before `kda2 rules lock`")
             return 0
         rules = load_rules(args.rules)
         problems = feedback.check(args.rules, args.specs, args.profiles)

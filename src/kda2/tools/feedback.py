@@ -30,6 +30,17 @@ KINDS = {
 }
 #: Code-level failures hold on every GPU of an arch; speed is one GPU model's.
 _PROFILE_SCOPED = ("slower_than_incumbent",)
+#: Failures of one spec's own budget: a rule matches every spec of the arch, so it would forbid the config where
+#: other budgets allow it; the spec's budget is what changes.
+SPEC_SCOPED = ("register_budget",)
+
+
+def budget_advice(rec: dict[str, Any]) -> str:
+    """What to do about a failure of the spec's own budget (no rule: see SPEC_SCOPED)."""
+    need = re.search(r"needs (\d+) registers", rec.get("detail", ""))
+    return (f"failure {rec['id']} is spec {rec['spec']}'s register budget ({rec.get('detail', '')[:160]}): raise "
+            f"budget.max_registers in its spec to at least {need[1] if need else 'what ptxas reports'}, or narrow "
+            f"its agents' knobs; no rule (a rule would forbid this config for every spec on {rec['arch']})")
 
 
 def read_failures(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -86,6 +97,8 @@ def propose(ref: str, *, rules_dir: str = "rules", tuning_dir: str = "tuning", a
             flags: list[str] | None = None, scope: str | None = None) -> Path:
     """Write rules/NNNN-<slug>.yaml from a failure record and re-lock; returns its path."""
     rec = find_failure(ref, tuning_dir)
+    if rec["kind"] in SPEC_SCOPED:
+        raise RuleError(budget_advice(rec))
     root = Path(rules_dir)
     if not root.is_dir():
         raise RuleError(f"{root}: no such rules directory")
@@ -156,47 +169,50 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
            profiles_dir: str | None = None, build_dir: str = "build",
            log: Callable[[str], None] = print) -> dict[str, dict[str, int]]:
     """Per (spec, arch): candidates the rule matches, kernels it removes / adds / re-flags, dispatch rows it
-    re-routes, and built kernels (build/<spec>/<arch>/manifest.json) it invalidates."""
-    from kda2.plan.planner import PlanError
+    re-routes, and built kernels (build/<spec>/<arch>/manifest.json) it invalidates. Each spec is planned on its
+    own, so a spec the rule leaves without a variant for some row is reported as that (under "plan_fails", its
+    error), not as every kernel removed; the others get their figures."""
+    from kda2.plan.planner import PlanError, plan_all
+    from kda2.plan.profile import load_profiles
+    from kda2.spec.model import load_specs
     from kda2.spec.rules import apply_rules
 
     rule = load_rule(rule_path)
     others = [r for r in load_rules(rules_dir) if r.id != rule.id]
-    base, _ = _plans(specs_dir, others, profiles_dir)
-    try:
-        withr, _ = _plans(specs_dir, sorted(others + [rule], key=lambda r: r.id), profiles_dir)
-        err = None
-    except PlanError as e:
-        withr, err = None, str(e)
-    out: dict[str, dict[str, int]] = {}
-    for i, p in enumerate(base):
-        key = f"{p.spec.name}/{p.arch}"
-        prof = p.profile.name
-        matched = sum(1 for c in p.considered if rule.matches(c) or rule in apply_rules(others + [rule], c).matched)
-        before = {v.id: v for v in p.variants}
-        if withr is None:
-            after: dict[str, Any] = {}
-            rerouted = len(p.dispatch)
-        else:
+    withs = sorted(others + [rule], key=lambda r: r.id)
+    profiles = load_profiles(profiles_dir)
+    out: dict[str, dict[str, Any]] = {}
+    for spec in load_specs(specs_dir):
+        base, _ = plan_all([spec], others, None, profiles)
+        try:
+            withr, err = plan_all([spec], withs, None, profiles)[0], None
+        except PlanError as e:
+            withr, err = None, str(e)
+        for i, p in enumerate(base):
+            key = f"{p.spec.name}/{p.arch}"
+            prof = p.profile.name
+            matched = sum(1 for c in p.considered if rule.matches(c) or rule in apply_rules(withs, c).matched)
+            if withr is None:
+                out[key] = {"candidates_matched": matched, "plan_fails": err}
+                log(f"{key} ({prof}): candidates matched {matched}; with this rule its plan fails: {err}")
+                continue
             q = withr[i]
-            after = {v.id: v for v in q.variants}
+            before, after = {v.id: v for v in p.variants}, {v.id: v for v in q.variants}
             rerouted = sum(1 for a, b in zip(p.dispatch, q.dispatch) if a["variant"] != b["variant"])
-        reflagged = sum(1 for vid in before.keys() & after.keys() if before[vid].flags != after[vid].flags)
-        built = 0
-        man = Path(build_dir) / p.spec.name / p.arch / "manifest.json"
-        if man.is_file():
-            m = json.loads(man.read_text())
-            rows_of = {v["id"]: [d["bucket"] for d in m.get("dispatch", []) if v["id"] in d.get("candidates", [])]
-                       for v in m.get("variants", [])}
-            built = sum(1 for v in m.get("variants", []) if any(
-                rule.matches({**v["config"], "bucket": b, "profile": prof}) for b in rows_of[v["id"]] or [0]))
-        row = {"candidates_matched": matched, "kernels_removed": len(before.keys() - after.keys()),
-               "kernels_added": len(after.keys() - before.keys()), "kernels_reflagged": reflagged,
-               "rows_rerouted": rerouted, "built_kernels_invalidated": built}
-        out[key] = row
-        log(f"{key} ({prof}): " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in row.items()))
-    if err:
-        log(f"kda2 rules impact: with this rule the plan fails: {err}")
+            reflagged = sum(1 for vid in before.keys() & after.keys() if before[vid].flags != after[vid].flags)
+            built = 0
+            man = Path(build_dir) / p.spec.name / p.arch / "manifest.json"
+            if man.is_file():
+                m = json.loads(man.read_text())
+                rows_of = {v["id"]: [d["bucket"] for d in m.get("dispatch", []) if v["id"] in d.get("candidates", [])]
+                           for v in m.get("variants", [])}
+                built = sum(1 for v in m.get("variants", []) if any(
+                    rule.matches({**v["config"], "bucket": b, "profile": prof}) for b in rows_of[v["id"]] or [0]))
+            row = {"candidates_matched": matched, "kernels_removed": len(before.keys() - after.keys()),
+                   "kernels_added": len(after.keys() - before.keys()), "kernels_reflagged": reflagged,
+                   "rows_rerouted": rerouted, "built_kernels_invalidated": built}
+            out[key] = row
+            log(f"{key} ({prof}): " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in row.items()))
     return out
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
+import http.server
 import logging
 import re
 import shutil
@@ -17,6 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -291,3 +294,190 @@ def test_no_remote_configured_prints_nothing_about_it(pushed: Pushed, tmp_path: 
     assert "remote" not in (run.stdout + run.stderr).lower(), run.tail()
     assert warnings(run) == [], run.tail()
     assert co.outputs() == pushed.outputs
+
+
+# ---- 6. read-only credentials: a denied put stops pushing, fetching goes on ---------------------------
+
+_ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                  b'<Message>Access Denied</Message><RequestId>kda2-test</RequestId></Error>')
+
+
+@contextlib.contextmanager
+def denying_proxy(endpoint: str, deny: tuple[str, ...]):
+    """An HTTP proxy in front of the moto server that answers the methods in `deny` with S3's 403 AccessDenied
+    (what a key without s3:PutObject gets for PUT) and forwards everything else. Yields its endpoint URL."""
+    target = urlparse(endpoint)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # no request log on stderr
+            pass
+
+        def _serve(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.command in deny:
+                status, headers, data = 403, [("Content-Type", "application/xml")], _ACCESS_DENIED
+            else:
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
+                try:
+                    conn.request(self.command, self.path, body=body or None,
+                                 headers={k: v for k, v in self.headers.items() if k.lower() != "expect"})
+                    resp = conn.getresponse()
+                    data = resp.read()
+                    status = resp.status
+                    headers = [(k, v) for k, v in resp.getheaders()
+                               if k.lower() not in ("transfer-encoding", "connection", "content-length")]
+                finally:
+                    conn.close()
+            self.send_response(status)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)) if self.command != "HEAD" or status != 200
+                             else next((v for k, v in headers if k.lower() == "content-length"), "0"))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _serve
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_read_only_credentials_stop_pushing_but_keep_fetching(pushed: Pushed, store: Store, tmp_path: Path):
+    """The store holds everything but one kernel object, and the key may read but not write: that kernel is
+    compiled, its put denied (one warning), and everything after it, its cubin included, still comes from
+    the store."""
+    prefix = "readonly"
+    store.copy_prefix(pushed.prefix, prefix)
+    vid = pushed.checkout.variant_ids()[0]
+    (obj,) = [p for p in pushed.checkout.build.rglob(f"*_{vid}.o") if p.is_file()]
+    (key,) = [k for k, data in store.objects(prefix).items() if data == obj.read_bytes()]
+    store.s3.delete_object(Bucket=BUCKET, Key=key)
+    n_objects = len(store.objects(prefix))
+
+    with denying_proxy(store.endpoint, deny=("PUT",)) as endpoint:
+        co = RemoteCheckout(tmp_path / "repo", tmp_path / "cache",
+                            store.env(prefix) | {"KDA2_REMOTE_CACHE_ENDPOINT": endpoint})
+        run = co.scons()
+    assert run.rc == 0, run.tail()
+    (warning,) = warnings(run)
+    assert "PutObject denied (AccessDenied" in warning, warning
+    assert warning.endswith("read-only credentials: fetching, not pushing"), warning
+    assert "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY from the environment" in warning, warning
+    assert run.compiled() == [vid], run.tools_run()          # the one missing object, built here
+    assert run.linked() == [] and run.host() == [], run.tools_run()  # the rest, its cubin too: fetched
+    hits, n_pushed, rest = summary(run)
+    assert hits == n_objects and n_pushed == 0, run.stdout[-2000:]
+    assert "not pushing (read-only credentials)" in rest and "disabled" not in rest, rest
+    assert key not in store.objects(prefix)
+    assert co.outputs() == pushed.outputs
+
+
+# ---- 7. direct checks of kda2.compile.remote against the same server ----------------------------------
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """This process's AWS environment, emptied (no credentials file, no instance metadata probe); returns a
+    setter for the variables a test wants."""
+    import os
+    for k in list(os.environ):
+        if k.startswith(("AWS_", "KDA2_REMOTE_CACHE")):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+    def set_env(**kv: str) -> None:
+        for k, v in kv.items():
+            monkeypatch.setenv(k, v)
+    return set_env
+
+
+def remote_cache(url: str, endpoint: str):
+    from kda2.compile.remote import RemoteCache
+    import os
+    return RemoteCache(url, endpoint, dict(os.environ))
+
+
+def stderr_lines(capsys: pytest.CaptureFixture) -> list[str]:
+    return [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+
+
+def test_credentials_come_from_a_profile_too(store: Store, aws_env, tmp_path: Path, capsys):
+    """boto3's usual lookup: AWS_PROFILE and a credentials file give write access (no env keys needed)."""
+    creds = tmp_path / "credentials"
+    creds.write_text("[kda2-ci]\naws_access_key_id = fromprofile1234\naws_secret_access_key = testing\n")
+    aws_env(AWS_SHARED_CREDENTIALS_FILE=str(creds), AWS_PROFILE="kda2-ci")
+    rc = remote_cache(f"s3://{BUCKET}/profile", store.endpoint)
+    entry = tmp_path / "entry"
+    entry.write_bytes(b"built by a profile's key")
+    sig = sha256(b"profile-sig")
+    rc.push(sig, str(entry), sha256(entry.read_bytes()))
+    assert stderr_lines(capsys) == []
+    assert rc.pushed == 1 and store.recorded(rc.key(sig)) == sha256(entry.read_bytes())
+    assert rc.creds == "credentials profile 'kda2-ci' of the shared credentials file (key id …1234)", rc.creds
+
+
+def test_denied_get_names_the_credentials_and_turns_the_remote_off(store: Store, aws_env, tmp_path: Path,
+                                                                   capsys):
+    """A denied read is today's failure (remote off, one warning), and the warning says which credentials
+    were used: here a profile's, which the old env-keys-only warning could not have named."""
+    creds = tmp_path / "credentials"
+    creds.write_text("[reader]\naws_access_key_id = readerkey9876\naws_secret_access_key = testing\n")
+    aws_env(AWS_SHARED_CREDENTIALS_FILE=str(creds), AWS_PROFILE="reader")
+    with denying_proxy(store.endpoint, deny=("GET", "HEAD")) as endpoint:
+        rc = remote_cache(f"s3://{BUCKET}/denied-get", endpoint)
+        assert rc.fetch(sha256(b"x"), str(tmp_path / "cache" / "x"), "x.cubin") is False
+        assert rc.fetch(sha256(b"y"), str(tmp_path / "cache" / "y"), "y.cubin") is False  # not asked again
+    (warning,) = stderr_lines(capsys)
+    assert "GetObject denied (AccessDenied" in warning and warning.endswith("; building locally"), warning
+    assert "profile 'reader' of the shared credentials file (key id …9876)" in warning, warning
+    assert rc.disabled and not rc.push_denied
+
+
+def test_remote_url_without_bucket_is_refused_in_one_line(store: Store, aws_env, capsys):
+    from kda2.compile import remote
+    rc = remote_cache("s3://", store.endpoint)
+    (warning,) = stderr_lines(capsys)
+    assert warning == ("kda2: warning: remote cache: KDA2_REMOTE_CACHE='s3://' names no bucket: "
+                       "expected s3://bucket[/prefix]; building locally"), warning
+    assert rc.disabled and rc.fetch("ab" * 32, "/nonexistent/x", "x") is False
+    remote._report(rc)  # at exit: the warning said it all, no "remote cache s3:: 0 hits" line
+    assert capsys.readouterr().out == ""
+
+
+def test_invalid_bucket_name_is_named_briefly(store: Store, aws_env, tmp_path: Path, capsys):
+    rc = remote_cache("s3://My Bucket!/p", store.endpoint)
+    assert rc.fetch("ab" * 32, str(tmp_path / "x"), "x") is False
+    (warning,) = stderr_lines(capsys)
+    assert "'My Bucket!' is not a bucket name (1-255 letters, digits" in warning, warning
+    assert "regex" not in warning and len(warning) < 240, warning
+
+
+def test_object_without_sha256_metadata_is_foreign_not_corrupt(store: Store, aws_env, tmp_path: Path, capsys):
+    aws_env(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+    rc = remote_cache(f"s3://{BUCKET}/foreign", store.endpoint)
+    sig = sha256(b"foreign-sig")
+    store.s3.put_object(Bucket=BUCKET, Key=rc.key(sig), Body=b"someone else's bytes")  # no metadata
+    dest = tmp_path / "cache" / sig[:2] / sig
+    assert rc.fetch(sig, str(dest), "x.cubin") is False and not dest.exists()
+    (warning,) = stderr_lines(capsys)
+    assert warning == (f"kda2: warning: remote cache object s3://{BUCKET}/{rc.key(sig)} for x.cubin was not "
+                       f"written by kda2 (no sha256 metadata); not used, rebuilding x.cubin"), warning
+    assert store.objects("foreign")[rc.key(sig)] == b"someone else's bytes"  # not ours to delete
+    built = tmp_path / "built"
+    built.write_bytes(b"kda2's bytes")
+    rc.push(sig, str(built), sha256(built.read_bytes()))  # ... but ours to replace
+    assert store.recorded(rc.key(sig)) == sha256(b"kda2's bytes")
+    assert "1 not written by kda2" in rc.summary() and "corrupt" not in rc.summary(), rc.summary()

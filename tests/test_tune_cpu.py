@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -555,3 +556,130 @@ def test_measure_times_a_split_row_at_its_fewest_chains(monkeypatch) -> None:
     assert sorted(set(split_launches)) == [(1, 65536, 1, 1), (1, 65536, 1, 8), (1, 65536, 1, 16)]
     # the class timings leave the split to the library (split 0), which a workspace of the slots keeps unsplit
     assert {a["split"] for a in launched if a["T"] != 65536 or a["H"] != 1} == {0}
+
+
+# ---- the run's edges: --time-limit, --record, Ctrl-C, a hand-edited partial record ---------------------
+
+def _stub_gpu(monkeypatch, results: dict[str, dict] | None = None, seen: list[str] | None = None) -> None:
+    monkeypatch.setattr(tune, "gpu_available", lambda: None)
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(tune, "_torch_version", lambda: "test")
+    if results is not None:
+        monkeypatch.setattr(tune, "_executor", fake_executor(results, [] if seen is None else seen))
+
+
+def test_time_limit_must_be_positive(built, tmp_path, monkeypatch, capsys) -> None:
+    """--time-limit 0 meant no limit and -5 was taken: both are refused at parse time with the allowed range."""
+    from kda2.tools.cli import main as cli_main
+
+    d, plan = built
+    for bad in ("0", "-5", "nan", "soon"):
+        with pytest.raises(SystemExit) as e:
+            cli_main(["tune", str(d), "--time-limit", bad])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument --time-limit: '{bad}': allowed: a number of seconds > 0" in err, err
+    with pytest.raises(tune.TuneError, match=r"--time-limit 0: allowed: a number of seconds > 0"):
+        tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), time_limit=0)
+    # a positive limit is a deadline (the first candidate is over it here: the run stops, the partial is kept)
+    _stub_gpu(monkeypatch, {v.id: {"us": 10.0, "error": 1e-3, "classes": {}} for v in plan.variants})
+    monkeypatch.setattr(tune.time, "monotonic", iter(range(0, 10**6, 1000)).__next__)
+    rc = tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), time_limit=0.5,
+                   log=lambda *_: None)
+    assert rc == 3 and (tmp_path / "t" / "kimi_linear_chunk.h200.partial.json").is_file()
+
+
+def test_an_unwritable_record_fails_before_any_timing(built, tmp_path, monkeypatch, capsys) -> None:
+    from kda2.tools.cli import main as cli_main
+
+    d, plan = built
+    seen: list[str] = []
+    _stub_gpu(monkeypatch, {v.id: {"us": 10.0, "error": 1e-3, "classes": {}} for v in plan.variants}, seen)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for bad, why in (("/proc/nope/x.json", "cannot be written: creating a file in /proc fails"),
+                     (blocker / "x.json", f"cannot be written: {blocker} is not a directory"),
+                     (tmp_path, "is a directory")):
+        with pytest.raises(tune.TuneError, match=re.escape(f"--record {bad}: {why}")):
+            tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), record=str(bad))
+        assert seen == []
+        rc = cli_main(["tune", str(d), "--specs", str(SPECS), "--tuning", str(tmp_path / "t"), "--record", str(bad)])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.startswith("kda2: error: --record") and len(err.splitlines()) == 1, err
+    assert seen == [] and not (tmp_path / "t").exists()
+    # a record in a directory that does not exist yet is written (the writer creates it), with where the build reads
+    rec = tmp_path / "new" / "dir" / "r.json"
+    lines: list[str] = []
+    assert tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), record=str(rec),
+                     log=lines.append) in (0, 1)
+    assert rec.is_file() and seen
+    assert not (tmp_path / "t" / "kimi_linear_chunk.h200.json").exists()
+    hint = lines[-1]
+    assert str(tmp_path / "t" / "kimi_linear_chunk.h200.json") in hint and f"not by {rec}" in hint, lines
+    assert "TUNING_DIR" in hint and "copy it there" in hint
+    # the record the build reads: no such note
+    lines.clear()
+    tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), force=True,
+              record=str(tmp_path / "t" / "kimi_linear_chunk.h200.json"), log=lines.append)
+    assert not any("note:" in line for line in lines), lines
+
+
+def test_ctrl_c_names_the_partial_record_under_tuning(built, tmp_path, monkeypatch, capsys) -> None:
+    from kda2.tools.cli import main as cli_main
+
+    d, plan = built
+
+    def interrupted(n, workers, log):
+        def run(tasks, quick, l2):
+            yield tasks[0], {"us": 10.0, "error": 1e-3, "classes": {}}
+            raise KeyboardInterrupt
+        return run, (lambda: None), "fake"
+
+    _stub_gpu(monkeypatch)
+    monkeypatch.setattr(tune, "_executor", interrupted)
+    tuning = tmp_path / "elsewhere"
+    rc = cli_main(["tune", str(d), "--specs", str(SPECS), "--tuning", str(tuning)])
+    err = capsys.readouterr().err
+    part = tuning / "kimi_linear_chunk.h200.partial.json"
+    assert rc == 2 and err == f"kda2: error: interrupted; what was measured is kept in {part}, re-run to resume\n"
+    assert part.is_file()
+
+
+def test_a_malformed_partial_record_starts_afresh_and_an_untimed_entry_is_measured_again(built, tmp_path,
+                                                                                          monkeypatch) -> None:
+    d, plan = built
+    tuning = tmp_path / "tuning"
+    results = {v.id: {"us": 100.0 + i, "error": 1e-3, "classes": {}} for i, v in enumerate(plan.variants)}
+    seen: list[str] = []
+    _stub_gpu(monkeypatch, results, seen)
+    g = tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tuning))
+    live = [t for t in g.tasks if not t.pruned]
+    part = tuning / "kimi_linear_chunk.h200.partial.json"
+
+    def run_with(done) -> list[str]:
+        tuning.mkdir(exist_ok=True)
+        part.write_text(json.dumps({"schema": 2, "library_sha256": g.library_sha256, "done": done}))
+        seen.clear()
+        lines: list[str] = []
+        assert tune.tune_group(g, tuning_dir=str(tuning), log=lines.append) is not None
+        return lines
+
+    t0, t1 = live[0], live[1]
+    for done, what in (([], "'done' is [], not an object of routes"),
+                       ({t0.route: {t0.variant: {"us": "fast"}}}, f'done.{t0.route}.{t0.variant}.us is "fast"'),
+                       ({t0.route: {t0.variant: {"us": 5.0, "classes": {"x": "1"}}}},
+                        f"done.{t0.route}.{t0.variant}.classes is"),
+                       ({t0.route: [1]}, f"done.{t0.route} is [1]")):
+        lines = run_with(done)
+        assert any(line.startswith(f"kda2 tune: {part} is unreadable ({what}") and line.endswith("; starting afresh")
+                   for line in lines), (what, lines)
+        assert len(seen) == len(live)   # everything measured afresh
+    # an entry without "us" is measured again; a rejected one ("us": null, "rejected") is not
+    rejected = {"us": None, "rejected": "wrong_result", "error": 0.3, "model_us": 1.0}
+    done: dict[str, dict] = {}
+    done.setdefault(t0.route, {})[t0.variant] = {"model_us": 1.0, "error": 1e-3}
+    done.setdefault(t1.route, {})[t1.variant] = rejected
+    lines = run_with(done)
+    assert f"{t0.route}/{t0.variant}" in seen and f"{t1.route}/{t1.variant}" not in seen
+    assert any("1 entry without a time ('us') will be measured again" in line and t0.variant in line
+               for line in lines), lines

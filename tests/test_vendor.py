@@ -243,12 +243,68 @@ def test_revendor_is_byte_identical(built: Built, tmp_path: Path) -> None:
     shutil.copytree(built.build_dir, copy)
     vendor_mod.vendor(built.spec, b, build_dir=copy, rules_dir=RULES, log=lambda *_: None)
     assert tree(b) == first
-    # a subset then the full set again: back to the same bytes, and the dropped arch is gone meanwhile
+    # a subset replaces that arch only: the others stay, the same bytes
     vend(built, a, built.archs[-1])
-    assert not (a / built.spec / built.archs[0]).exists()
-    bundle.verify(a)
+    assert tree(a) == first
+    # an arch removed by hand is dropped from bundle.json by the next vendor of the spec; the full set brings it back
+    shutil.rmtree(a / built.spec / built.archs[0])
+    lines: list[str] = []
+    vendor_mod.vendor(built.spec, a, archs=[built.archs[-1]], build_dir=built.build_dir, rules_dir=RULES,
+                      log=lines.append)
+    assert bundle.verify(a)[built.spec]["archs"] == list(built.archs[1:])
+    assert any(f"dropped {built.archs[0]} from bundle.json" in line for line in lines), lines
     vend(built, a)
     assert tree(a) == first
+
+
+def test_vendoring_some_archs_keeps_the_others_and_deletes_nothing_it_did_not_write(built: Built,
+                                                                                   tmp_path: Path) -> None:
+    """`kda2 vendor SPEC --arch A` into a bundle holding SPEC for A and B: A is replaced, B stays (on disk and in
+    bundle.json), and the bundle verifies. Anything in DIR/SPEC/ that vendor did not write (verify would refuse it)
+    is refused before anything is written, naming it; a kept arch is checked first too."""
+    to = tmp_path / "b"
+    vend(built, to)
+    first = tree(to)
+    keep, redo = built.archs[0], built.archs[-1]
+    args = ("--build-dir", built.build_dir, "--rules", RULES)
+    p = cli("vendor", built.spec, "--arch", redo, "--to", to, *args)
+    assert p.returncode == 0, p.stderr
+    assert f"kept {keep}" in p.stdout and f"{built.spec} {', '.join(built.archs)}" in p.stdout, p.stdout
+    assert tree(to) == first   # the same build: nothing else changed
+    assert bundle.verify(to)[built.spec]["archs"] == list(built.archs)
+    # a user's files under DIR/SPEC/: refused, named, all left as they were
+    mine = [to / built.spec / "notes.txt", to / built.spec / redo / "mine.txt", to / built.spec / keep / "x.txt"]
+    for f in mine:
+        f.write_text("mine")
+    before = tree(to)
+    line = one_error_line(cli("vendor", built.spec, "--arch", redo, "--to", to, *args))
+    assert "did not write" in line and "Nothing was written" in line, line
+    for f in mine:
+        assert str(f.relative_to(to)) in line, line
+    assert tree(to) == before
+    for f in mine:
+        f.unlink()
+    # a kept arch that would not verify: refused before writing, with the way out
+    so = _truncate_so(to / built.spec / keep, json.loads((to / built.spec / keep / "manifest.json").read_text()))
+    before = tree(to)
+    line = one_error_line(cli("vendor", built.spec, "--arch", redo, "--to", to, *args))
+    assert str(so) in line and f"--arch {keep}" in line, line
+    assert tree(to) == before
+    vend(built, to)   # vendoring every arch repairs it
+    assert tree(to) == first
+
+
+def test_vendoring_an_arch_of_another_family_than_the_kept_ones_is_refused(tmp_path: Path) -> None:
+    a, b = tmp_path / "build-a", tmp_path / "build-b"
+    _synthetic(a, "toy_chunk", "chunk", ("sm_80", "sm_90a"))
+    _synthetic(b, "toy_chunk", "recurrent", ("sm_90a",))
+    to = tmp_path / "bundle"
+    vendor_mod.vendor("toy_chunk", to, build_dir=a, rules_dir=RULES, log=lambda *_: None)
+    first = tree(to)
+    with pytest.raises(BundleError, match=r"family 'chunk' \(sm_80, which vendoring sm_90a keeps\), the build is "
+                                          r"'recurrent'"):
+        vendor_mod.vendor("toy_chunk", to, archs=["sm_90a"], build_dir=b, rules_dir=RULES, log=lambda *_: None)
+    assert tree(to) == first
 
 
 def _flip_embedded_cubin_byte(d: Path, m: dict) -> Path:
@@ -375,22 +431,23 @@ def test_manifest_of_another_spec_is_refused(built: Built, tmp_path: Path) -> No
     assert not mapped(d / f"lib{built.other}.{arch}.so")
 
 
-def test_gpu_check(built: Built, bundle_dir: Path, monkeypatch) -> None:
+def test_gpu_check(built: Built, bundle_dir: Path, tmp_path: Path, monkeypatch) -> None:
     from kda2.runtime import device
 
     monkeypatch.setattr(device, "current_capability", lambda *_: (9, 0))
     best = "sm_90a" if "sm_90a" in built.archs else built.archs[0]
     assert vendor_mod.verify_bundle(bundle_dir).endswith(f"GPU 9.0 loads {built.spec} {best}")
-    vend(built, bundle_dir, "sm_90a")  # Hopper-only code ...
+    hopper = tmp_path / "hopper"
+    vend(built, hopper, "sm_90a")  # Hopper-only code ...
     monkeypatch.setattr(device, "current_capability", lambda *_: (8, 6))  # ... on an Ampere part
     with pytest.raises(BundleError, match=r"no code for this GPU \(compute capability 8.6 runs sm_86, sm_80\)"):
-        vendor_mod.verify_bundle(bundle_dir)
+        vendor_mod.verify_bundle(hopper)
 
     def no_gpu(*_):
         raise ArtifactError("no CUDA device is visible")
 
     monkeypatch.setattr(device, "current_capability", no_gpu)
-    assert vendor_mod.verify_bundle(bundle_dir).endswith("no GPU: code for sm_90a")
+    assert vendor_mod.verify_bundle(hopper).endswith("no GPU: code for sm_90a")
 
 
 def test_two_specs_in_one_bundle(built: Built, tmp_path: Path) -> None:
@@ -400,9 +457,9 @@ def test_two_specs_in_one_bundle(built: Built, tmp_path: Path) -> None:
     assert sorted(bundle.verify(to)) == sorted([built.spec, built.other])
     with pytest.raises(ArtifactError, match="bundles 2 specs"):
         kda2.load(to, arch=built.archs[0])
-    vend(built, to, built.archs[0])  # re-vendoring one spec leaves the other alone
+    vend(built, to, built.archs[0])  # re-vendoring one arch of one spec leaves the rest alone
     assert bundle.verify(to)[built.other]["archs"] == list(built.archs)
-    assert bundle.verify(to)[built.spec]["archs"] == [built.archs[0]]
+    assert bundle.verify(to)[built.spec]["archs"] == list(built.archs)
 
 
 def test_vendor_and_verify_errors_are_one_line(built: Built, tmp_path: Path) -> None:

@@ -350,11 +350,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if type(e).__name__ in ("SpecError", "RuleError"):
             return _fail(str(e))
         raise
-    except KeyboardInterrupt:
-        return _fail("interrupted; what was measured is kept in tuning/<spec>.<profile>.partial.json, re-run to resume")
-    if rc == 0 and not args.dry_run:
+    except KeyboardInterrupt:   # tune.main turns its own into a TuneError naming the partial record
+        return _fail(f"interrupted; what was measured is kept in {args.tuning}/<spec>.<profile>.partial.json, "
+                     "re-run to resume")
+    if rc == 0 and not args.dry_run and args.record is None:   # tune.record_hint speaks for another --record
         print("kda2 tune: rebuild (scons) to route the dispatch tables to the winners")
     return rc
+
+
+def _seconds(text: str) -> float:
+    """--time-limit's type (kda2.tools.tune time_limit_arg, imported when the option is given)."""
+    from kda2.tools.tune import time_limit_arg
+
+    return time_limit_arg(text)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -543,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quick", action="store_true", help="fewer timing repetitions")
     t.add_argument("--profile", help="hardware profile to record under (default: the spec's target for the arch)")
     t.add_argument("--record", help="record file to write (default: tuning/<spec>.<profile>.json)")
-    t.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds, keeping the partial record")
+    t.add_argument("--time-limit", metavar="S", type=_seconds,
+                   help="stop after S seconds (> 0), keeping the partial record (default: no limit)")
     t.add_argument("--margin", type=float, default=0.5,
                    help="record a failure for candidates slower than the row's incumbent by this fraction (0.5)")
     t.add_argument("--workers", type=int, help="GPUs to use (default: all visible; 1 = no Dask)")
@@ -572,13 +581,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "provenance (spec digest, rules digests, toolchain, buckets, dispatch with tuned timings and "
                         "GPU, per-kernel config, flags and resources); plus DIR/bundle.json (the index) and "
                         "DIR/README.md. Layout: DIR/<spec>/<arch>/{lib<spec>.<arch>.so, manifest.json}. Every build "
-                        "file is checked against its sha256 first; an earlier bundle of the spec in DIR is replaced, "
-                        "other specs stay. Re-vendoring an unchanged build is byte-identical. Load the result with "
+                        "file is checked against its sha256 first; the archs vendored replace their earlier copies in DIR, "
+                        "the spec's other archs and other specs stay. Re-vendoring an unchanged build is byte-identical. Load the result with "
                         "kda2.load(DIR) (runtime only: no compiler, SCons or TVM); check it with `kda2 verify DIR`.")
     ve.add_argument("spec", help="spec name (e.g. kimi_linear_chunk) or its YAML path")
     ve.add_argument("--to", required=True, metavar="DIR", help="bundle directory (created; must be new, empty or a bundle)")
     ve.add_argument("--arch", action="append", metavar="ARCH",
-                    help="only this arch (repeatable; default: every arch built for the spec)")
+                    help="only this arch (repeatable; default: every arch built for the spec); the bundle's "
+                    "other archs of the spec stay")
     ve.add_argument("--build-dir", default="build", help="build tree to vendor from (default: build)")
     ve.add_argument("--rules", default="rules",
                     help="rules directory whose rules.lock.json gives the matched rules' digests (default: rules)")

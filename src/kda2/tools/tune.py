@@ -50,6 +50,24 @@ class TuneError(RuntimeError):
     """A problem the user can fix (no GPU, no build, unknown profile); str() is one line."""
 
 
+class TuneInterrupted(TuneError):
+    """Ctrl-C during the timing: str() names the partial record that keeps what was measured."""
+
+
+def time_limit_arg(text: str) -> float:
+    """argparse type of --time-limit: seconds, a finite number > 0 (leave the option out for no limit)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a number of seconds > 0 (leave --time-limit out "
+                                         "for no limit)")
+    return value
+
+
 # ---- what to tune: candidates per dispatch row (CPU only) ------------------------------------------
 
 @dataclass
@@ -652,13 +670,19 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
     if part_path.is_file():
         try:
             part = json.loads(part_path.read_text())
+            if not isinstance(part, dict):
+                raise ValueError(f"a JSON {type(part).__name__}, not an object")
             if part.get("library_sha256") == g.library_sha256:
-                done = part.get("done", {})
+                done, again = _resumable(part.get("done", {}))
                 log(f"kda2 tune: resuming {part_path}: {sum(map(len, done.values()))} candidates already measured")
+                if again:
+                    log(f"kda2 tune: {part_path}: {len(again)} entr{'y' if len(again) == 1 else 'ies'} without a "
+                        f"time ('us') will be measured again: {', '.join(again)}")
             else:
                 log(f"kda2 tune: {part_path} is of another build of the library; starting afresh")
-        except (OSError, ValueError):
-            log(f"kda2 tune: {part_path} is unreadable; starting afresh")
+        except (OSError, ValueError) as e:
+            done = {}
+            log(f"kda2 tune: {part_path} is unreadable ({e}); starting afresh")
     for t in g.tasks:  # pruned ones are settled without a GPU
         if t.pruned:
             done.setdefault(t.route, {})[t.variant] = {"us": None, "pruned": t.pruned, "model_us": t.model["us"]}
@@ -786,6 +810,87 @@ def tune_group(g: Group, *, quick: bool = False, tuning_dir: str = "tuning", rec
     return data
 
 
+def _resumable(done: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The `done` of a partial record, checked: ({route: {variant: entry}}, the "route/variant" entries without a
+    time, left out so they are measured again). An entry is timed ("us" a number), rejected ("us" null and
+    "rejected" naming the failure) or pruned ("us" null and "pruned" the reason). Raises ValueError naming the first
+    malformed field (the caller then starts afresh, as for a truncated file)."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    def r(x: Any) -> str:  # a value, as the message quotes it
+        t = json.dumps(x)
+        return t if len(t) <= 40 else t[:37] + "..."
+
+    def times(x: Any, where: str) -> None:  # {name: us}
+        if not isinstance(x, dict) or not all(number(v) for v in x.values()):
+            raise ValueError(f"{where} is {r(x)}, not an object of times in us")
+
+    if not isinstance(done, dict):
+        raise ValueError(f"'done' is {r(done)}, not an object of routes")
+    out: dict[str, dict[str, Any]] = {}
+    again: list[str] = []
+    for route, cands in done.items():
+        if not isinstance(cands, dict):
+            raise ValueError(f"done.{route} is {r(cands)}, not an object of candidates")
+        for vid, e in cands.items():
+            where = f"done.{route}.{vid}"
+            if not isinstance(e, dict):
+                raise ValueError(f"{where} is {r(e)}, not an object")
+            us = e.get("us")
+            if us is not None and not (number(us) and us >= 0):
+                raise ValueError(f"{where}.us is {r(us)}, not a time in us (or null for a rejected candidate)")
+            if e.get("model_us") is not None and not number(e["model_us"]):
+                raise ValueError(f"{where}.model_us is {r(e['model_us'])}, not a number")
+            if "classes" in e:
+                times(e["classes"], f"{where}.classes")
+            splits = e.get("splits", {})
+            if not isinstance(splits, dict):
+                raise ValueError(f"{where}.splits is {r(splits)}, not an object")
+            for name, sp in splits.items():
+                times(sp.get("us") if isinstance(sp, dict) else sp, f"{where}.splits.{name}.us")
+                if not all(str(n).isdigit() for n in sp["us"]):
+                    raise ValueError(f"{where}.splits.{name}.us has keys {list(sp['us'])}, not segment counts")
+            settled = us is None and any(isinstance(e.get(k), str) for k in ("rejected", "pruned"))
+            if us is None and not settled:  # no time and no reason: measured again, not counted as rejected
+                again.append(f"{route}/{vid}")
+                continue
+            out.setdefault(route, {})[vid] = e
+    return out, again
+
+
+def check_writable(path: str | os.PathLike, what: str) -> None:
+    """Refuse, in one line, a file that write_text could not write: its directory must exist or be creatable (the
+    nearest existing ancestor is a directory where a file can be created), and the path no directory."""
+    import tempfile
+
+    path = Path(path)
+    if path.is_dir():
+        raise TuneError(f"{what} {path}: is a directory; name a .json file")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise TuneError(f"{what} {path}: cannot be written: {parent} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kda2-tune-probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise TuneError(f"{what} {path}: cannot be written: creating a file in {parent} fails "
+                        f"({e.strerror or e}); name a writable path") from None
+
+
+def record_hint(record: str | os.PathLike | None, spec: str, profile: str, tuning_dir: str | os.PathLike) -> str | None:
+    """When --record names another file than the one the build reads: where the build reads records from."""
+    build_reads = record_path(spec, profile, tuning_dir)
+    if record is None or Path(os.path.abspath(record)) == Path(os.path.abspath(build_reads)):
+        return None
+    return (f"kda2 tune: note: the build routes by {build_reads} only (tuning/<spec>.<profile>.json under "
+            f"TUNING_DIR, default tuning/), not by {record}: copy it there before rebuilding, or the dispatch tables "
+            "stay as they are")
+
+
 def _up_to_date(g: Group, path: str | os.PathLike) -> bool:
     """A record of this very library (same sha256) covering every row: a resumed multi-library run skips it."""
     try:
@@ -826,14 +931,19 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
                                                profile=profile, tuning_dir=tuning_dir))
     if record and len(groups) > 1:
         raise TuneError("--record names one file: tune one library at a time with it")
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise TuneError(f"--time-limit {time_limit}: allowed: a number of seconds > 0 (leave it out for no limit)")
     if dry_run:
         for g in groups:
             describe(g, log)
         return 0
+    for g in groups:  # before any timing: what the run writes at its end, or after the first candidate
+        check_writable(record or record_path(g.spec, g.profile.name, tuning_dir), "--record" if record else "record")
+        check_writable(partial_path(g.spec, g.profile.name, tuning_dir), "partial record")
     why = gpu_available()
     if why:
         raise TuneError(why)
-    deadline = time.monotonic() + time_limit if time_limit else None
+    deadline = time.monotonic() + time_limit if time_limit is not None else None
     command = "kda2 tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "kda2 tune " + " ".join(targets)
     rc = 0
     for g in groups:
@@ -841,11 +951,19 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
             log(f"kda2 tune: {g.spec}/{g.arch}: the record already holds this library's measurements (--force to "
                 "re-tune)")
             continue
-        out = tune_group(g, quick=quick, tuning_dir=tuning_dir, record=record, margin=margin, deadline=deadline,
-                         workers=workers, command=command, explicit_profile=bool(profile), log=log)
+        part = partial_path(g.spec, g.profile.name, tuning_dir)
+        try:
+            out = tune_group(g, quick=quick, tuning_dir=tuning_dir, record=record, margin=margin, deadline=deadline,
+                             workers=workers, command=command, explicit_profile=bool(profile), log=log)
+        except KeyboardInterrupt:
+            kept = f"what was measured is kept in {part}" if part.is_file() else f"nothing was measured yet ({part})"
+            raise TuneInterrupted(f"interrupted; {kept}, re-run to resume") from None
         if out is None:
             rc = 3
             break
         if not out.pop("ok", True):
             rc = 1
+        hint = record_hint(record, g.spec, g.profile.name, tuning_dir)
+        if hint:
+            log(hint)
     return rc

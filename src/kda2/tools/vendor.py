@@ -3,8 +3,11 @@ deployable bundle; `kda2 verify`: check one. Layout, schema and the checks: `kda
 
 Vendoring reads `<build dir>/<spec>/<arch>/manifest.json`, checks every file it lists against its sha256,
 and writes `DIR/<spec>/<arch>/{lib<spec>.<arch>.so, manifest.json}`, `DIR/bundle.json` and `DIR/README.md`.
-A spec's previous bundle in DIR is replaced as a whole (other specs in DIR stay); the new one is written
-beside it under a temporary name and renamed into place. The result is verified before returning.
+Only the archs being vendored are replaced: the spec's other archs in DIR stay (checked first, and kept in
+bundle.json; one whose directory was removed is dropped from it), and so do other specs. Each new arch is
+written beside the bundle under a temporary name and renamed into place. Vendoring deletes nothing it did not
+write: when DIR/<spec>/ holds anything bundle.json does not account for (which `kda2 verify` would refuse
+anyway), it refuses before writing, naming it. The result is verified before returning.
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
                           f"the spec's archs and rebuild, or vendor another --arch")
     to = Path(to)
     previous = _previous_index(to)
+    kept, dropped = _kept_archs(to, name, previous, archs)
     rules_lock = _RulesLock(Path(rules_dir))
 
     made: dict[str, tuple[bytes, dict[str, Any], str]] = {}  # arch -> (library bytes, bundle manifest, source sha)
@@ -68,8 +72,13 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
         m = bundle.make_manifest(source, source_sha256=bundle.sha256_bytes(raw), library=library,
                                  build_files=build_files, rules=rules, kda2_version=kda2.__version__)
         made[arch] = (library, m, bundle.sha256_bytes(raw))
+    old_family = (previous or {}).get("specs", {}).get(name, {}).get("family")
+    if kept and old_family != family:
+        raise BundleError(f"{to / INDEX} holds {name} as family {old_family!r} ({', '.join(sorted(kept))}, which "
+                          f"vendoring {', '.join(sorted(made))} keeps), the build is {family!r}: vendor those archs "
+                          f"too (--arch), or remove their directories under {to / name} first")
 
-    # write the spec's tree beside the old one, then swap it in: a killed vendor leaves the old bundle (and its stage,
+    # write the archs beside the old ones, then swap each in: a killed vendor leaves the old archs (and its stage,
     # which verify refuses as unlisted until this spec is vendored again: its stages from dead processes go here)
     to.mkdir(parents=True, exist_ok=True)
     for left in sorted([*to.glob(f".{name}.vendor-*"), *to.glob(f".{name}.old-*")]):
@@ -78,7 +87,7 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
             shutil.rmtree(left, ignore_errors=True)
     stage = to / f".{name}.vendor-{os.getpid()}"
     shutil.rmtree(stage, ignore_errors=True)
-    entries = {}
+    entries = dict(kept)
     try:
         for arch, (library, m, source_sha) in made.items():
             d = stage / arch
@@ -94,12 +103,21 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
                 f"{MANIFEST} ({len(text)} B)")
         dest = to / name
         old = to / f".{name}.old-{os.getpid()}"
-        if dest.exists():
-            os.replace(dest, old)
-        os.replace(stage, dest)
+        shutil.rmtree(old, ignore_errors=True)
+        dest.mkdir(exist_ok=True)
+        for arch in made:  # only what an earlier vendor wrote is moved aside (checked by _kept_archs)
+            if (dest / arch).exists():
+                old.mkdir(exist_ok=True)
+                os.replace(dest / arch, old / arch)
+            os.replace(stage / arch, dest / arch)
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    if kept:
+        log(f"kda2 vendor: {name}: kept {', '.join(sorted(kept))} (in the bundle, not vendored this time)")
+    if dropped:
+        log(f"kda2 vendor: {name}: dropped {', '.join(dropped)} from {INDEX} (listed, but {to / name}/<arch> was "
+            "removed)")
     index = bundle.make_index(previous, name, family, entries, kda2.__version__)
     atomic.write_text(to / INDEX, bundle.dumps(index))
     atomic.write_text(to / README, bundle.readme(index))
@@ -193,6 +211,52 @@ def _previous_index(to: Path) -> dict[str, Any] | None:
         raise BundleError(f"{to} is not empty and holds no {INDEX}: not a kda2 bundle to update; vendor into a "
                           "new or empty directory")
     return None
+
+
+def _kept_archs(to: Path, name: str, previous: dict[str, Any] | None,
+                archs: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """(The index entries of the spec's archs in the bundle that vendoring `archs` keeps, checked as `kda2 verify`
+    checks them; the listed archs whose directory is gone, which bundle.json drops). Refuses (BundleError, before
+    anything is written) when DIR/<name>/ holds anything bundle.json does not account for: vendoring would replace
+    or leave it, and verify refuses it."""
+    listed = dict((previous or {}).get("specs", {}).get(name, {}).get("archs", {}))
+    sdir = to / name
+    foreign: list[Path] = []
+    if sdir.is_symlink() or (sdir.exists() and not sdir.is_dir()):
+        foreign.append(sdir)
+    elif sdir.is_dir():
+        for child in sorted(sdir.iterdir()):
+            if child.name not in listed or child.is_symlink() or not child.is_dir():
+                foreign.append(child)
+                continue
+            lib = listed[child.name].get("library")
+            ours = {MANIFEST, *([lib] if isinstance(lib, str) else [])}
+            foreign += [f for f in sorted(child.iterdir()) if f.name not in ours or f.is_symlink() or not f.is_file()]
+    if foreign:
+        shown = ", ".join(str(f.relative_to(to)) for f in foreign[:5]) + (f" and {len(foreign) - 5} more"
+                                                                         if len(foreign) > 5 else "")
+        raise BundleError(f"{sdir} holds what kda2 vendor did not write: {shown} ({to / INDEX} lists "
+                          f"{', '.join(sorted(listed)) or 'no arch'} of {name}, each a library and {MANIFEST}); "
+                          "`kda2 verify` would refuse the bundle, and vendoring replaces an arch's directory whole: "
+                          "move it out of the bundle and vendor again. Nothing was written")
+    kept, dropped = {}, []
+    for arch, entry in sorted(listed.items()):
+        if arch in archs:
+            continue
+        if not (sdir / arch).exists():  # removed by hand: the index follows what is on disk
+            dropped.append(arch)
+            continue
+        try:
+            manifest = bundle._verify_arch(to, name, arch, entry)
+        except BundleError as e:
+            raise BundleError(f"{e} ({arch} of {name} is kept when vendoring {', '.join(archs)}: vendor it too "
+                              f"(--arch {arch}), or remove {sdir / arch}); nothing was written") from None
+        if manifest.get("family") != previous["specs"][name].get("family"):
+            raise BundleError(f"{sdir / arch / MANIFEST}: family {manifest.get('family')!r}, {to / INDEX} says "
+                              f"{previous['specs'][name].get('family')!r}: vendor {arch} too (--arch {arch}), or "
+                              f"remove {sdir / arch}; nothing was written")
+        kept[arch] = entry
+    return kept, dropped
 
 
 def _source_manifest(mpath: Path, raw: bytes, spec: str, arch: str) -> dict[str, Any]:

@@ -642,3 +642,23 @@ def test_load_takes_every_spelling_of_a_bundle_or_a_build_tree(built: Built, bun
     monkeypatch.setenv("KDA2_BUILD_DIR", str(built.build_dir))
     with pytest.raises(ArtifactError, match=rf"nosuchspec: no such path, nor a spec built under .*{built.spec}"):
         kda2.load("nosuchspec")
+
+
+def test_vendoring_an_every_candidate_build_says_so(built: Built, tmp_path: Path) -> None:
+    """build/<spec>/<arch> holds whichever build ran last: after `kda2 build --candidates all` the bundle would ship
+    every candidate, so vendoring says how many kernels it ships and how many the dispatch routes."""
+    arch = built.archs[-1]
+    src = tmp_path / "b"
+    shutil.copytree(built.build_dir, src)
+    mpath = src / built.spec / arch / "manifest.json"
+    m = json.loads(mpath.read_text())
+    lines: list[str] = []
+    vendor_mod.vendor(built.spec, tmp_path / "routed", build_dir=src, rules_dir=RULES, log=lines.append)
+    assert not [ln for ln in lines if "every-candidate" in ln]
+    m["candidates"] = "all"   # as an all-candidates build writes it (the manifest is not in its own files table)
+    mpath.write_text(json.dumps(m))
+    lines.clear()
+    vendor_mod.vendor(built.spec, tmp_path / "all", build_dir=src, rules_dir=RULES, log=lines.append)
+    routed = len({d["variant"] for d in m["dispatch"]})
+    assert any(f"every-candidate build (CANDIDATES=all): the bundle ships its {len(m['variants'])} kernels, of which "
+               f"the dispatch routes {routed}" in ln for ln in lines), lines

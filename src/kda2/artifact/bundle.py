@@ -246,7 +246,7 @@ def verify(root: Path) -> dict[str, dict[str, Any]]:
                 raise BundleError(f"unlisted {'directory' if child.is_dir() else 'file'} {child}: {root / INDEX} "
                                   f"lists archs {', '.join(sorted(entry['archs']))} for {spec}; remove it or re-vendor")
         for arch, a in sorted(entry["archs"].items()):
-            manifest = _verify_arch(root, spec, arch, a)
+            manifest = verify_arch(root, spec, arch, a)
             if manifest.get("family") != entry.get("family"):
                 raise BundleError(f"{sdir / arch / MANIFEST}: family {manifest.get('family')!r}, {root / INDEX} "
                                   f"says {entry.get('family')!r}")
@@ -258,7 +258,7 @@ def verify(root: Path) -> dict[str, dict[str, Any]]:
     return summary
 
 
-def _verify_arch(root: Path, spec: str, arch: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+def verify_arch(root: Path, spec: str, arch: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     d = root / spec / arch
     mpath = d / MANIFEST
     if not d.is_dir():

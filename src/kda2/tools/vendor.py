@@ -72,6 +72,11 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
         m = bundle.make_manifest(source, source_sha256=bundle.sha256_bytes(raw), library=library,
                                  build_files=build_files, rules=rules, kda2_version=kda2.__version__)
         made[arch] = (library, m, bundle.sha256_bytes(raw))
+        if source.get("candidates") == "all":   # the build tree holds whichever build ran last
+            routed = {d["variant"] for d in source.get("dispatch", [])}
+            log(f"kda2 vendor: note: {mpath} is an every-candidate build (CANDIDATES=all): the bundle ships its "
+                f"{len(source['variants'])} kernels, of which the dispatch routes {len(routed)}; `kda2 build {name}` "
+                "(routed) first ships only those")
     old_family = (previous or {}).get("specs", {}).get(name, {}).get("family")
     if kept and old_family != family:
         raise BundleError(f"{to / INDEX} holds {name} as family {old_family!r} ({', '.join(sorted(kept))}, which "
@@ -247,7 +252,7 @@ def _kept_archs(to: Path, name: str, previous: dict[str, Any] | None,
             dropped.append(arch)
             continue
         try:
-            manifest = bundle._verify_arch(to, name, arch, entry)
+            manifest = bundle.verify_arch(to, name, arch, entry)
         except BundleError as e:
             raise BundleError(f"{e} ({arch} of {name} is kept when vendoring {', '.join(archs)}: vendor it too "
                               f"(--arch {arch}), or remove {sdir / arch}); nothing was written") from None

@@ -7,6 +7,7 @@ SCons runs Python actions in threads of one process.
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from pathlib import Path
 
@@ -21,3 +22,11 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def probe_dir(directory: str | os.PathLike) -> None:
+    """Raise OSError unless a file can be created in `directory`: a temporary file, removed at once (os.access says
+    yes for root, and for /proc)."""
+    fd, probe = tempfile.mkstemp(prefix=".kda2-probe-", dir=directory)
+    os.close(fd)
+    os.unlink(probe)

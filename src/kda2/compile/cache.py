@@ -86,10 +86,7 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         # entry: a later push of the same key (another checkout, --cache-force) must not re-pair it.
         if cachefile is not None and not existed and os.path.isfile(cachefile) \
                 and not os.path.exists(cachefile + ".sha256"):
-            tmp = f"{cachefile}.sha256.{os.getpid()}"
-            with open(tmp, "w") as f:
-                f.write(sha256_file(cachefile) + "\n")
-            os.replace(tmp, cachefile + ".sha256")
+            _write_sidecar(cachefile, sha256_file(cachefile))
         elif cachefile is not None and existed and not os.path.exists(cachefile + ".sha256"):
             self._pair_orphan(node, cachefile)
         self._push_remote(node, cachefile)
@@ -102,15 +99,8 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         When the entry holds exactly the bytes built here (the same key: the same inputs), record them."""
         try:
             digest = sha256_file(node.get_internal_path())
-            if sha256_file(cachefile) != digest:
-                return   # not what this build made: leave it to its writer (or to a corrupt-entry check)
-            tmp = f"{cachefile}.sha256.{os.getpid()}"
-            with open(tmp, "w") as f:
-                f.write(digest + "\n")
-            if not os.path.exists(cachefile + ".sha256"):
-                os.replace(tmp, cachefile + ".sha256")
-            else:
-                os.remove(tmp)
+            if sha256_file(cachefile) == digest:   # else not what this build made: leave it to its writer
+                _write_sidecar(cachefile, digest)
         except OSError:
             pass
 
@@ -133,3 +123,11 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
             except OSError:
                 return
         rc.push(os.path.basename(cachefile), path, digest)
+
+
+def _write_sidecar(cachefile: str, digest: str) -> None:
+    """`<entry>.sha256` holding `digest`, written atomically (a concurrent reader sees none or all of it)."""
+    tmp = f"{cachefile}.sha256.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(digest + "\n")
+    os.replace(tmp, cachefile + ".sha256")

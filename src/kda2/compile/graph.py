@@ -84,8 +84,9 @@ class _Nodes:
 
 def drop_changed_outputs(env, targets) -> list[str]:
     """Remove every output whose content is no longer what this build tree recorded when it made it (under -n / -q
-    only mark it out of date), and return their paths. SCons decides from its inputs' signatures alone, so an output changed in place (a flipped byte, a
-    copy from another tree) would stay, and the manifest — whose sources are the outputs' contents — would sign it;
+    only mark it out of date), and return their paths. SCons decides from its inputs' signatures alone, so an
+    output changed in place (a flipped byte, a copy from another tree) would stay, and the manifest — whose
+    sources are the outputs' contents — would sign it;
     removed, the output is made again (from the cache, which verifies its entries, or by its tool). The recorded
     content is each output's sha256 in the tree's .sconsign, there once a later node has read the output (so not for
     the manifest itself: the loaders and `kda2 verify` check it). The database is read directly: SCons fixes its
@@ -110,9 +111,10 @@ def drop_changed_outputs(env, targets) -> list[str]:
             except Exception:   # no entry for the directory, or one SCons itself would ignore as corrupt
                 entries[key] = {}
         recorded = getattr(getattr(entries[key].get(node.name), "ninfo", None), "csig", None)
-        if recorded and sha256_file(path) != recorded:
+        actual = sha256_file(path) if recorded else None
+        if recorded and actual != recorded:
             asking = env.GetOption("no_exec") or env.GetOption("question")   # -n / -q change nothing
-            print(f"kda2: warning: {node} changed since this tree built it (sha256 {sha256_file(path)[:16]}… "
+            print(f"kda2: warning: {node} changed since this tree built it (sha256 {actual[:16]}… "
                   f"!= {recorded[:16]}… recorded): {'out of date' if asking else 'removed, it is made again'}",
                   file=sys.stderr)
             if asking:

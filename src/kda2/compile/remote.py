@@ -138,10 +138,8 @@ class RemoteCache:
             if self.push_denied is not None:
                 return
             self.push_denied = "read-only credentials"
-        code, msg = _code(e), _message(e)
-        sys.stderr.write(f"kda2: warning: remote cache{self.where()}: PutObject denied "
-                         f"({code}{': ' + msg if msg and msg != 'Forbidden' else ''}) with {self.creds}: "
-                         f"read-only credentials: fetching, not pushing\n")
+        sys.stderr.write(f"kda2: warning: remote cache{self.where()}: PutObject denied ({_denial(e)}) with "
+                         f"{self.creds}: read-only credentials: fetching, not pushing\n")
         sys.stderr.flush()
 
     # ---- the two operations ------------------------------------------------------------------------
@@ -337,6 +335,12 @@ def _message(e: BaseException) -> str:
     return " ".join(str(err.get("Message") or "").split())
 
 
+def _denial(e: BaseException) -> str:
+    """A denied request's code and message, as a warning quotes them ("AccessDenied: Access Denied")."""
+    code, msg = _code(e), _message(e)
+    return f"{code}{': ' + msg if msg and msg != 'Forbidden' else ''}"
+
+
 def _describe(creds: Any, frozen: Any, profile: str | None) -> str:
     """Which credentials boto3's chain found, for a warning: the source and the key id's last 4 characters."""
     if frozen is None or not frozen.access_key:
@@ -380,13 +384,13 @@ def _why(e: BaseException, creds: str = "") -> str:
     resp = getattr(e, "response", None)
     if code and isinstance(resp, dict):  # an answer from the server, but not one a healthy store gives
         op = getattr(e, "operation_name", "request")
-        msg = _message(e)
         if code in _DENIED:
-            return (f"{op} denied ({code}{': ' + msg if msg and msg != 'Forbidden' else ''})"
+            return (f"{op} denied ({_denial(e)})"
                     f"{' with ' + creds if creds else ''}: check those credentials and the bucket policy "
                     f"(without s3:ListBucket a missing key answers 403 too)")
         if code in ("404", "NotFound"):
             return f"{op} answered a bare 404, not NoSuchKey: is this an S3 endpoint?"
+        msg = _message(e)
         return f"{op} failed ({code}{': ' + msg if msg else ''})"
     text = " ".join(str(e).split())
     if name == "ParamValidationError" and "bucket name" in text.lower():  # not botocore's regex in a warning

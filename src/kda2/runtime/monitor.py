@@ -78,7 +78,6 @@ import json
 import logging
 import math
 import os
-import tempfile
 import threading
 import time
 from collections import deque
@@ -86,6 +85,7 @@ from ctypes import addressof as _addressof
 from pathlib import Path
 from typing import Any, Iterable
 
+from kda2.artifact.atomic import probe_dir
 from kda2.runtime import api as _api
 
 log = logging.getLogger("kda2.monitor")
@@ -562,12 +562,10 @@ def _writable(path: str | os.PathLike, setting: str, replaced: bool = False) -> 
         raise ValueError(f"{where} exists and is not a regular file (the file is replaced whole at each flush); "
                          f"{_PATH_RULE}")
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".probe", dir=parent)
+        probe_dir(parent)
     except OSError as exc:
         raise ValueError(f"{where}: cannot create a file in {str(parent)!r} ({_os_error(exc)}); {_PATH_RULE}") \
             from None
-    os.close(fd)
-    os.unlink(probe)
     return p
 
 

@@ -46,10 +46,8 @@ def _stage_spec_files(args: argparse.Namespace, top: Path) -> tuple[list[str], d
     paths = [w for w in args.specs if _is_spec_path(w)]
     if not paths:
         return ([f"SPECS={','.join(args.specs)}"] if args.specs else []), {}
-    try:
-        from kda2.spec.model import SpecError, load_spec
-    except ImportError as e:
-        return _fail(f"building a spec file needs the build extras (pip install -e '.[build]'): {e}")
+    from kda2.spec.model import SpecError, load_spec   # main() answers a missing [build] extra
+
     specs_dir = (top / _scons_arg(args.scons_args, "SPECS_DIR", "kernel_specs")).resolve()
     build_dir = top / _scons_arg(args.scons_args, "BUILD_DIR", "build")
     names, outside = [w for w in args.specs if not _is_spec_path(w)], {}
@@ -107,6 +105,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     argv.append(f"CANDIDATES={args.candidates}")
     argv += args.scons_args
     start = time.monotonic()
+    asking = bool({"-q", "--question"} & set(args.scons_args))
     counts: dict[str, int] = {}
     seen: list[str] = []  # kept for the failure records of a failed build
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -125,10 +124,10 @@ def cmd_build(args: argparse.Namespace) -> int:
             counts["cached"] = counts.get("cached", 0) + 1
             print(f"[cache {time.monotonic() - start:7.1f}s] {line}", flush=True)
         elif (not line.startswith("scons: ") or "error" in line.lower() or "***" in line) and not (
-                line == "scons: building terminated because of errors." and {"-q", "--question"} & set(args.scons_args)):
+                asking and line == "scons: building terminated because of errors."):
             print(line, flush=True)
     rc = proc.wait()
-    if {"-q", "--question"} & set(args.scons_args):   # scons -q builds nothing: its status is the answer
+    if asking:   # scons -q builds nothing: its status is the answer
         print(f"kda2 build: {'up to date' if rc == 0 else 'out of date' if rc == 1 else f'FAILED (rc {rc})'} "
               f"(scons -q, {time.monotonic() - start:.1f}s)")
         return rc

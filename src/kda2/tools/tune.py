@@ -54,6 +54,10 @@ class TuneInterrupted(TuneError):
     """Ctrl-C during the timing: str() names the partial record that keeps what was measured."""
 
 
+def _seconds_ok(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
 def time_limit_arg(text: str) -> float:
     """argparse type of --time-limit: seconds, a finite number > 0 (leave the option out for no limit)."""
     import argparse
@@ -62,7 +66,7 @@ def time_limit_arg(text: str) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
+    if not _seconds_ok(value):
         raise argparse.ArgumentTypeError(f"{text!r}: allowed: a number of seconds > 0 (leave --time-limit out "
                                          "for no limit)")
     return value
@@ -862,7 +866,7 @@ def _resumable(done: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
 def check_writable(path: str | os.PathLike, what: str) -> None:
     """Refuse, in one line, a file that write_text could not write: its directory must exist or be creatable (the
     nearest existing ancestor is a directory where a file can be created), and the path no directory."""
-    import tempfile
+    from kda2.artifact.atomic import probe_dir
 
     path = Path(path)
     if path.is_dir():
@@ -873,9 +877,7 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
     if not parent.is_dir():
         raise TuneError(f"{what} {path}: cannot be written: {parent} is not a directory")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".kda2-tune-probe-", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
+        probe_dir(parent)
     except OSError as e:
         raise TuneError(f"{what} {path}: cannot be written: creating a file in {parent} fails "
                         f"({e.strerror or e}); name a writable path") from None
@@ -931,7 +933,7 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
                                                profile=profile, tuning_dir=tuning_dir))
     if record and len(groups) > 1:
         raise TuneError("--record names one file: tune one library at a time with it")
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+    if time_limit is not None and not _seconds_ok(time_limit):
         raise TuneError(f"--time-limit {time_limit}: allowed: a number of seconds > 0 (leave it out for no limit)")
     if dry_run:
         for g in groups:

@@ -216,3 +216,20 @@ def test_a_log_option_reaches_every_implementation(tmp_path, monkeypatch):
         ours, fla = Impl("kda2"), Impl("fla")
         bc.bench_shape(torch, _FakeTimer(), ours, fla, s, ["softplus"], "v_first", iters=2, warmup=0, l2=1, a_log=a_log)
         assert ours.seen and fla.seen and all(x == want for x in ours.seen + fla.seen), (a_log, ours.seen, fla.seen)
+
+
+def test_shared_gate_draw_does_not_follow_the_number_of_sets():
+    """A shape's gate parameters (how much of the prep takes the exact path) are the same whether the GPU's L2 asks
+    for one input set or four, in both benchmarks; the sets themselves are fresh draws of one seed."""
+    torch = pytest.importorskip("torch")
+    from kda2.bench import recurrent as br
+
+    def both(R):
+        c = bc.make_sets(torch, bc.Shape("PX", 1, 8, 2), R, True, seed=5, K=16, V=16, device="cpu")
+        r = br.make_sets(torch, br.Shape("MX", "prefill", 1, 4, 2), 16, 16, R, True, seed=5, device="cpu")
+        return c, r
+    (c1, r1), (c4, r4) = both(1), both(4)
+    for a, b in ((c1, c4), (r1, r4)):
+        assert torch.equal(a[1]["A_log"], b[1]["A_log"]) and torch.equal(a[1]["dt_bias"], b[1]["dt_bias"])
+        assert len(b[0]) == 4 and torch.equal(a[0][0]["q"], b[0][0]["q"])
+        assert not torch.equal(b[0][0]["q"], b[0][1]["q"])

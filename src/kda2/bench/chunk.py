@@ -218,21 +218,25 @@ def n_sets(s: Shape, l2_bytes: int, K: int = K_DIM, V: int = V_DIM) -> int:
 
 # ---- inputs and the two implementations ----------------------------------------------------------
 
-def make_sets(torch, s: Shape, R: int, v_first: bool, seed: int, K: int = K_DIM, V: int = V_DIM) -> tuple[list, dict]:
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+def make_sets(torch, s: Shape, R: int, v_first: bool, seed: int, K: int = K_DIM, V: int = V_DIM,
+              device: str = "cuda") -> tuple[list, dict]:
+    """R input sets of one shape, and the gate parameters and offsets every set shares. The shared draw has its
+    own generator, so a shape's gate (which decides how much of the prep takes the exact path: DESIGN §1) is the
+    same whatever R is — R follows the GPU's L2 and the head dim (n_sets)."""
+    gens = [torch.Generator(device=device).manual_seed(seed + (i << 40)) for i in (0, 1)]
 
-    def randn(*shape, dtype=torch.bfloat16):
-        return torch.randn(*shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+    def randn(*shape, dtype=torch.bfloat16, gen=0):
+        return torch.randn(*shape, generator=gens[gen], device=device, dtype=torch.float32).to(dtype)
 
     B, T, H = s.B, s.T, s.H
     sshape = (s.N, H, V, K) if v_first else (s.N, H, K, V)
-    sets = [dict(q=randn(B, T, H, K), k=randn(B, T, H, K), v=randn(B, T, H, V), g=randn(B, T, H, K),
-                 beta=randn(B, T, H), h0=randn(*sshape, dtype=torch.float32) * 0.1) for _ in range(R)]
     cu = s.cu_seqlens
-    shared = dict(A_log=randn(H, dtype=torch.float32) * 0.5, dt_bias=randn(H * K, dtype=torch.float32),
-                  cu_seqlens=None if cu is None else torch.tensor(cu, dtype=torch.int64, device="cuda"),
+    shared = dict(A_log=randn(H, dtype=torch.float32, gen=1) * 0.5, dt_bias=randn(H * K, dtype=torch.float32, gen=1),
+                  cu_seqlens=None if cu is None else torch.tensor(cu, dtype=torch.int64, device=device),
                   cu_seqlens_cpu=None if cu is None else torch.tensor(cu, dtype=torch.int64),
                   sshape=sshape)
+    sets = [dict(q=randn(B, T, H, K), k=randn(B, T, H, K), v=randn(B, T, H, V), g=randn(B, T, H, K),
+                 beta=randn(B, T, H), h0=randn(*sshape, dtype=torch.float32) * 0.1) for _ in range(R)]
     return sets, shared
 
 

@@ -181,14 +181,18 @@ class FLA:
 
 # ---- inputs --------------------------------------------------------------------------------------
 
-def make_sets(torch, s: Shape, K: int, V: int, R: int, v_first: bool, seed: int) -> tuple[list, dict]:
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+def make_sets(torch, s: Shape, K: int, V: int, R: int, v_first: bool, seed: int,
+              device: str = "cuda") -> tuple[list, dict]:
+    """R input sets of one shape and the gate parameters they share, drawn on their own generator so the gate
+    does not change with R (n_sets: the GPU's L2, the head dims)."""
+    gens = [torch.Generator(device=device).manual_seed(seed + (i << 40)) for i in (0, 1)]
     HV = s.H
 
-    def randn(*shape, dtype=torch.float32):
-        return torch.randn(*shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+    def randn(*shape, dtype=torch.float32, gen=0):
+        return torch.randn(*shape, generator=gens[gen], device=device, dtype=torch.float32).to(dtype)
 
     sshape = (s.N, HV, V, K) if v_first else (s.N, HV, K, V)
+    shared = dict(A_log=randn(HV, gen=1) * 0.5, dt_bias=randn(HV * K, gen=1))
     sets = []
     for _ in range(R):
         d = dict(q=randn(s.N, s.T, s.H, K, dtype=torch.bfloat16), k=randn(s.N, s.T, s.H, K, dtype=torch.bfloat16),
@@ -196,7 +200,6 @@ def make_sets(torch, s: Shape, K: int, V: int, R: int, v_first: bool, seed: int)
         if s.kind == "prefill":
             d["h0"] = randn(*sshape) * 0.1
         sets.append(d)
-    shared = dict(A_log=randn(HV) * 0.5, dt_bias=randn(HV * K))
     return sets, shared
 
 

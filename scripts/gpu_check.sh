@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU check: run on the GPU host from the repository root, with the artifacts already built under build/ by
-# `scons CANDIDATES=all` (every candidate: the forced-variant tests run each one; carried from the build host).
+# GPU check: run on the GPU host from the repository root, with the artifacts already built (carried from the build
+# host) under build/ by `scons` (the routed kernels), or with KDA2_BUILD_DIR=build/_candidates under that tree by
+# `scons CANDIDATES=all` (every candidate: the forced-variant tests then run each one).
 # Installs carried wheels (.whl/*.whl, e.g. fla-core) into a private target, runs the GPU tests (any skip is a
 # failure, except a case the spec does not build by tests/gpu/feature_matrix.py), then the recurrent benchmark,
 # then the chunk-family GPU tests (every case, accuracy table to $OUT/chunk-accuracy.{json,md}) and the chunk
@@ -58,7 +59,8 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       "device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
 EOF
 echo "== artifacts"
-ls build/*/*/manifest.json 2>/dev/null || echo "(no build/*/*/manifest.json: the tests will fail)"
+ls "${KDA2_BUILD_DIR:-build}"/*/*/manifest.json 2>/dev/null \
+  || echo "(no ${KDA2_BUILD_DIR:-build}/*/*/manifest.json: the tests will fail)"
 
 warm_rc=0
 if step fla-warm; then

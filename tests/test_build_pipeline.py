@@ -35,6 +35,7 @@ if shutil.which("nvcc") is None:
 from kda2.plan.planner import SpecPlan, plan_all  # noqa: E402
 from kda2.spec.rules import check_lock, load_rules, write_lock  # noqa: E402
 from kda2.spec.model import load_specs  # noqa: E402
+from kda2.compile.toolchain import ADDR_NO_RANDOMIZE, no_aslr_launcher  # noqa: E402
 
 pytestmark = pytest.mark.compile
 
@@ -189,7 +190,10 @@ class Checkout:
         self.bin.mkdir()
         for tool, real in REAL.items():
             w = self.bin / tool
+            # beside each call, the personality it runs under (address-space randomisation off: DESIGN §4)
             w.write_text(f"#!/bin/sh\nprintf '%s\\t%s\\n' {tool} \"$*\" >> {shlex.quote(str(self.log))}\n"
+                         f"printf '%s\\t%s\\t%s\\n' {tool} \"$(cat /proc/$$/personality 2>/dev/null)\" \"$*\" "
+                         f">> {shlex.quote(str(self.log))}.personality\n"
                          f"exec {shlex.quote(real)} \"$@\"\n")
             w.chmod(0o755)
 
@@ -313,6 +317,15 @@ def test_cold_build_outputs_and_noop(reference: Reference):
     for rel, digest in manifest["files"].items():
         assert sha256_file(out / rel) == digest, f"manifest hash of {rel} does not match the file"
 
+    # the device tools ran with address-space randomisation off, where this host allows it (DESIGN §4)
+    if no_aslr_launcher():
+        seen = [ln.split("\t", 2) for ln in Path(f"{co.log}.personality").read_text().splitlines()]
+        device = [(tool, p) for tool, p, args in seen
+                  if tool in ("nvcc", "nvlink") and not ("--version" in args or "-dryrun" in args)]
+        assert len(device) == 2 * len(ids) and all(p and int(p, 16) & ADDR_NO_RANDOMIZE for _, p in device), seen
+    else:
+        assert "address-space randomisation cannot be turned off here" in run.stderr, run.tail()
+
     noop = co.scons("-q")
     assert noop.rc == 0, "scons -q right after a build says something is out of date\n" + noop.tail()
     assert noop.tools_run() == [], noop.tools_run()
@@ -384,7 +397,8 @@ def test_spec_edit_rebuilds_only_that_spec(reference: Reference, tmp_path: Path)
 
 def test_default_build_compiles_the_routed_variants_and_all_adds_the_rest(reference: Reference, tmp_path: Path):
     """`scons` compiles what the dispatch routes to (manifest "candidates": "routed"); `scons CANDIDATES=all` adds
-    the other candidates without recompiling those, and lists every one; another value fails with one line."""
+    the other candidates without recompiling those and lists every one, in build/_candidates, leaving the routed
+    tree (what ships) as it was; another value fails with one line."""
     text = (spec_text(SPEC_A).replace("max_candidates: 1", "max_candidates: 2")
             .replace("  tile: {v_per_warp: [4], warps: [4]}\n", "  tile: {v_per_warp: [4], warps: [4]}\n"
                      "  reduce: [scatter, butterfly]\n"))
@@ -399,12 +413,15 @@ def test_default_build_compiles_the_routed_variants_and_all_adds_the_rest(refere
     assert manifest["candidates"] == "routed" and sorted(v["id"] for v in manifest["variants"]) == routed
     cached = set(reference.checkout.variant_ids())  # the reference build's kernels come from the shared cache
     assert sorted(first.compiled()) == sorted(set(routed) - cached), first.tools_run()
+    shipped = tree_digest(co.out())
     rest = co.scons("CANDIDATES=all")
     assert rest.rc == 0, rest.tail()
     assert sorted(rest.compiled()) == sorted(set(every) - set(routed) - cached), rest.tools_run()
     assert not set(rest.compiled()) & set(routed)
-    manifest = json.loads((co.out() / "manifest.json").read_text())
+    manifest = json.loads((co.build / "_candidates" / SPEC_A / ARCH / "manifest.json").read_text())
     assert manifest["candidates"] == "all" and sorted(v["id"] for v in manifest["variants"]) == every
+    assert tree_digest(co.out()) == shipped
+    assert co.scons("-q").rc == 0 and co.scons("-q", "CANDIDATES=all").rc == 0
     bad = co.scons("CANDIDATES=some")
     assert bad.rc == 2 and bad.stderr.strip().splitlines()[-1].startswith("kda2: error: CANDIDATES='some'; allowed: "
                                                                           "routed, all"), bad.tail()

@@ -15,6 +15,10 @@ SCHEMA = 2
 #: "routed": the variants its dispatch rows route to, what a deployment runs (the default); "all": every candidate the
 #: agents kept, which `kda2 tune` times. A manifest without the field predates it and holds every candidate.
 CANDIDATE_SETS = ("routed", "all")
+#: Where each set is built unless `scons BUILD_DIR=` says otherwise: the routed set in build/, what `kda2 vendor` ships
+#: and `kda2.load` finds; every candidate in a tree of its own (a spec name cannot start with "_"), so a tuning build
+#: never replaces what ships.
+DEFAULT_BUILD_DIRS = {"routed": "build", "all": "build/_candidates"}
 #: Fields of a dispatch row the manifest carries and the library's own table (kda2_library_json) leaves out: the
 #: tuned latency (the runtime monitor's baseline) and the reasons for the split knob. Everything else routes.
 MANIFEST_ONLY_ROW_FIELDS = ("tuned", "split_why")
@@ -25,6 +29,12 @@ def check_candidates(candidates: str) -> None:
     if candidates not in CANDIDATE_SETS:
         raise ValueError(f"CANDIDATES={candidates!r}; allowed: {', '.join(CANDIDATE_SETS)} (routed: the variants the "
                          f"dispatch routes to; all: every candidate, for kda2 tune)")
+
+
+def default_build_dir(candidates: str) -> str:
+    """The build tree of a candidate set (DEFAULT_BUILD_DIRS); ValueError naming the sets for another value."""
+    check_candidates(candidates)
+    return DEFAULT_BUILD_DIRS[candidates]
 
 
 def sha256_file(path: str) -> str:

@@ -21,6 +21,7 @@ import sys
 
 import SCons.Action
 import SCons.CacheDir
+import SCons.Util
 
 from kda2.artifact.manifest import sha256_file
 from kda2.compile import remote
@@ -28,6 +29,23 @@ from kda2.compile import remote
 
 class VerifiedCacheDir(SCons.CacheDir.CacheDir):
     corrupt_seen = 0
+    #: The build tree's path in the SCons top (compile/graph.py declare sets it). SCons keys an entry by the node's
+    #: path too (it tells apart the targets of one action); a node under the tree is keyed by its path inside it, so
+    #: the routed tree and the every-candidate tree (docs/DESIGN.md §2.5) share entries.
+    tree: str | None = None
+
+    def __init__(self, path) -> None:
+        super().__init__(path)
+        self._sigs: dict = {}
+
+    def cachepath(self, node) -> tuple:
+        if not self.is_enabled():
+            return None, None
+        sig = self._sigs.get(node)
+        if sig is None:
+            sig = self._sigs[node] = tree_bsig(node, self.tree)
+        cachedir = os.path.join(self.path, sig[:self.config["prefix_len"]].upper())
+        return cachedir, os.path.join(cachedir, sig)
 
     def retrieve(self, node) -> bool:
         if not self.is_enabled():
@@ -123,6 +141,17 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
             except OSError:
                 return
         rc.push(os.path.basename(cachefile), path, digest)
+
+
+def tree_bsig(node, tree: str | None) -> str:
+    """SCons' cache signature of `node` (File.get_cachedir_bsig: its children's, its action's, its path) with the
+    path taken inside `tree` when the node lies there."""
+    path = node.get_internal_path()
+    if tree and path.startswith(tree + os.sep):
+        path = path[len(tree) + 1:]
+    sigs = [n.get_cachedir_csig() for n in node.children()]
+    sigs += [node.get_contents_sig(), path]
+    return SCons.Util.hash_collect(sigs)
 
 
 def _write_sidecar(cachefile: str, digest: str) -> None:

@@ -212,10 +212,17 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
     for w in warnings:
         print(f"kda2: warning: {w}", file=sys.stderr)
     tc = find_toolchain()
+    if not tc.launcher:
+        print("kda2: warning: address-space randomisation cannot be turned off here (`setarch -R` missing or "
+              "refused): now and then a kernel may compile to other bytes than on another build "
+              "(docs/DESIGN.md §4, \"Reproducible kernels\")", file=sys.stderr)
     # Locations, resolved once per build; outside the signatures (they differ between machines).
     env["KDA2_CTX"] = {"toolchain": tc, "verbose": verbose, "include_dirs": [INCLUDE_DIR],
                        "host_include_dirs": [INCLUDE_DIR, tc.include_dir()],
                        "nvvm_dir": tc.nvvm_dir(Path(env.Dir("#build").abspath) / ".toolchain")}
+    cache = env.get_CacheDir()
+    if hasattr(cache, "tree"):   # the VerifiedCacheDir keys nodes by their path inside the build tree
+        cache.tree = env.Dir(build_dir).get_internal_path()
     n = _Nodes(env, tc, verbose)
     manifests = []
     for plan in plans:

@@ -88,7 +88,7 @@ def compile_device(tc: Toolchain, src: Path, obj: Path, *, arch: str, flags: Seq
     out = d / f"{obj.name}.{tag}"
     try:
         mode = ["-dc", "-gencode", gencode(arch, True)] if lto else ["-ptx", "-gencode", gencode_ptx(arch)]
-        _run([tc.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", *mode,
+        _run([*tc.launcher, tc.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", *mode,
               *(f"-Iinc{i}" for i in range(len(trees))), *flags, "-keep", "-keep-dir", keep.name, "-o", out.name,
               "kernel.cu"], cwd=d, verbose=verbose)
         obj.parent.mkdir(parents=True, exist_ok=True)
@@ -115,10 +115,10 @@ def device_link(tc: Toolchain, obj: Path, cubin: Path, log: Path, *, arch: str, 
     goes to `log` (even on failure)."""
     tmp = _tmp(cubin)
     if lto:
-        argv = [tc.nvlink, "-m64", f"--arch={arch}", "-dlto", f"-nvvmpath={nvvm_dir}", f"-L{tc.lib_dir()}",
+        argv = [*tc.launcher, tc.nvlink, "-m64", f"--arch={arch}", "-dlto", f"-nvvmpath={nvvm_dir}", f"-L{tc.lib_dir()}",
                 "-Xptxas", "-v", *ptxas_flags(flags), "-lcudadevrt", str(obj), "-o", str(tmp)]
     else:
-        argv = [tc.ptxas, f"-arch={arch}", "-v", *ptxas_options(flags), str(obj), "-o", str(tmp)]
+        argv = [*tc.launcher, tc.ptxas, f"-arch={arch}", "-v", *ptxas_options(flags), str(obj), "-o", str(tmp)]
     if verbose:
         print(" ".join(shlex.quote(str(a)) for a in argv), flush=True)
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True)

@@ -19,6 +19,10 @@ from pathlib import Path
 
 
 
+#: linux/personality.h: the personality flag that turns address-space randomisation off
+ADDR_NO_RANDOMIZE = 0x0040000
+
+
 class ToolchainError(RuntimeError):
     """A CUDA tool is missing or unusable; the message says which and how to fix it."""
 
@@ -32,6 +36,10 @@ class Toolchain:
     libnvvm: Path
     cxx: str             # host compiler for the library TU
     cxx_version: str
+    #: The prefix every device tool runs under: address-space randomisation off (`setarch <machine> -R`), since
+    #: libnvvm's output follows the address layout now and then (docs/DESIGN.md §4, "Reproducible kernels");
+    #: () where the host refuses it (`no_aslr_launcher`).
+    launcher: tuple[str, ...] = ()
 
     def ident(self) -> dict[str, str]:
         """The toolchain id in the signature of every node that runs a compiler or linker (the TIR
@@ -89,6 +97,20 @@ def _run(argv: list[str]) -> str:
         raise ToolchainError(f"`{' '.join(argv)}` failed: {e}") from None
 
 
+def no_aslr_launcher() -> tuple[str, ...]:
+    """`setarch <machine> -R` if it works here (util-linux present, the personality call allowed), else ()."""
+    setarch = shutil.which("setarch")
+    if not setarch:
+        return ()
+    argv = (setarch, os.uname().machine, "-R")
+    try:
+        proc = subprocess.run([*argv, "cat", "/proc/self/personality"], capture_output=True, text=True, timeout=30)
+        flags = int(proc.stdout.strip() or "0", 16) if proc.returncode == 0 else 0
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return ()
+    return argv if flags & ADDR_NO_RANDOMIZE else ()
+
+
 def _which_nvcc() -> str:
     explicit = os.environ.get("KDA2_NVCC")
     if explicit:
@@ -126,7 +148,7 @@ def find_toolchain() -> Toolchain:
         raise ToolchainError("no host C++ compiler (g++ or $CXX) found; it builds the library's host code")
     cxx_version = _run([cxx, "--version"]).splitlines()[0].strip()
     return Toolchain(nvcc=nvcc, nvlink=nvlink, root=root, nvcc_version=version, libnvvm=libnvvm.resolve(),
-                     cxx=cxx, cxx_version=cxx_version)
+                     cxx=cxx, cxx_version=cxx_version, launcher=no_aslr_launcher())
 
 
 def gencode_ptx(arch: str) -> str:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from kda2.artifact.manifest import CANDIDATE_SETS
+from kda2.artifact.manifest import CANDIDATE_SETS, DEFAULT_BUILD_DIRS, default_build_dir
 
 def _fail(msg: str) -> int:
     print(f"kda2: error: {msg}", file=sys.stderr)
@@ -30,6 +30,11 @@ _NODE_LINE = re.compile(r"kda2 (\S+(?: -dc)?)\s+(.*)")
 
 def _scons_arg(scons_args: Sequence[str], key: str, default: str) -> str:
     return next((x.split("=", 1)[1] for x in reversed(scons_args) if x.startswith(f"{key}=")), default)
+
+
+def _build_dir(args: argparse.Namespace) -> str:
+    """The build tree scons writes: BUILD_DIR= among the scons arguments, else the candidate set's own."""
+    return _scons_arg(args.scons_args, "BUILD_DIR", default_build_dir(args.candidates))
 
 
 def _is_spec_path(word: str) -> bool:
@@ -49,7 +54,7 @@ def _stage_spec_files(args: argparse.Namespace, top: Path) -> tuple[list[str], d
     from kda2.spec.model import SpecError, load_spec   # main() answers a missing [build] extra
 
     specs_dir = (top / _scons_arg(args.scons_args, "SPECS_DIR", "kernel_specs")).resolve()
-    build_dir = top / _scons_arg(args.scons_args, "BUILD_DIR", "build")
+    build_dir = top / _build_dir(args)
     names, outside = [w for w in args.specs if not _is_spec_path(w)], {}
     for word in paths:
         path = Path(word).expanduser()
@@ -62,7 +67,7 @@ def _stage_spec_files(args: argparse.Namespace, top: Path) -> tuple[list[str], d
             return _fail(str(e))
         if path.stem != spec.name:
             print(f"kda2 build: {word} is spec {spec.name!r} (its name: field, not its file name): it builds to "
-                  f"{_scons_arg(args.scons_args, 'BUILD_DIR', 'build')}/{spec.name}/<arch>; `kda2 vendor/inspect/tune` "
+                  f"{_build_dir(args)}/{spec.name}/<arch>; `kda2 vendor/inspect/tune` "
                   f"know it as {spec.name}", flush=True)
         if path.resolve().parent == specs_dir:
             names.append(spec.name)  # scons reads that directory anyway
@@ -136,8 +141,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         from kda2.tools.feedback import record_build_failures
 
         # the plan cache the failed kernels' knobs come from is under the build dir the scons arguments name
-        build_dir = _scons_arg(args.scons_args, "BUILD_DIR", "build")
-        for f in record_build_failures(seen, top=top, build_dir=build_dir,
+        for f in record_build_failures(seen, top=top, build_dir=_build_dir(args),
                                        command="kda2 build " + " ".join(sys.argv[2:])):
             then = (feedback.budget_advice(f) if f["kind"] in feedback.SPEC_SCOPED
                     else f"`kda2 rules propose {f['id']}` makes it a rule")
@@ -145,6 +149,10 @@ def cmd_build(args: argparse.Namespace) -> int:
                   f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; {then}")
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
     print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
+    if rc == 0 and args.candidates == "all":
+        where = _build_dir(args)
+        print(f"kda2 build: every candidate is in {where}/<spec>/<arch>: `kda2 tune {where}/<spec>/<arch>` on a GPU "
+              f"host; what ships (`kda2 vendor`) stays the routed build")
     return rc
 
 
@@ -480,8 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-C", "--directory", default=".", help="checkout holding SConstruct (default: .)")
     b.add_argument("-v", "--verbose", action="store_true", help="print full nvcc/nvlink command lines")
     b.add_argument("--candidates", choices=CANDIDATE_SETS, default="routed",
-                   help="routed: the variants the dispatch routes to, what a deployment runs (default); all: every "
-                   "candidate the agents kept, which `kda2 tune` times")
+                   help=f"routed: the variants the dispatch routes to, what a deployment runs, into "
+                   f"{DEFAULT_BUILD_DIRS['routed']}/ (default); all: every candidate the agents kept, which `kda2 tune` "
+                   f"times, into {DEFAULT_BUILD_DIRS['all']}/ (BUILD_DIR= after `--` picks another tree)")
     # (the words after `--` go to scons: main() splits them off before parsing; `scons_args` holds them)
     b.set_defaults(scons_args=[])
     b.set_defaults(func=cmd_build)
@@ -536,7 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_rules)
 
     t = sub.add_parser("tune", help="check and time every candidate on this GPU; record the winners",
-                       description="On a GPU host: per built library (build/<spec>/<arch>), rank and prune the "
+                       description="On a GPU host: per built library of every candidate (build/_candidates/<spec>/<arch>, "
+                       "from `kda2 build --candidates all`), rank and prune the "
                        "candidates of each dispatch row with the static model (ptxas resources + the target's "
                        "hardware profile), check each survivor against the fp64 reference, time it (CUDA events, "
                        "median, rotating inputs) at each batch class of its bucket, and write the fastest correct "
@@ -544,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "to tuning/failures/). The next build routes its dispatch table there. Several GPUs: one "
                        "Dask worker each when `distributed` is importable. --dry-run lists without a GPU (a spec "
                        "YAML may be given then).")
-    t.add_argument("targets", nargs="+", help="build/<spec>/<arch> directories or their manifest.json "
+    t.add_argument("targets", nargs="+", help="build/_candidates/<spec>/<arch> directories or their manifest.json "
                    "(with --dry-run also spec YAMLs)")
     t.add_argument("--dry-run", action="store_true", help="list candidates, model estimates and prunes; no GPU")
     t.add_argument("--quick", action="store_true", help="fewer timing repetitions")

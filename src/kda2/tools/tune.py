@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kda2.artifact.atomic import write_text
+from kda2.artifact.manifest import DEFAULT_BUILD_DIRS
 from kda2.plan.lock import RECORD_SCHEMA, partial_path, read_baselines, record_path
 from kda2.plan.model import (DECODE_MAX_T, Resources, estimate, estimate_resources, prune_reason, resources_from_ptxas,
                              spearman, workloads)
@@ -158,9 +159,10 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     if missing:
         raise TuneError(f"{path}: not a kda2 manifest (missing {', '.join(missing)}); rebuild it (`scons`)")
     if m.get("candidates", "all") != "all":
+        where = f"{DEFAULT_BUILD_DIRS['all']}/{m['spec']}/{m['arch']}"
         raise TuneError(f"{path}: built with CANDIDATES={m.get('candidates')} ({len(m['variants'])} variants: what the "
-                        f"dispatch routes to); tuning times every candidate: rebuild with `kda2 build --candidates all "
-                        f"{m['spec']}` (or `scons CANDIDATES=all`)")
+                        f"dispatch routes to); tuning times every candidate: build them with `kda2 build --candidates "
+                        f"all {m['spec']}` (or `scons CANDIDATES=all`) and tune {where}")
     cached = None if profile else _from_plan_cache(path, m["spec"], m["arch"])
     if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
         hw, budget = cached

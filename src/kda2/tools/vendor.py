@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import kda2
 from kda2.artifact import atomic, bundle
 from kda2.artifact.bundle import INDEX, MANIFEST, README, BundleError
-from kda2.artifact.manifest import SCHEMA as MANIFEST_SCHEMA
+from kda2.artifact.manifest import DEFAULT_BUILD_DIRS, SCHEMA as MANIFEST_SCHEMA
 
 RULES_LOCK = "rules.lock.json"
 
@@ -72,11 +72,11 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
         m = bundle.make_manifest(source, source_sha256=bundle.sha256_bytes(raw), library=library,
                                  build_files=build_files, rules=rules, kda2_version=kda2.__version__)
         made[arch] = (library, m, bundle.sha256_bytes(raw))
-        if source.get("candidates") == "all":   # the build tree holds whichever build ran last
+        if source.get("candidates") == "all":   # a tuning build (build/_candidates, or BUILD_DIR= of one) given as the source
             routed = {d["variant"] for d in source.get("dispatch", [])}
             log(f"kda2 vendor: note: {mpath} is an every-candidate build (CANDIDATES=all): the bundle ships its "
-                f"{len(source['variants'])} kernels, of which the dispatch routes {len(routed)}; `kda2 build {name}` "
-                "(routed) first ships only those")
+                f"{len(source['variants'])} kernels, of which the dispatch routes {len(routed)}; the routed build "
+                f"(`kda2 build {name}`, into {DEFAULT_BUILD_DIRS['routed']}/) ships only those")
     old_family = (previous or {}).get("specs", {}).get(name, {}).get("family")
     if kept and old_family != family:
         raise BundleError(f"{to / INDEX} holds {name} as family {old_family!r} ({', '.join(sorted(kept))}, which "

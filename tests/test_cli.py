@@ -715,3 +715,29 @@ def test_build_side_commands_without_the_build_extra_say_so(monkeypatch, capsys)
     help_text = kda2("--help").stdout
     for cmd in ("build", "plan", "rules"):
         assert re.search(rf"\b{cmd}\b.*needs the \[build\] extra", help_text.replace("\n", " ")), help_text
+
+
+def test_candidates_build_names_the_trees_to_tune(monkeypatch, tmp_path, capsys) -> None:
+    """`kda2 build --candidates all SPEC` ends by naming the every-candidate trees it made (build/_candidates/<spec>/
+    <arch>, where `kda2 tune` looks), only those of the specs asked for; the routed build says nothing of the kind."""
+    from kda2.tools import cli
+
+    (tmp_path / "SConstruct").write_text("")
+    for spec in ("a_spec", "b_spec"):
+        d = tmp_path / "build" / "_candidates" / spec / "sm_90a"
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text("{}")
+
+    class FakeProc:
+        def __init__(self, argv, **kw):
+            self.stdout = iter(())
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(cli.subprocess, "Popen", FakeProc)
+    assert cli.main(["build", "-C", str(tmp_path), "a_spec", "--candidates", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "for `kda2 tune` on a GPU host: build/_candidates/a_spec/sm_90a;" in out and "b_spec" not in out, out
+    assert cli.main(["build", "-C", str(tmp_path), "a_spec"]) == 0
+    assert "kda2 tune" not in capsys.readouterr().out

@@ -4,7 +4,8 @@
    built kimi_linear_* specs) forward on a 2 x 1024 prefill: FLA_KDA2=1 vs FLA_KDA2=0 (FLA's Triton
    kernels; FLA_FLASH_KDA=0 throughout) agree to relative L2 <= 1e-2, and kda2 really ran (every call of
    the backend's chunk_kda is counted through a wrapper on the registered instance; FLA's
-   "[FLA Backend] ... -> kda2" log lines are recorded too).
+   "[FLA Backend] ... -> kda2" log lines are recorded too). The same layer cast to fp16 (A_log and dt_bias with
+   it, which the backend reads as fp32) likewise: served by the fp16 kernels every spec builds, not declined.
 2. A small random `fla.models.kda.KDAForCausalLM` (2 layers, vocab 4096, same heads): greedy generation of
    16 tokens after a 2 x 1024 prompt (prefill: chunk_kda; decode: fused_recurrent_kda, one token a step)
    with the backend on vs off: the same tokens, and logits (prompt and every step) within relative L2 3e-2:
@@ -17,7 +18,7 @@
 
 FLA's Triton kernels compile on first use (about 100 s per option set), so the layer and the model use the
 same head count, head dims and options (a prefill with output_final_state, as generation does): one chunk
-option set and one recurrent one. Skips without torch/CUDA (conftest.py) or without FLA 0.6 (scripts/
+option set and one recurrent one, and the fp16 layer one more chunk set. Skips without torch/CUDA (conftest.py) or without FLA 0.6 (scripts/
 gpu_check.sh installs .whl/*.whl); fails when a GPU and FLA are there but no kda2 library serves them.
 """
 from __future__ import annotations
@@ -130,19 +131,23 @@ def rel_l2(a, b) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-@pytest.fixture(scope="module")
-def layer(fla, seed):
+def _layer(fla, seed, dtype):
     torch = fla.torch
     torch.manual_seed(seed)
     m = fla.KimiDeltaAttention(hidden_size=HIDDEN, head_dim=HEAD_DIM, num_heads=HEADS, mode="chunk", layer_idx=0)
-    m = m.to("cuda", torch.bfloat16).eval()
-    x = torch.randn(BATCH, PROMPT, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    m = m.to("cuda", dtype).eval()   # A_log and dt_bias too: the backend reads them as fp32
+    x = torch.randn(BATCH, PROMPT, HIDDEN, device="cuda", dtype=dtype)
 
     def forward():
         with torch.inference_mode():  # use_cache: the final state is produced, as in a model's prefill
             return m(x, use_cache=True)[0]
 
     return forward
+
+
+@pytest.fixture(scope="module")
+def layer(fla, seed):
+    return _layer(fla, seed, fla.torch.bfloat16)
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +164,17 @@ def model(fla, seed):
 
 
 def test_layer_forward_kda2_matches_fla(fla, calls, layer):
+    _layer_matches(fla, calls, layer, "layer")
+
+
+def test_fp16_layer_forward_kda2_matches_fla(fla, calls, seed):
+    """The same layer cast to fp16 (its A_log / dt_bias too): served by kda2's fp16 kernels, not declined."""
+    _layer_matches(fla, calls, _layer(fla, seed, fla.torch.float16), "layer_fp16")
+
+
+def _layer_matches(fla, calls, layer, label):
     torch = fla.torch
+    fla.log.lines.clear()
     backend(False)
     before = dict(calls)
     ref = layer()
@@ -169,10 +184,11 @@ def test_layer_forward_kda2_matches_fla(fla, calls, layer):
     torch.cuda.synchronize()
     took = calls["chunk_kda"] - before["chunk_kda"]
     err = rel_l2(out, ref)
-    RESULTS["layer"] = {"shape": [BATCH, PROMPT, HIDDEN], "heads": HEADS, "head_dim": HEAD_DIM, "rel_l2": err,
-                        "kda2_chunk_calls": took, "fla_log": [ln for ln in fla.log.lines if "kda2" in ln]}
-    print(f"\nlayer {BATCH}x{PROMPT}x{HIDDEN}, {HEADS} heads of {HEAD_DIM}: rel L2 kda2 vs FLA = {err:.2e}, "
-          f"kda2 chunk_kda calls: {took}")
+    RESULTS[label] = {"shape": [BATCH, PROMPT, HIDDEN], "heads": HEADS, "head_dim": HEAD_DIM, "rel_l2": err,
+                      "dtype": str(out.dtype), "kda2_chunk_calls": took,
+                      "fla_log": [ln for ln in fla.log.lines if "kda2" in ln]}
+    print(f"\n{label} {BATCH}x{PROMPT}x{HIDDEN} {out.dtype}, {HEADS} heads of {HEAD_DIM}: rel L2 kda2 vs FLA = "
+          f"{err:.2e}, kda2 chunk_kda calls: {took}")
     assert took == 1, f"the kda2 backend was not taken (FLA log: {fla.log.lines})"
     assert torch.isfinite(out.float()).all()
     assert err <= REL_L2, f"layer output: relative L2 {err:.3e} > {REL_L2}"

@@ -151,8 +151,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
     if rc == 0 and args.candidates == "all":
         where = _build_dir(args)
-        print(f"kda2 build: every candidate is in {where}/<spec>/<arch>: `kda2 tune {where}/<spec>/<arch>` on a GPU "
-              f"host; what ships (`kda2 vendor`) stays the routed build")
+        trees = sorted(str(p.parent.relative_to(top)) if p.is_relative_to(top) else str(p.parent)
+                       for p in (top / where).glob("*/*/manifest.json")
+                       if not spec_args or p.parent.parent.name in spec_args[-1].split("=", 1)[1].split(","))
+        print(f"kda2 build: every candidate, for `kda2 tune` on a GPU host: {' '.join(trees) or where}; what ships "
+              f"(`kda2 vendor`) stays the routed build")
     return rc
 
 

@@ -188,6 +188,27 @@ def test_fp16_inputs_bf16_params_any_ratio_fill_the_args(f16_env, monkeypatch):
     assert d.kda2_test_last().contents.flags == abi.FLAG_HAS_A_LOG
 
 
+def test_fp16_gate_parameters_become_fp32(f16_env, monkeypatch):
+    """A model cast with .half() has fp16 A_log / dt_bias (FLA reads any float dtype): the recurrent kernels read
+    fp32 or bf16, so they get fp32 copies (no bf16 flags, other pointers), per call and in a prepared pool."""
+    torch, api, lib, d = f16_env
+    _FakeCuda(monkeypatch, api, lib)
+    x = _half(_inputs(torch, B=2, T=3, H=2, HV=6, g_dtype=torch.float16, beta_dtype=torch.float16), torch)
+    A_log, dt_bias = torch.zeros(6, dtype=torch.float16), torch.zeros(6 * 128, dtype=torch.float16)
+    for _ in range(2):   # the second call takes the fast path
+        api.fused_recurrent_kda(*x.values(), A_log=A_log, dt_bias=dt_bias, use_gate_in_kernel=True, library=lib)
+        a = d.kda2_test_last().contents
+        assert a.flags & (abi.FLAG_HAS_A_LOG | abi.FLAG_HAS_DT_BIAS) == abi.FLAG_HAS_A_LOG | abi.FLAG_HAS_DT_BIAS
+        assert not a.flags & (abi.FLAG_A_LOG_BF16 | abi.FLAG_DT_BIAS_BF16)
+        assert a.A_log not in (0, A_log.data_ptr()) and a.dt_bias not in (0, dt_bias.data_ptr())
+    from kda2.runtime.prepared import prepare_pool
+    pool = torch.zeros(4, 6, 128, 128)
+    idx = torch.arange(2, dtype=torch.int32)
+    p = prepare_pool(*x.values(), pool, idx, A_log=A_log, dt_bias=dt_bias, use_gate_in_kernel=True, library=lib)
+    assert all(t.dtype == torch.float32 for t in p._keep)
+    assert (p._a_ptr, p._d_ptr) == tuple(t.data_ptr() for t in p._keep)
+
+
 def test_dtype_refusals_before_launch(f16_env):
     torch, api, lib, d = f16_env
     x = _inputs(torch)
@@ -276,11 +297,12 @@ def test_chunk_converts_bf16_gate_parameters(tmp_path, monkeypatch):
     d = _hooks(lib)
     _FakeCuda(monkeypatch, api, lib)
     x = _inputs(torch, B=2, T=100, H=2, HV=6)
-    A_log, dt_bias = torch.ones(6, dtype=torch.bfloat16), torch.ones(6 * 128, dtype=torch.bfloat16)
-    chunk.chunk_kda(*x.values(), use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias, library=lib)
-    a = d.kda2_test_last().contents
-    assert a.A_log not in (None, A_log.data_ptr()) and a.dt_bias not in (None, dt_bias.data_ptr())
-    assert not a.flags & (abi.FLAG_A_LOG_BF16 | abi.FLAG_DT_BIAS_BF16) and (a.H, a.HV) == (2, 6)
+    for dtype in (torch.bfloat16, torch.float16):
+        A_log, dt_bias = torch.ones(6, dtype=dtype), torch.ones(6 * 128, dtype=dtype)
+        chunk.chunk_kda(*x.values(), use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias, library=lib)
+        a = d.kda2_test_last().contents
+        assert a.A_log not in (None, A_log.data_ptr()) and a.dt_bias not in (None, dt_bias.data_ptr())
+        assert not a.flags & (abi.FLAG_A_LOG_BF16 | abi.FLAG_DT_BIAS_BF16) and (a.H, a.HV) == (2, 6)
     # a chunk library built without fp16 names what is built and the spec field that adds it
     with pytest.raises(KDA2InputError, match="q dtype: got float16; allowed: bf16 .*add fp16 to features.input_dtypes"):
         chunk.chunk_kda(*_half(x, torch).values(), library=lib)

@@ -477,9 +477,9 @@ def test_validation_errors(api_env):
     e(r"out dtype: got float32", *base, out=torch.empty(B, T, HV, V))
     e(r"A_log: got None.*softplus", *base, use_gate_in_kernel=True)
     e(r"A_log shape: got \[3\]", *base, use_gate_in_kernel=True, A_log=torch.zeros(3))
-    e(r"A_log dtype: got float16; allowed: float32 or bfloat16", *base, use_gate_in_kernel=True,
-      A_log=torch.zeros(HV, dtype=torch.float16))
-    e(r"dt_bias dtype: got float64; allowed: float32 or bfloat16", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV),
+    e(r"A_log dtype: got int32; allowed: float32, bfloat16 or float16", *base, use_gate_in_kernel=True,
+      A_log=torch.zeros(HV, dtype=torch.int32))
+    e(r"dt_bias dtype: got float64; allowed: float32, bfloat16 or float16", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV),
       dt_bias=torch.zeros(HV * K, dtype=torch.float64))
     e(r"dt_bias shape", *base, use_gate_in_kernel=True, A_log=torch.zeros(HV), dt_bias=torch.zeros(HV))
     e(r"lower_bound: got 1.0", *base, use_gate_in_kernel=True, lower_bound=1.0)

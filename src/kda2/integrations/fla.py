@@ -54,7 +54,7 @@ if built; cu_seqlens only if varlen is built; chunk: chunk_size 64, no return_in
 cp_context, no use_graph; recurrent: the longest sequence within the largest seq_len bucket, headwise beta,
 no ssm_state_indices / num_accepted_tokens (kda2's serving form is `kda2.fused_recurrent_kda_pool`).
 Calls FLA itself rejects (e.g. allow_neg_eigval without use_beta_sigmoid_in_kernel) are declined too, so
-FLA raises its own error. A_log / dt_bias in bfloat16 (a model cast with `.to(torch.bfloat16)`) are
+FLA raises its own error. A_log / dt_bias in bfloat16 or float16 (a model cast with `.to(torch.bfloat16)` or `.half()`) are
 converted to float32 (cached per parameter), as FLA's kernels read them in float32.
 
 Arguments: the backend methods take FLA's own signatures (same positional order, same keywords) and call

@@ -97,13 +97,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     lib = _v.looked_up(lambda: _v.library_arg(library, "chunk"), q, k, v, g, beta, out, optional=(
         ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state), ("final_state_out", final_state_out),
         ("cu_seqlens", cu_seqlens)))
-    # The chunk kernels read fp32 gate parameters: bf16 ones (FLA allows either) are converted here, on
-    # the stream (a small kernel; kept alive in these locals until the launch below is enqueued).
     if use_gate_in_kernel:
-        if A_log is not None and getattr(A_log, "dtype", None) is torch.bfloat16:
-            A_log = A_log.float()
-        if dt_bias is not None and getattr(dt_bias, "dtype", None) is torch.bfloat16:
-            dt_bias = dt_bias.float()
+        A_log, dt_bias = _v.gate_params(A_log, dt_bias, "chunk")
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,

@@ -86,10 +86,13 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
                  library: Library | None = None) -> PreparedPool:
     """Validate a dense `fused_recurrent_kda_pool` call (no varlen) and return its cheap launcher.
 
-    A_log and dt_bias are bound here (they are a layer's parameters); q/k/v/g/beta, the pool, the indices
-    and `out` are passed per call and must keep the example's shapes, dtypes and device.
+    A_log and dt_bias are bound here (they are a layer's parameters; fp16 ones as fp32 copies taken now, so a
+    later in-place update of them is not seen); q/k/v/g/beta, the pool, the indices and `out` are passed per call
+    and must keep the example's shapes, dtypes and device.
     """
     torch = _init_torch()
+    if use_gate_in_kernel:
+        A_log, dt_bias = _v.gate_params(A_log, dt_bias, "recurrent")
     lib = _v.looked_up(lambda: _v.library_arg(library) if library is not None else _v.default_for("recurrent", q, v),
                        q, k, v, g, beta, required=(("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)),
                        optional=(("A_log", A_log), ("dt_bias", dt_bias)))

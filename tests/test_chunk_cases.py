@@ -25,9 +25,10 @@ def test_cases_cover_the_issue():
     wide = [c for c in cc.CASES if c.ratio >= 4]
     assert {(c.dtype, c.ratio) for c in wide} >= {("bf16", 4), ("bf16", 8), ("fp16", 4), ("fp16", 8)}
     assert {c.v_first for c in wide} == {False, True} and any(c.cu for c in wide)
-    pbf16 = [c for c in cc.CASES if c.param_bf16]
-    assert {c.dtype for c in pbf16} == {"bf16", "fp16"} and {c.v_first for c in pbf16} == {False, True}
-    assert all(c.in_kernel_gate for c in pbf16) and {c.gate for c in pbf16} == {"softplus", "lower_bound"}
+    p16 = [c for c in cc.CASES if c.param != "fp32"]
+    assert {c.dtype for c in p16} == {"bf16", "fp16"} and {c.v_first for c in p16} == {False, True}
+    assert all(c.in_kernel_gate for c in p16) and {c.gate for c in p16} == {"softplus", "lower_bound"}
+    assert {c.param for c in p16} == {"bf16", "fp16"}
     for gate in ("precomputed", "softplus", "lower_bound"):
         assert {c.v_first for c in cc.CASES if c.gate == gate} == {False, True}, gate
     assert {c.g_bf16 for c in cc.CASES if c.gate == "softplus"} == {False, True}
@@ -145,9 +146,10 @@ def test_to_torch_dtypes():
     c3 = cc.Case("h", dtype="fp16", g_bf16=True, beta_bf16=True)  # 16-bit g / beta follow the input dtype
     t3 = cc.to_torch(torch, cc.draw(c3, 0, K=16, V=8), c3, device="cpu")
     assert t3["q"].dtype == t3["k"].dtype == t3["v"].dtype == t3["g"].dtype == t3["beta"].dtype == torch.float16
-    c4 = cc.Case("p", dtype="fp16", gate="softplus", param_bf16=True)  # bf16 parameters whatever the input dtype
-    t4 = cc.to_torch(torch, cc.draw(c4, 0, K=16, V=8), c4, device="cpu")
-    assert t4["A_log"].dtype == t4["dt_bias"].dtype == torch.bfloat16 and t4["initial_state"].dtype == torch.float32
+    for param, want in (("bf16", torch.bfloat16), ("fp16", torch.float16)):  # whatever the input dtype
+        c4 = cc.Case("p", dtype="fp16" if param == "bf16" else "bf16", gate="softplus", param=param)
+        t4 = cc.to_torch(torch, cc.draw(c4, 0, K=16, V=8), c4, device="cpu")
+        assert t4["A_log"].dtype == t4["dt_bias"].dtype == want and t4["initial_state"].dtype == torch.float32
 
 
 def test_bound():

@@ -58,7 +58,7 @@ class Case:
     beta_bf16: bool = False            # beta 16-bit, in the input dtype
     scale: float | None = None
     dtype: str = "bf16"                # q/k/v/o: bf16 | fp16
-    param_bf16: bool = False           # A_log / dt_bias in bf16 (else fp32)
+    param: str = "fp32"                # A_log / dt_bias dtype: fp32, bf16 or fp16
 
     @property
     def longest(self) -> int:
@@ -80,12 +80,12 @@ CASES = [
     Case("varlen-1-2-50-51-precomputed-gva4-vf", cu=(0, 1, 2, 50, 51), H=1, ratio=4, l2=False, bsig=False,
          h0=False, v_first=True, beta_bf16=True),
     Case("T1-decode-fp16-softplus-vf-gva8-pbf16", B=8, T=1, H=1, ratio=8, gate="softplus", v_first=True,
-         dtype="fp16", param_bf16=True),
+         dtype="fp16", param="bf16"),
     Case("T64-fp16-lowerbound-kf-g16-b16", B=2, T=64, gate="lower_bound", dtype="fp16", g_bf16=True, beta_bf16=True),
-    Case("T5-softplus-kf-pbf16-gva4", B=3, T=5, H=1, ratio=4, gate="softplus", param_bf16=True),
+    Case("T5-softplus-kf-pbf16-gva4", B=3, T=5, H=1, ratio=4, gate="softplus", param="bf16"),
     Case("T3-softplus-vf-gva3", B=2, T=3, ratio=3, gate="softplus", v_first=True),
     Case("varlen-3-37-1-fp16-softplus-vf-gva2", cu=(0, 3, 40, 41), ratio=2, gate="softplus", v_first=True,
-         dtype="fp16", param_bf16=True),
+         dtype="fp16", param="bf16"),
 ]
 
 
@@ -125,7 +125,7 @@ def make_inputs(torch, lib, c: Case, seed: int) -> dict:
     beta = randn(B, T, HV) if c.bsig else torch.sigmoid(randn(B, T, HV))
     sshape = (N, HV, V, K) if c.v_first else (N, HV, K, V)
     half = torch.float16 if c.dtype == "fp16" else torch.bfloat16
-    param = torch.bfloat16 if c.param_bf16 else torch.float32
+    param = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[c.param]
     return dict(
         q=q.to(half), k=k.to(half), v=randn(B, T, HV, V).to(half),
         g=g.to(half if c.g_bf16 else torch.float32),

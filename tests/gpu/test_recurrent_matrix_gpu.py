@@ -29,9 +29,10 @@ from feature_matrix import require_built  # noqa: E402
 from test_recurrent_gpu import TOL, Case, assert_close, make_inputs, options, run_ref  # noqa: E402
 
 #: (input dtype, gate-parameter dtype, GVA ratio, state layout): the full product, each a small softplus case.
-MATRIX = [Case(f"{d}-p{'bf16' if p else 'fp32'}-gva{r}-{'vf' if vf else 'kf'}", B=3, T=4, H=2 if r < 8 else 1,
-               ratio=r, gate="softplus", v_first=vf, dtype=d, param_bf16=p, g_bf16=(r == 2), beta_bf16=(r == 4))
-          for d, p, r, vf in itertools.product(("bf16", "fp16"), (False, True), (1, 2, 4, 8), (False, True))]
+MATRIX = [Case(f"{d}-p{p}-gva{r}-{'vf' if vf else 'kf'}", B=3, T=4, H=2 if r < 8 else 1,
+               ratio=r, gate="softplus", v_first=vf, dtype=d, param=p, g_bf16=(r == 2), beta_bf16=(r == 4))
+          for d, p, r, vf in itertools.product(("bf16", "fp16"), ("fp32", "bf16", "fp16"), (1, 2, 4, 8),
+                                               (False, True))]
 
 
 _ROWS: list = []
@@ -67,7 +68,7 @@ def fla_recurrent(torch_cuda, pytestconfig):
 
 def _fla_wanted(want: str, lib, c: Case) -> bool:
     """--fla-recurrent: kimi = the Kimi-Linear form FLA is built for (K=V=128, bf16 inputs, fp32 parameters)."""
-    return want == "all" or (want == "kimi" and lib.k == lib.v == 128 and c.dtype == "bf16" and not c.param_bf16)
+    return want == "all" or (want == "kimi" and lib.k == lib.v == 128 and c.dtype == "bf16" and c.param == "fp32")
 
 
 def _fla_errors(fla, ref, x: dict, c: Case, o_ref, ht_ref) -> tuple[float | None, float | None, str]:
@@ -112,7 +113,7 @@ def test_dtype_param_ratio_layout_matrix(lib, ref, torch_cuda, seed, fla_recurre
     row.ours_o = err_o = assert_close(ref, "o", o, o_ref, ctx)
     row.ours_state = err_s = assert_close(ref, "final_state", ht, ht_ref, ctx)
     row.ok = err_o <= row.bound_o and err_s <= row.bound_state
-    kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and not case.param_bf16 and case.ratio == 1
+    kimi_form = lib.k == lib.v == 128 and case.dtype == "bf16" and case.param == "fp32" and case.ratio == 1
     assert not (kimi_form and status.startswith("rejected")), f"{ctx}: FLA refused its own form: {status}"
     assert err_o <= bound(fla_o), f"{ctx}: o error {err_o:.3e} > 2x FLA's {fla_o:.3e} + 1e-4"
     assert err_s <= bound(fla_s), f"{ctx}: state error {err_s:.3e} > 2x FLA's {fla_s:.3e} + 1e-4"
@@ -329,7 +330,7 @@ def test_bf16_decode_state_error_vs_fp32(lib, ref, torch_cuda, seed, bf16_state_
 #: kernels must run correctly too (a caller's max_seqlen hint is a promise, and kda2_launch takes any length).
 MTP_CASES = {
     "T2-pool": dict(T=2, pool=True),
-    "T4-pool-fp16-g16-b16-pbf16": dict(T=4, pool=True, dtype="fp16", g_bf16=True, beta_bf16=True, param_bf16=True),
+    "T4-pool-fp16-g16-b16-pbf16": dict(T=4, pool=True, dtype="fp16", g_bf16=True, beta_bf16=True, param="bf16"),
     "T8-pool-bf16state-lowerbound": dict(T=8, pool=True, gate="lower_bound", state_bf16=True),
     "T13-dense-precomputed-nol2-nobsig": dict(T=13, gate="precomputed", l2=False, bsig=False),
     "varlen-3-9-0-17-negeig": dict(cu=(0, 3, 12, 12, 29), neg=True),
@@ -509,7 +510,7 @@ def test_forced_decode_variants_dense_and_varlen_forms(lib, ref, torch_cuda, see
     f = lib.features
     gate = "softplus" if "softplus" in f.gate_modes else f.gate_modes[0]
     dense = Case("forced-T3-noh0", B=PERSISTENT_N // 2, T=3, H=4, ratio=2, gate=gate, v_first=v_first, h0=False,
-                 dtype="fp16" if "fp16" in f.input_dtypes else "bf16", param_bf16=True, g_bf16=True, beta_bf16=True)
+                 dtype="fp16" if "fp16" in f.input_dtypes else "bf16", param="bf16", g_bf16=True, beta_bf16=True)
     cu = tuple(int(t) for t in np.cumsum([0] + [(n * 5) % 4 for n in range(PERSISTENT_N)]))  # lengths 0..3
     var = Case("forced-varlen-noht", cu=cu, H=4, ratio=2, gate=gate, v_first=v_first, final=False)
     for c in (dense, var):

@@ -59,7 +59,7 @@ class Case:
     final: bool = True
     v_first: bool = False
     beta_bf16: bool = False            # beta 16-bit, in the input dtype (KDA2_BETA_BF16), else fp32
-    param_bf16: bool = False          # A_log / dt_bias in bf16 (a model cast with .to(torch.bfloat16)), else fp32
+    param: str = "fp32"                # A_log / dt_bias dtype: fp32, bf16 or fp16 (a model cast with .to(...) / .half())
     scale: float | None = None
     stress: str | None = None          # g_minus20 | g_block_edge | dt_bias_plus6 | beta_small | beta_large
 
@@ -133,14 +133,17 @@ CASES = [
     Case("fp16-varlen-256-500-1000-lowerbound-gva2-noh0-kf", cu=VARLEN[1], ratio=2, gate="lower_bound",
          dtype="fp16", h0=False),
     Case("fp16-stress-g-20-precomputed-vf", T=500, dtype="fp16", stress="g_minus20", v_first=True),
-    # GVA 4 and 8 (any run-time HV / H) and bf16 A_log / dt_bias (a model cast with .to(torch.bfloat16)), issue 13.
-    Case("T300-softplus-gva4-pbf16-vf", T=300, ratio=4, gate="softplus", param_bf16=True, v_first=True),
+    # GVA 4 and 8 (any run-time HV / H) and 16-bit A_log / dt_bias (a model cast with .to(torch.bfloat16) or
+    # .half()), issue 13.
+    Case("T300-softplus-gva4-pbf16-vf", T=300, ratio=4, gate="softplus", param="bf16", v_first=True),
     Case("varlen-15-100-300-softplus-gva8-H1-kf", cu=VARLEN[2][:4], H=1, ratio=8, gate="softplus"),
-    Case("T300-lowerbound-gva8-pbf16-H1-kf", T=300, H=1, ratio=8, gate="lower_bound", param_bf16=True),
+    Case("T300-lowerbound-gva8-pbf16-H1-kf", T=300, H=1, ratio=8, gate="lower_bound", param="bf16"),
     Case("fp16-T300-softplus-gva8-pbf16-H1-vf", T=300, H=1, ratio=8, gate="softplus", dtype="fp16",
-         param_bf16=True, v_first=True),
+         param="bf16", v_first=True),
     Case("fp16-varlen-15-100-300-softplus-gva4-pbf16-kf", cu=VARLEN[2][:4], ratio=4, gate="softplus", dtype="fp16",
-         param_bf16=True),
+         param="bf16"),
+    Case("fp16-T300-softplus-gva2-pfp16-kf", T=300, ratio=2, gate="softplus", dtype="fp16", param="fp16"),
+    Case("T300-lowerbound-pfp16-vf", T=300, gate="lower_bound", param="fp16", v_first=True),
 ]
 
 
@@ -210,17 +213,19 @@ def draw(c: Case, seed: int, K: int = 128, V: int = 128) -> dict[str, Any]:
 
 #: Case.dtype -> the torch dtype's name.
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+#: Case.param -> the torch dtype's name.
+PARAM_DTYPES = {"fp32": "float32", **TORCH_DTYPES}
 
 
 def to_torch(torch, x: dict[str, Any], c: Case, device: str = "cuda") -> dict[str, Any]:
     """The tensors the kernels get: q/k/v in the case's dtype (bf16 or fp16), fp32 (or 16-bit, the input dtype)
-    g and beta, fp32 (or bf16: `param_bf16`) A_log / dt_bias, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64)
+    g and beta, A_log / dt_bias in `param`'s dtype, fp32 rest, int64 cu_seqlens (FLA 0.6 needs int64)
     plus its host copy."""
     def t(a, dtype):
         return None if a is None else torch.from_numpy(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
 
     e16, f32 = getattr(torch, TORCH_DTYPES[c.dtype]), torch.float32
-    par = torch.bfloat16 if c.param_bf16 else f32
+    par = getattr(torch, PARAM_DTYPES[c.param])
     return dict(q=t(x["q"], e16), k=t(x["k"], e16), v=t(x["v"], e16),
                 g=t(x["g"], e16 if c.g_bf16 else f32), beta=t(x["beta"], e16 if c.beta_bf16 else f32),
                 A_log=t(x["A_log"], par), dt_bias=t(x["dt_bias"], par), initial_state=t(x["initial_state"], f32),

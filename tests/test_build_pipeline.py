@@ -338,11 +338,16 @@ def test_cold_build_outputs_and_noop(reference: Reference):
 
 def test_rebuild_from_cache_is_byte_identical(reference: Reference, tmp_path: Path):
     co = warm_checkout(reference, tmp_path)
+    sidecars = sorted(co.cache.rglob("*.sha256"))
+    for side in sidecars:   # last used a year ago: a retrieval marks its entry used (kda2 cache prune's LRU)
+        os.utime(side, (time.time() - 365 * 86400,) * 2)
     # another directory, same cache: every node must be a cache hit (no absolute path in any key)
     first = co.scons()
     assert first.rc == 0, first.tail()
     assert first.tools_run() == [] and first.actions() == [], first.tail()
     assert co.outputs() == reference.outputs
+    used = [s for s in sidecars if time.time() - s.stat().st_mtime < 3600]
+    assert len(used) == len(first.retrieved()) > 0, (len(used), len(first.retrieved()))
 
     shutil.rmtree(co.build)
     question = co.scons("-q")

@@ -4,7 +4,8 @@ SCons keys cache entries by build signature and copies them back without looking
 a flipped bit in cache/ would silently become a "built" kernel. Here every entry gets a sidecar
 `<entry>.sha256`, written (atomically) right after the entry appears; on retrieval the copied file is
 hashed and compared. A mismatch deletes the local copy and the bad entry and reports it, and SCons
-then builds the target as if the cache had missed. An entry without its sidecar (a push still in
+then builds the target as if the cache had missed. A sidecar's mtime is its entry's last use (set on push and on
+every verified retrieval): `kda2 cache prune` removes the least recently used (kda2.tools.cache). An entry without its sidecar (a push still in
 flight from another build sharing this cache) is simply a miss, never deleted; the build that then makes the
 target again records the sidecar when the entry holds exactly its bytes, so a push that died between the two
 does not leave a miss for good.
@@ -83,6 +84,10 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         local = node.get_internal_path()
         actual = sha256_file(local)
         if actual == expected:
+            try:   # the sidecar's mtime is the entry's last use: what `kda2 cache prune` keeps (kda2.tools.cache)
+                os.utime(cachefile + ".sha256")
+            except OSError:
+                pass
             return True
         VerifiedCacheDir.corrupt_seen += 1
         sys.stderr.write(f"kda2: warning: cache entry {cachefile} for {local} is corrupt (sha256 {actual[:16]}… "

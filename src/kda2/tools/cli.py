@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from kda2.artifact.manifest import CANDIDATE_SETS, DEFAULT_BUILD_DIRS, default_build_dir
+from kda2.tools.cache import GRACE_S as CACHE_GRACE_S
 
 def _fail(msg: str) -> int:
     print(f"kda2: error: {msg}", file=sys.stderr)
@@ -420,6 +421,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- cache -----------------------------------------------------------------------------------
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from kda2.tools import cache
+
+    root = Path(args.dir) if args.dir else cache.default_dir()
+    try:
+        if args.action == "info":
+            given = [o for o, v in (("--max-size", args.max_size), ("--older-than", args.older_than),
+                                    ("--dry-run", args.dry_run)) if v]
+            if given:
+                return _fail(f"{', '.join(given)}: options of `kda2 cache prune`, not of info")
+            print(cache.info(root))
+            return 0
+        max_bytes = None if args.max_size is None else cache.parse_size(args.max_size)
+        older = None if args.older_than is None else cache.parse_age(args.older_than)
+        gone, stray, left = cache.prune(root, max_bytes, older, dry_run=args.dry_run)
+    except (cache.CacheToolError, OSError) as e:
+        return _fail(str(e))
+    print(cache.prune_report(root, gone, stray, left, args.dry_run, max_bytes))
+    return 0
+
+
 # ---- bench -----------------------------------------------------------------------------------
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -616,6 +640,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "only the runtime.")
     vf.add_argument("bundle", help="the bundle directory (the one holding bundle.json)")
     vf.set_defaults(func=cmd_verify)
+
+    ca = sub.add_parser("cache", help="size of the local build cache, and pruning it (least recently used first)",
+                        description="The local content-addressed cache every build fills ($KDA2_CACHE_DIR, else "
+                        "./cache): `info` counts its entries, size and last use; `prune` removes whole entries, "
+                        "least recently used first (a build marks an entry used when it stores or retrieves it), "
+                        "down to --max-size and/or everything unused for --older-than, and stray files; nothing "
+                        f"used in the last {CACHE_GRACE_S // 60} minutes. The remote (S3) cache is not touched: give its bucket a "
+                        "lifecycle rule.")
+    ca.add_argument("action", choices=("info", "prune"))
+    ca.add_argument("--dir", help="the cache directory (default: $KDA2_CACHE_DIR, else ./cache)")
+    ca.add_argument("--max-size", help="prune: keep at most this much, e.g. 2G (K, M, G, T: powers of 1024)")
+    ca.add_argument("--older-than", help="prune: remove what was not used for this long, e.g. 30d (s, m, h, d)")
+    ca.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
+    ca.set_defaults(func=cmd_cache)
 
     # (`kda2 bench ...` is handed to kda2.bench's own parser whole by main(): `kda2 bench --help` lists its
     # subcommands recurrent, chunk, readme-table; this entry is what `kda2 --help` shows)

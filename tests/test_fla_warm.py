@@ -16,8 +16,7 @@ def test_tasks_cover_every_case_and_bench_set(fla_warm):
 
     cases = fla_warm.tasks("cases")
     bench = fla_warm.tasks("bench")
-    # 21 bf16 + 8 fp16 + 5 GVA 4 / 8
-    assert cases == [("case", c.id, 128) for c in CASES] and len(set(cases)) == len(CASES) == 34
+    assert cases == [("case", c.id, 128) for c in CASES] and len(set(cases)) == len(CASES)
     assert sorted(bench) == sorted(("bench", s.id, g, 128) for s in SHAPES for g in GATES) and len(bench) == 12
     assert fla_warm.tasks(None) == cases + bench
     # other head dims (the small / large chunk specs): the same sets again per K

@@ -357,3 +357,20 @@ def test_default_library_by_head_dims(tmp_path, monkeypatch):
     assert loader.built_head_dims("recurrent") == "K=64 V=64 (h64: sm_90a), K=128 V=128 (h128: sm_90a)"
     make_fake_build(build, spec="h64", arch="sm_80", k=64, v=64)   # which arch builds a dim: an A100 needs sm_80
     assert loader.built_head_dims("recurrent") == "K=64 V=64 (h64: sm_80, sm_90a), K=128 V=128 (h128: sm_90a)"
+
+
+def test_fp32_copies_of_gate_parameters_are_made_once_per_version():
+    """A model's fp16 parameter is cast once, not on every call (decode calls it every step), and cast again after
+    an in-place update (a weight reload); fp32 tensors are passed as they are."""
+    torch = pytest.importorskip("torch")
+    from kda2.runtime.params import fp32_copy
+
+    p = torch.nn.Parameter(torch.ones(4, dtype=torch.float16), requires_grad=False)
+    a = fp32_copy(p)
+    assert a.dtype == torch.float32 and fp32_copy(p) is a
+    with torch.no_grad():
+        p.copy_(torch.full((4,), 2.0))
+    b = fp32_copy(p)
+    assert b is not a and b.tolist() == [2.0] * 4 and fp32_copy(p) is b
+    x = torch.ones(3)
+    assert fp32_copy(x) is x

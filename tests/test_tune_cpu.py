@@ -379,7 +379,7 @@ def test_missing_plan_without_build_packages_names_the_fix(built, tmp_path, monk
         tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tmp_path / "tuning"))
     msg = str(e.value)
     assert "plan-cache.json holds no plan of kimi_linear_chunk / sm_90a" in msg and "pydantic" in msg
-    assert "one `kda2 build`" in msg and "kda2[build]" in msg
+    assert "one `kda2 build --candidates all`" in msg and "kda2[build]" in msg
 
 
 def test_a_build_of_some_specs_keeps_the_others_plans_for_tune(tmp_path) -> None:

@@ -88,6 +88,7 @@ from kda2.runtime.api import fused_recurrent_kda as _kda2_fused_recurrent_kda
 from kda2.runtime.chunk import chunk_kda as _kda2_chunk_kda
 from kda2.runtime.device import arch_preference
 from kda2.runtime.errors import KDA2InputError
+from kda2.runtime.params import fp32_copy
 
 __all__ = ["ENV_VAR", "KDA2ChunkBackend", "KDA2RecurrentBackend", "install", "libraries", "registered", "status"]
 
@@ -111,7 +112,6 @@ _libs: dict[str, tuple] = {}           # family -> libraries serving it (probed 
 _why: dict[str, str | None] = {}       # family -> why none is available (None when some are)
 _arch_ok: dict[tuple[str, int], str | None] = {}  # (arch, device index) -> None, or why it cannot run there
 _tls = threading.local()               # .pick = (id(q), library) from the verifier, for the call right after
-_f32_cache: dict[int, tuple] = {}      # id(tensor) -> (weakref, version, float32 copy)
 
 #: Distinct rejection reasons kept per entry point (reasons name shapes); later new ones share _OVERFLOW.
 _MAX_REASONS = 64
@@ -344,25 +344,6 @@ def _misaligned(tensors) -> str | None:
     return None
 
 
-def _f32(t: Any) -> Any:
-    """A float32 version of a small parameter (A_log, dt_bias), cached per tensor while it is unchanged."""
-    if t is None or _dt(t) == _F32:
-        return t
-    try:
-        stamp = (t._version, t.data_ptr(), tuple(t.shape), _dt(t))
-    except (AttributeError, RuntimeError):  # inference tensors track no version: convert every time
-        return t.detach().float().contiguous()
-    key = id(t)
-    hit = _f32_cache.get(key)
-    if hit is not None and hit[0]() is t and hit[1] == stamp:
-        return hit[2]
-    if len(_f32_cache) > 4096:
-        _f32_cache.clear()
-    copy = t.detach().float().contiguous()
-    _f32_cache[key] = (weakref.ref(t, lambda _, key=key: _f32_cache.pop(key, None)), stamp, copy)
-    return copy
-
-
 def _contig(t: Any) -> Any:
     return t if t is None else t.contiguous()
 
@@ -538,7 +519,7 @@ class KDA2ChunkBackend(_KDA2Backend):
             use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
             use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
             safe_gate=safe_gate, lower_bound=lower_bound, state_v_first=bool(state_v_first), cu_seqlens=cu_seqlens,
-            A_log=_f32(kwargs.get("A_log")) if gate else None, dt_bias=_f32(kwargs.get("dt_bias")) if gate else None,
+            A_log=fp32_copy(kwargs.get("A_log")) if gate else None, dt_bias=fp32_copy(kwargs.get("dt_bias")) if gate else None,
             library=lib, cu_seqlens_cpu=cu_seqlens_cpu)
         _served["chunk"] += 1
         return res
@@ -610,7 +591,7 @@ class KDA2RecurrentBackend(_KDA2Backend):
         common = dict(scale=scale, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=gate,
                       use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
                       lower_bound=lower_bound, state_v_first=bool(state_v_first), cu_seqlens=cu_seqlens,
-                      A_log=_f32(A_log) if gate else None, dt_bias=_f32(dt_bias) if gate else None,
+                      A_log=fp32_copy(A_log) if gate else None, dt_bias=fp32_copy(dt_bias) if gate else None,
                       library=lib, out=out)
         q, k, v, g, beta = _contig(q), _contig(k), _contig(v), _contig(g), _contig(beta)
         if inplace_final_state:  # FLA: the final state overwrites initial_state, which is returned

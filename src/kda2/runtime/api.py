@@ -1,7 +1,8 @@
 """FLA-compatible torch API: `fused_recurrent_kda` (FLA 0.6 signature) and the serving form
 `fused_recurrent_kda_pool` (vLLM-style state pool updated in place).
 
-Every argument is validated before anything is allocated or launched, so a bad call raises
+Every argument is validated before anything is allocated or launched (but for the fp32 copy of fp16 gate
+parameters, made once per parameter: kda2.runtime.params), so a bad call raises
 `KDA2InputError` (a ValueError naming the tensor, what it was and what is allowed) and leaves every
 output and state untouched. No path synchronises with the host, so every call can be captured in a CUDA
 graph: varlen with only a device `cu_seqlens` bounds the longest sequence by the token count (the
@@ -16,6 +17,7 @@ import ctypes
 from typing import Any
 
 from kda2.runtime import abi, loader
+from kda2.runtime import params as _params
 from kda2.runtime import validate as _v
 from kda2.runtime.library import Library, ensure_context
 
@@ -143,7 +145,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (the spec's input_dtypes), any
     HV % H == 0; g [B, T, HV, K] fp32 or the input dtype; beta [B, T, HV] fp32 or the input dtype;
-    A_log [HV] and dt_bias [HV*K] fp32 or bf16 (fp16 ones are converted to fp32 per call); states fp32 [N, HV, K, V] ([N, HV, V, K] with
+    A_log [HV] and dt_bias [HV*K] fp32 or bf16 (fp16 ones are read from an fp32 copy: kda2.runtime.params); states fp32 [N, HV, K, V] ([N, HV, V, K] with
     state_v_first), or bf16 (h0 and ht alike; calls up to the decode buckets of a spec with
     bf16_decode_state). Returns (o [B, T, HV, V] in the input dtype, final_state or None).
 
@@ -158,7 +160,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     if kwargs:  # before the library lookup: a mistyped keyword is a TypeError whether or not a library is found
         state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
     if use_gate_in_kernel and (getattr(A_log, "dtype", None) is _v._F16 or getattr(dt_bias, "dtype", None) is _v._F16):
-        A_log, dt_bias = _v.gate_params(A_log, dt_bias, "recurrent")
+        A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = library if library is not None else loader._default or _v.looked_up(
         lambda: _v.default_for("recurrent", q, v), q, k, v, g, beta, out, optional=(
             ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state),
@@ -259,7 +261,7 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     """
     torch = _torch or _init_torch()
     if use_gate_in_kernel and (getattr(A_log, "dtype", None) is _v._F16 or getattr(dt_bias, "dtype", None) is _v._F16):
-        A_log, dt_bias = _v.gate_params(A_log, dt_bias, "recurrent")
+        A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = library if library is not None else loader._default or _v.looked_up(
         lambda: _v.default_for("recurrent", q, v), q, k, v, g, beta, out, required=(
             ("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)), optional=(

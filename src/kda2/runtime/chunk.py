@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from kda2.runtime import abi, api
+from kda2.runtime import params as _params
 from kda2.runtime import validate as _v
 from kda2.runtime.library import Library
 
@@ -73,7 +74,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (one of the spec's input_dtypes);
     g [B, T, HV, K] fp32 or q's dtype; beta [B, T, HV] fp32 or q's dtype; A_log [HV], dt_bias [HV*K] fp32 or
-    bf16 (bf16 converted to fp32 on the stream); states fp32 [N, HV, K, V]
+    bf16 or fp16 (16-bit ones read from an fp32 copy: kda2.runtime.params); states fp32 [N, HV, K, V]
     ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] in q's dtype, final_state or None).
 
     FLA keywords: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),
@@ -98,7 +99,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
         ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state), ("final_state_out", final_state_out),
         ("cu_seqlens", cu_seqlens)))
     if use_gate_in_kernel:
-        A_log, dt_bias = _v.gate_params(A_log, dt_bias, "chunk")
+        A_log, dt_bias = _params.gate_params(A_log, dt_bias, "chunk")
     (dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest) = _v.prepare(
         lib, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm_in_kernel, use_gate_in_kernel,
         use_beta_sigmoid_in_kernel, allow_neg_eigval, lower_bound, state_v_first, cu_seqlens, cu_seqlens_cpu,

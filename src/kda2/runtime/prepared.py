@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from kda2.runtime import abi
+from kda2.runtime import params as _params
 from kda2.runtime import validate as _v
 from kda2.runtime.api import _init_torch, _relaunch
 from kda2.runtime.errors import KDA2InputError
@@ -92,7 +93,7 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
     """
     torch = _init_torch()
     if use_gate_in_kernel:
-        A_log, dt_bias = _v.gate_params(A_log, dt_bias, "recurrent")
+        A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = _v.looked_up(lambda: _v.library_arg(library) if library is not None else _v.default_for("recurrent", q, v),
                        q, k, v, g, beta, required=(("state_pool", state_pool), ("ssm_state_indices", ssm_state_indices)),
                        optional=(("A_log", A_log), ("dt_bias", dt_bias)))

@@ -13,6 +13,7 @@ from typing import Any
 from kda2.runtime import abi, loader
 from kda2.runtime.errors import ArtifactError, KDA2InputError
 from kda2.runtime.library import Library
+from kda2.runtime.params import TAKEN as TAKEN_PARAM_DTYPES
 
 _torch: Any = None
 _BF16 = _F16 = _F32 = _I32 = _I64 = None
@@ -211,7 +212,7 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
         if lower_bound is None:
             mode = abi.GATE_SOFTPLUS
             if A_log is None:
-                raise fail("A_log", None, f"a {_PARAM_DTYPES} tensor [HV]={[HV]}: the softplus gate "
+                raise fail("A_log", None, f"a {TAKEN_PARAM_DTYPES} tensor [HV]={[HV]}: the softplus gate "
                             "(use_gate_in_kernel=True, lower_bound=None) needs A_log")
         else:
             mode = abi.GATE_LOWER_BOUND
@@ -219,15 +220,15 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
             if not (lb < 0.0 and math.isfinite(lb)):
                 raise fail("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
         # Gate parameters: fp32 or bf16 (recurrent) / fp32 (chunk) here, read as fp32 by the kernels; the callers
-        # convert the other float dtypes FLA takes first (gate_params).
+        # convert the other float dtypes FLA takes first (kda2.runtime.params).
         params = (_F32, _BF16) if family == "recurrent" else (_F32,)
         if A_log is not None:
-            check_tensor("A_log", A_log, params, (HV,), dev, _PARAM_DTYPES)
+            check_tensor("A_log", A_log, params, (HV,), dev, TAKEN_PARAM_DTYPES)
             flags |= abi.FLAG_HAS_A_LOG | (abi.FLAG_A_LOG_BF16 if A_log.dtype is _BF16 else 0)
             a_ptr = A_log.data_ptr()
         if dt_bias is not None:
             two_d = isinstance(dt_bias, _torch.Tensor) and dt_bias.ndim == 2  # [HV, K] is the same memory
-            check_tensor("dt_bias", dt_bias, params, (HV, K) if two_d else (HV * K,), dev, _PARAM_DTYPES)
+            check_tensor("dt_bias", dt_bias, params, (HV, K) if two_d else (HV * K,), dev, TAKEN_PARAM_DTYPES)
             flags |= abi.FLAG_HAS_DT_BIAS | (abi.FLAG_DT_BIAS_BF16 if dt_bias.dtype is _BF16 else 0)
             d_ptr = dt_bias.data_ptr()
     name = _GATE_NAMES[mode]
@@ -401,20 +402,6 @@ def chunk_kwargs(kwargs: dict, state_v_first: bool) -> bool:
     if kwargs.pop("cp_context", None) is not None:
         raise KDA2InputError("cp_context (context parallelism) is not supported by kda2; pass cp_context=None")
     return legacy_kwargs(kwargs, state_v_first, "chunk_kda")
-
-
-#: The gate parameters' dtypes the API takes (gate_params converts what a family's kernels do not read).
-_PARAM_DTYPES = "float32, bfloat16 or float16"
-
-
-def gate_params(A_log: Any, dt_bias: Any, family: str) -> tuple[Any, Any]:
-    """A_log / dt_bias as the family's kernels read them. FLA takes them in any float dtype a model is cast to;
-    the recurrent kernels read fp32 or bf16, the chunk kernels fp32, so the others (a model cast with .half():
-    fp16; bf16 for the chunk family) become fp32 copies here, on the stream (a small kernel; kept alive in the
-    caller's locals until its launch is enqueued). Anything else is left for check_tensor to name."""
-    native = (_F32, _BF16) if family == "recurrent" else (_F32,)
-    return tuple(t.float() if isinstance(t, _torch.Tensor) and t.dtype in (_BF16, _F16) and t.dtype not in native
-                 else t for t in (A_log, dt_bias))
 
 
 def check_safe_gate(safe_gate: bool, use_gate_in_kernel: bool, lower_bound: Any) -> None:

@@ -426,7 +426,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_cache(args: argparse.Namespace) -> int:
     from kda2.tools import cache
 
-    root = Path(args.dir) if args.dir else cache.default_dir()
+    root = Path(args.dir) if args.dir else cache.default_dir(args.directory)
     try:
         if args.action == "info":
             given = [o for o, v in (("--max-size", args.max_size), ("--older-than", args.older_than),
@@ -642,17 +642,20 @@ def build_parser() -> argparse.ArgumentParser:
     vf.set_defaults(func=cmd_verify)
 
     ca = sub.add_parser("cache", help="size of the local build cache, and pruning it (least recently used first)",
-                        description="The local content-addressed cache every build fills ($KDA2_CACHE_DIR, else "
-                        "./cache): `info` counts its entries, size and last use; `prune` removes whole entries, "
+                        description="The local content-addressed cache every build fills ($KDA2_CACHE_DIR, else the checkout's "
+                        "cache/): `info` counts its entries, size and last use; `prune` removes whole entries, "
                         "least recently used first (a build marks an entry used when it stores or retrieves it), "
                         "down to --max-size and/or everything unused for --older-than, and stray files; nothing "
                         f"used in the last {CACHE_GRACE_S // 60} minutes. The remote (S3) cache is not touched: give its bucket a "
                         "lifecycle rule.")
     ca.add_argument("action", choices=("info", "prune"))
-    ca.add_argument("--dir", help="the cache directory (default: $KDA2_CACHE_DIR, else ./cache)")
+    ca.add_argument("-C", "--directory", default=".", help="the checkout whose build's cache this is (default: .)")
+    ca.add_argument("--dir", help="the cache directory (default: the checkout's build's: $KDA2_CACHE_DIR, relative to "
+                    "the checkout, else its cache/)")
     ca.add_argument("--max-size", help="prune: keep at most this much, e.g. 2G (K, M, G, T: powers of 1024)")
-    ca.add_argument("--older-than", help="prune: remove what was not used for this long, e.g. 30d (s, m, h, d)")
-    ca.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
+    ca.add_argument("--older-than", help="prune: remove what was not used for this long, e.g. 30d or 2w (s, m, h, d, "
+                    "w)")
+    ca.add_argument("--dry-run", action="store_true", help="prune: say what would go (the first paths), remove nothing")
     ca.set_defaults(func=cmd_cache)
 
     # (`kda2 bench ...` is handed to kda2.bench's own parser whole by main(): `kda2 bench --help` lists its

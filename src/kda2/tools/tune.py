@@ -1,10 +1,10 @@
 """`kda2 tune`: on a GPU, check every surviving candidate of both families against the fp64 reference,
 time it, and record the fastest correct one per dispatch row in `tuning/<spec>.<profile>.json`.
 
-Per built library (build/<spec>/<arch>): the candidates of each dispatch row (state layout, seq_len bucket)
-are ranked and pruned by the static model (kda2.plan.model: ptxas resources + the target's hardware
-profile; spills, register or smem overflow and occupancy below the floor are pruned with the reason
-recorded), then each survivor is
+Per built library of every candidate (build/_candidates/<spec>/<arch>, `kda2 build --candidates all`): the
+candidates of each dispatch row (state layout, seq_len bucket) are ranked and pruned by the static model
+(kda2.plan.model: ptxas resources + the target's hardware profile; spills, register or smem overflow and
+occupancy below the floor are pruned with the reason recorded), then each survivor is
   1. launched once on a small case and compared with kda2.reference (fp64, token by token): relative L2 of
      o and the final state <= 5e-3, all finite (outputs are poisoned with NaN first);
   2. timed at every batch class of its bucket (kda2.plan.model.workloads; each class's fastest routes the
@@ -151,13 +151,15 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
     try:
         m = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise TuneError(f"{path}: no readable manifest ({e}); build it first (`scons`)") from None
+        raise TuneError(f"{path}: no readable manifest ({e}); build every candidate first (`kda2 build --candidates all "
+                        f"SPEC`, into {DEFAULT_BUILD_DIRS['all']}/SPEC/ARCH)") from None
     if not isinstance(m, dict) or m.get("family") not in TUNABLE_FAMILIES:
         raise TuneError(f"{path}: family {m.get('family') if isinstance(m, dict) else None!r}; allowed: "
                         f"{', '.join(TUNABLE_FAMILIES)}")
     missing = [k for k in ("spec", "arch", "variants", "dispatch", "library") if k not in m]
     if missing:
-        raise TuneError(f"{path}: not a kda2 manifest (missing {', '.join(missing)}); rebuild it (`scons`)")
+        raise TuneError(f"{path}: not a kda2 manifest (missing {', '.join(missing)}); rebuild it (`kda2 build "
+                        f"--candidates all SPEC`)")
     if m.get("candidates", "all") != "all":
         where = f"{DEFAULT_BUILD_DIRS['all']}/{m['spec']}/{m['arch']}"
         raise TuneError(f"{path}: built with CANDIDATES={m.get('candidates')} ({len(m['variants'])} variants: what the "
@@ -173,7 +175,7 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
         except ModuleNotFoundError as e:  # a GPU host with the runtime only: re-planning needs kda2[build]
             raise TuneError(f"{path}: {_plan_cache(path)} holds no plan of {m['spec']} / {m['arch']} (the library "
                             f"was built in another tree, or before builds kept every spec's plan), and re-planning "
-                            f"here needs {e.name} (kda2[build]); rebuild it with one `kda2 build` run in this tree, "
+                            f"here needs {e.name} (kda2[build]); rebuild it with one `kda2 build --candidates all` run in this tree, "
                             "or install kda2[build]") from None
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})
     by_id = {v["id"]: v for v in m["variants"]}
@@ -921,13 +923,14 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
          rules_dir: str = "rules", profiles_dir: str | None = None, profile: str | None = None,
          tuning_dir: str = "tuning", record: str | None = None, margin: float = DEFAULT_MARGIN,
          time_limit: float | None = None, workers: int | None = None, force: bool = False, log=print) -> int:
-    """`kda2 tune`: each target a build/<spec>/<arch> directory, a manifest, or (dry run only) a spec YAML."""
+    """`kda2 tune`: each target a build/_candidates/<spec>/<arch> directory, a manifest, or (dry run only) a spec
+    YAML."""
     groups: list[Group] = []
     for tgt in targets:
         if str(tgt).endswith((".yaml", ".yml")):
             if not dry_run:
-                raise TuneError(f"{tgt}: a spec can only be listed (--dry-run); tune its build, "
-                                f"build/<spec>/<arch>")
+                raise TuneError(f"{tgt}: a spec can only be listed (--dry-run); tune the build of every candidate, "
+                                f"{DEFAULT_BUILD_DIRS['all']}/<spec>/<arch> (`kda2 build --candidates all <spec>`)")
             groups += groups_from_spec(tgt, rules_dir=rules_dir, profiles_dir=profiles_dir, profile=profile,
                                        tuning_dir=tuning_dir)
         else:

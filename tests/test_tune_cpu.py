@@ -3,6 +3,7 @@ the measuring step replaced by fixed numbers; then rules proposed from its failu
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import re
 import subprocess
@@ -174,6 +175,13 @@ def test_run_resumes_records_failures_and_routes_the_build(built, tmp_path, monk
                              log=lambda *_: None)
     assert impact["kimi_linear_chunk/sm_90a"]["kernels_removed"] == 1
     assert impact["kimi_linear_chunk/sm_90a"]["built_kernels_invalidated"] == 1
+    # every tree asked for counts (the default: the routed and the every-candidate one), each named in the line
+    shutil.copytree(tmp_path / "build", tmp_path / "cands")
+    lines = []
+    both = feedback.impact(str(path), rules_dir=str(rules), specs_dir=str(SPECS),
+                           build_dir=[str(tmp_path / "build"), str(tmp_path / "cands")], log=lines.append)
+    assert both["kimi_linear_chunk/sm_90a"]["built_kernels_invalidated"] == 2
+    assert any(f"{tmp_path / 'build'}: 1, {tmp_path / 'cands'}: 1" in ln for ln in lines), lines
     assert impact["kimi_linear_chunk/sm_80"]["candidates_matched"] == 0
     assert impact["kimi_linear_recurrent/sm_90a"]["candidates_matched"] == 0
     # a rule that empties a row of one spec: that spec's plan fails, the others keep their true figures

@@ -13,10 +13,11 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import yaml
 
+from kda2.artifact.manifest import DEFAULT_BUILD_DIRS
 from kda2.spec.rules import FILE_PATTERN, RuleError, check_lock, load_rule, load_rules, write_lock
 
 #: Failure kinds and what they say about a candidate (the rule's reason starts with it).
@@ -166,10 +167,11 @@ def check(rules_dir: str = "rules", specs_dir: str = "kernel_specs", profiles_di
 
 
 def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel_specs",
-           profiles_dir: str | None = None, build_dir: str = "build",
+           profiles_dir: str | None = None, build_dir: str | Sequence[str] | None = None,
            log: Callable[[str], None] = print) -> dict[str, dict[str, int]]:
     """Per (spec, arch): candidates the rule matches, kernels it removes / adds / re-flags, dispatch rows it
-    re-routes, and built kernels (build/<spec>/<arch>/manifest.json) it invalidates. Each spec is planned on its
+    re-routes, and built kernels (<tree>/<spec>/<arch>/manifest.json) it invalidates, in `build_dir` (one tree or
+    several; default: the routed and the every-candidate tree, artifact/manifest.py DEFAULT_BUILD_DIRS). Each spec is planned on its
     own, so a spec the rule leaves without a variant for some row is reported as that (under "plan_fails", its
     error), not as every kernel removed; the others get their figures."""
     from kda2.plan.planner import PlanError, plan_all
@@ -177,6 +179,8 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
     from kda2.spec.model import load_specs
     from kda2.spec.rules import apply_rules
 
+    trees = ([build_dir] if isinstance(build_dir, (str, os.PathLike)) else
+             list(build_dir) if build_dir is not None else list(dict.fromkeys(DEFAULT_BUILD_DIRS.values())))
     rule = load_rule(rule_path)
     others = [r for r in load_rules(rules_dir) if r.id != rule.id]
     withs = sorted(others + [rule], key=lambda r: r.id)
@@ -200,19 +204,22 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
             before, after = {v.id: v for v in p.variants}, {v.id: v for v in q.variants}
             rerouted = sum(1 for a, b in zip(p.dispatch, q.dispatch) if a["variant"] != b["variant"])
             reflagged = sum(1 for vid in before.keys() & after.keys() if before[vid].flags != after[vid].flags)
-            built = 0
-            man = Path(build_dir) / p.spec.name / p.arch / "manifest.json"
-            if man.is_file():
-                m = json.loads(man.read_text())
-                rows_of = {v["id"]: [d["bucket"] for d in m.get("dispatch", []) if v["id"] in d.get("candidates", [])]
-                           for v in m.get("variants", [])}
-                built = sum(1 for v in m.get("variants", []) if any(
-                    rule.matches({**v["config"], "bucket": b, "profile": prof}) for b in rows_of[v["id"]] or [0]))
+            per_tree = {}
+            for tree in trees:
+                man = Path(tree) / p.spec.name / p.arch / "manifest.json"
+                if man.is_file():
+                    m = json.loads(man.read_text())
+                    rows_of = {v["id"]: [d["bucket"] for d in m.get("dispatch", [])
+                                         if v["id"] in d.get("candidates", [])] for v in m.get("variants", [])}
+                    per_tree[tree] = sum(1 for v in m.get("variants", []) if any(
+                        rule.matches({**v["config"], "bucket": b, "profile": prof}) for b in rows_of[v["id"]] or [0]))
+            built = sum(per_tree.values())
             row = {"candidates_matched": matched, "kernels_removed": len(before.keys() - after.keys()),
                    "kernels_added": len(after.keys() - before.keys()), "kernels_reflagged": reflagged,
                    "rows_rerouted": rerouted, "built_kernels_invalidated": built}
             out[key] = row
-            log(f"{key} ({prof}): " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in row.items()))
+            log(f"{key} ({prof}): " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in row.items())
+                + (f" ({', '.join(f'{t}: {n}' for t, n in per_tree.items() if n)})" if built else ""))
     return out
 
 

@@ -3,9 +3,9 @@ the measuring step replaced by fixed numbers; then rules proposed from its failu
 from __future__ import annotations
 
 import json
-import shutil
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -464,7 +464,11 @@ def test_two_specs_in_one_bundle(built: Built, tmp_path: Path) -> None:
 
 def test_vendor_and_verify_errors_are_one_line(built: Built, tmp_path: Path) -> None:
     args = ("--build-dir", built.build_dir, "--rules", RULES)
-    assert "no build of nosuchspec" in one_error_line(cli("vendor", "nosuchspec", "--to", tmp_path / "x", *args))
+    line = one_error_line(cli("vendor", "nosuchspec", "--to", tmp_path / "x", *args))
+    assert "no build of nosuchspec" in line and "`kda2 build nosuchspec`" in line
+    # the every-candidate tree's hint builds that tree
+    line = one_error_line(cli("vendor", "nosuchspec", "--to", tmp_path / "x", "--build-dir", "build/_candidates"))
+    assert "`kda2 build --candidates all nosuchspec`" in line
     assert "no build for sm_75" in one_error_line(cli("vendor", built.spec, "--to", tmp_path / "x", "--arch",
                                                       "sm_75", *args))
     (tmp_path / "home").mkdir()

@@ -42,8 +42,9 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
     src = Path(build_dir) / name
     built = sorted(p.parent.name for p in src.glob(f"*/{MANIFEST}"))
     if not built:
+        every = Path(build_dir).resolve() == Path(DEFAULT_BUILD_DIRS["all"]).resolve()
         raise BundleError(f"no build of {name} under {Path(build_dir).resolve()} (looked for {src}/<arch>/{MANIFEST}); "
-                          f"build it with `scons SPECS={name}`, or pass --build-dir")
+                          f"build it with `kda2 build {'--candidates all ' if every else ''}{name}`, or pass --build-dir")
     archs = list(dict.fromkeys(archs)) if archs else built
     missing = [a for a in archs if a not in built]
     if missing:

@@ -6,5 +6,7 @@ export PYTHONPATH=$PWD/src
 python3 -m kda2.tools.cli build -j2
 mkdir -p build/_ab .whl
 tar cJf build/_ab/routed.tar.xz $(ls -d build/*/ | grep -v '/_' | grep -v '/\.' )
-[ -n "$(ls .whl/fla_core-0.6.0*.whl 2>/dev/null)" ] || pip download -q --no-deps -d .whl fla-core==0.6.0
+for w in fla-core flash-linear-attention; do   # FLA 0.6: its ops, and its layers and models
+  [ -n "$(ls .whl/$(echo $w | tr - _)-0.6.0*.whl 2>/dev/null)" ] || pip download -q --no-deps -d .whl $w==0.6.0
+done
 ls -la build/_ab .whl

@@ -173,8 +173,10 @@ def test_decode_calls_record_sensible_latencies(lib, torch_cuda, seed, tmp_path)
     for r in dense + prep:
         assert r["shape"]["N"] == 8 and r["comparable"] is False
         assert ("differs from the tuned shape" if small_row.get("tuned") else "no tuned latency") in r["reason"], r
-    same = small_row["variant"] == row["variant"]
-    (s,) = [s for s in monitor.stats() if s["kernel"] == row["variant"]]
+    # one statistic per route (kernel and batch class): the N = 8 calls share the row's only where both match (one
+    # kernel can serve two classes: large_head_recurrent's does)
+    same = (small_row["variant"], small_row.get("class")) == (row["variant"], row.get("class"))
+    (s,) = [s for s in monitor.stats() if s["kernel"] == row["variant"] and s["class"] == row.get("class")]
     assert s["count"] == s["sampled"] == n_pool + (2 * n_small if same else 0) and s["pending"] == 0
     assert s["min_us"] <= s["median_us"] <= s["p90_us"] <= s["max_us"]
 
@@ -184,7 +186,8 @@ def test_decode_calls_record_sensible_latencies(lib, torch_cuda, seed, tmp_path)
     lat = [r for r in rows if r[0] == "kda2_call_latency_us" and r[1].get("kernel") == row["variant"]]
     assert {r[1]["quantile"] for r in lat} == {"0.5", "0.9"}
     assert all(set(r[1]) == {"spec", "arch", "kernel", "bucket", "class", "quantile"} and r[2] > 0 for r in lat), lat
-    sampled = [r for r in rows if r[0] == "kda2_calls_sampled_total" and r[1].get("kernel") == row["variant"]]
+    sampled = [r for r in rows if r[0] == "kda2_calls_sampled_total" and r[1].get("kernel") == row["variant"]
+               and r[1].get("class") == row.get("class")]
     assert sampled and sampled[0][2] == n_pool + (2 * n_small if same else 0)
 
     med = statistics.median(r["us"] for r in big)

@@ -239,12 +239,12 @@ def test_bad_dims_dtypes_ratios_raise_before_launch(lib, torch_cuda, seed):
         "HV % H != 0": (dict(v=x["v"][:, :, :3].contiguous(), g=x["g"][:, :, :3].contiguous(),
                              beta=x["beta"][:, :, :3].contiguous()), "HV"),
         "K not built": (dict(q=x["q"][..., :other].contiguous(), k=x["k"][..., :other].contiguous()), "head dims"),
-        "A_log float16": (dict(A_log=None if x["A_log"] is None else x["A_log"].half()), "A_log"),
+        "A_log float64": (dict(A_log=None if x["A_log"] is None else x["A_log"].double()), "A_log dtype: got float64"),
     }
     if "fp16" not in f.input_dtypes:
         bad["fp16 inputs (not built)"] = (dict(q=x["q"].half(), k=x["k"].half(), v=x["v"].half()), "fp16|input_dtypes")
     if x["A_log"] is None:
-        bad.pop("A_log float16")
+        bad.pop("A_log float64")  # (fp16 is taken: an fp32 copy, kda2.runtime.params)
     for what, (change, match) in bad.items():
         args = dict(good, **change)
         with pytest.raises(KDA2InputError, match=match):

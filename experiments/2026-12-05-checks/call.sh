@@ -4,24 +4,10 @@
 # fp16; 2) the recurrent matrix (input dtype x gate-parameter dtype, now fp32 / bf16 / fp16, x GVA x layout) and the
 # recurrent tests; 3) the chunk tests, FLA run on the two fp16-parameter cases only (each new FLA option set costs
 # ~100 s of Triton JIT); 4) the C++ example and the monitor. Every test against fp64 (and FLA where it runs).
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-O=/tmp/o; rm -rf $O; mkdir -p $O
-tar xJf build/_ab/routed.tar.xz || exit 3
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=$PYTHONPATH:/tmp/site TRITON_CACHE_DIR=/tmp/triton
+TGZ=checks.tgz; . experiments/2026-12-05-checks/setup.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > $O/gpu.txt
-save() { tar czf $OUT/checks.tgz -C /tmp o 2>/dev/null; }
 # The four groups run at once (correctness only: FLA's Triton JIT, ~100 s per new option set, is CPU work and the
 # device has 16 cores); the FLA backend's timing test is left out, since it would time a shared GPU.
-run() {  # name, timeout, pytest args...
-  local n=$1 t=$2; shift 2
-  timeout "$t" python3 -m pytest -m gpu -q --require-gpu -rs -p no:cacheprovider --results-dir $O/$n "$@" \
-    > $O/$n.log 2>&1
-  echo "$n rc $?" >> $O/rc.txt
-}
-mkdir -p $O/fla_backend $O/recurrent $O/chunk $O/cpp_monitor
 el "four groups at once"
 run fla_backend 450 tests/gpu/test_fla_backend_gpu.py -s -k "not prefill_time" &
 run recurrent 450 tests/gpu/test_recurrent_matrix_gpu.py tests/gpu/test_recurrent_gpu.py &

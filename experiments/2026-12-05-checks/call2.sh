@@ -3,21 +3,7 @@
 # tests (call 1 carried fla-core only: no fla.layers), the two tests whose expectations changed (fp16 A_log is taken
 # now; a kernel serving two batch classes has two monitor routes), and the chunk tests of the fp16-parameter cases
 # alone (call 1's whole chunk file ran past its 450 s). Four groups at once, saved every 30 s.
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-O=/tmp/o; rm -rf $O; mkdir -p $O
-tar xJf build/_ab/routed.tar.xz || exit 3
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=$PYTHONPATH:/tmp/site TRITON_CACHE_DIR=/tmp/triton
-save() { tar czf $OUT/checks2.tgz -C /tmp o 2>/dev/null; }
-run() {  # name, timeout, pytest args...
-  local n=$1 t=$2; shift 2
-  timeout "$t" python3 -m pytest -m gpu -q --require-gpu -rs -p no:cacheprovider --results-dir $O/$n "$@" \
-    > $O/$n.log 2>&1
-  echo "$n rc $?" >> $O/rc.txt
-}
-mkdir -p $O/fla_backend $O/changed $O/chunk16
+TGZ=checks2.tgz; . experiments/2026-12-05-checks/setup.sh
 el "four groups at once"
 run fla_backend 480 tests/gpu/test_fla_backend_gpu.py -s -k "not prefill_time" &
 run changed 300 tests/gpu/test_recurrent_matrix_gpu.py tests/gpu/test_monitor_gpu.py -k "raise_before_launch or monitor" &

@@ -11,5 +11,5 @@ for s in small_head_chunk large_head_chunk kimi_linear_chunk; do
 done
 tar cJf build/_ab/head.tar.xz -C /tmp vhead
 python3 -m SCons -Q -j2 SPECS=small_head_chunk CANDIDATES=all BUILD_DIR=build/_all64 > /tmp/pack_all64.log
-tar cJf build/_ab/all64.tar.xz build/_all64/small_head_chunk
+tar cJf build/_ab/all64.tar.xz build/_all64/small_head_chunk build/_all64/.kda2   # .kda2: the plan tune reads
 ls -la build/_ab

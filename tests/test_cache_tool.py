@@ -138,3 +138,15 @@ def test_default_directory_is_the_builds(tmp_path, monkeypatch, capsys):
     make_cache(tmp_path / "abs", {"a": (5, NOW, True)})
     monkeypatch.chdir("/")
     assert cli.main(["cache", "info", "-C", str(tmp_path)]) == 0 and "1 entries" in capsys.readouterr().out
+
+
+def test_info_reports_file_sizes_and_the_blocks_they_take(tmp_path):
+    """Most entries are smaller than a block, so the disk holds more than their sizes add up to: `info` names both,
+    the second as the filesystem counts it (st_blocks), and --max-size stays on the first."""
+    root = tmp_path / "cache"
+    p = make_cache(root, {"a": (1, NOW - DAY, True), "b": (5000, NOW - DAY, True)})
+    disk = sum(os.stat(f).st_blocks * 512 for e in p.values() for f in (e, e.with_name(e.name + ".sha256")))
+    entries, _, _ = ct.scan(root)
+    assert sum(e.size for e in entries) == 1 + 5000 + 2 * 64 and sum(e.disk for e in entries) == disk
+    text = ct.info(root)
+    assert f"2 entries, {ct._human(5129)} ({ct._human(disk)} on disk" in text

@@ -374,3 +374,22 @@ def test_fp32_copies_of_gate_parameters_are_made_once_per_version():
     assert b is not a and b.tolist() == [2.0] * 4 and fp32_copy(p) is b
     x = torch.ones(3)
     assert fp32_copy(x) is x
+
+
+def test_strided_gate_parameters_are_taken_in_every_dtype_alike():
+    """A strided view of A_log / dt_bias is copied to a contiguous fp32 tensor in each of the three dtypes taken (a
+    strided fp16 one was taken and a strided fp32 one refused as non-contiguous); contiguous parameters the family's
+    kernels read pass as they are, and what is not a gate-parameter dtype passes on for the checks to name."""
+    torch = pytest.importorskip("torch")
+    from kda2.runtime.params import gate_params
+
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        base = torch.arange(8, dtype=dtype)
+        view = base[::2]
+        assert not view.is_contiguous()
+        for family in ("chunk", "recurrent"):
+            a, d = gate_params(view, base, family)
+            assert a.dtype == torch.float32 and a.is_contiguous() and a.tolist() == [0.0, 2.0, 4.0, 6.0]
+            assert (d is base) == (dtype is torch.float32 or (family == "recurrent" and dtype is torch.bfloat16))
+    wrong = torch.arange(4, dtype=torch.float64)
+    assert gate_params(wrong, None, "chunk") == (wrong, None)

@@ -1,7 +1,8 @@
 """Gate parameters (A_log, dt_bias) as the kernels read them.
 
-FLA takes them in whatever float dtype a model was cast to; the recurrent kernels read fp32 or bf16, the chunk
-kernels fp32. The others become fp32 copies here — the one step of a call that allocates and launches before its
+FLA takes them in whatever float dtype a model was cast to, and in any layout; the recurrent kernels read fp32 or
+bf16, the chunk kernels fp32, both contiguous. The others (and a strided view in any of the three dtypes) become
+contiguous fp32 copies here — the one step of a call that allocates and launches before its
 checks (kda2.runtime.validate) — made once per parameter while it is unchanged (its version counter and storage),
 so a model's steady-state calls, and graph replay, cast nothing. Used by the torch API and the FLA backend.
 """
@@ -15,10 +16,10 @@ _copies: dict[int, tuple] = {}   # id(tensor) -> (weakref, stamp, float32 copy)
 
 def fp32_copy(t: Any) -> Any:
     """`t` as a contiguous float32 tensor: itself if it is one, else a copy cached while `t` is unchanged."""
-    if t is None or str(t.dtype) == "torch.float32":
+    if t is None or (str(t.dtype) == "torch.float32" and t.is_contiguous()):
         return t
     try:
-        stamp = (t._version, t.data_ptr(), tuple(t.shape), str(t.dtype))
+        stamp = (t._version, t.data_ptr(), tuple(t.shape), t.stride(), str(t.dtype))
     except (AttributeError, RuntimeError):  # inference tensors track no version: convert every time
         return t.detach().float().contiguous()
     key = id(t)
@@ -36,11 +37,18 @@ def fp32_copy(t: Any) -> Any:
 TAKEN = "float32, bfloat16 or float16"
 _NATIVE = {"recurrent": ("torch.float32", "torch.bfloat16"), "chunk": ("torch.float32",)}
 _CAST = ("torch.bfloat16", "torch.float16")
+_ALL = ("torch.float32",) + _CAST
+
+
+def _needs_copy(t: Any, native: tuple[str, ...]) -> bool:
+    dtype = str(getattr(t, "dtype", None))
+    if dtype not in _ALL:
+        return False                    # not a gate-parameter dtype (or not a tensor): the checks name it
+    return dtype not in native or not t.is_contiguous()
 
 
 def gate_params(A_log: Any, dt_bias: Any, family: str) -> tuple[Any, Any]:
-    """A_log / dt_bias with the 16-bit dtypes the family's kernels do not read as fp32 copies (fp32_copy); anything
-    else as given, for the checks to name."""
+    """A_log / dt_bias as the family's kernels read them: a dtype they do not read, or a strided view, as an fp32
+    copy (fp32_copy); anything else as given, for the checks to name."""
     native = _NATIVE[family]
-    return tuple(fp32_copy(t) if str(getattr(t, "dtype", None)) in _CAST and str(t.dtype) not in native else t
-                 for t in (A_log, dt_bias))
+    return tuple(fp32_copy(t) if _needs_copy(t, native) else t for t in (A_log, dt_bias))

@@ -50,7 +50,8 @@ class Stray:
 @dataclass(frozen=True)
 class Entry:
     path: Path
-    size: int           # the entry and its sidecar
+    size: int           # the entry and its sidecar: file sizes, what --max-size bounds
+    disk: int           # the same on disk (allocated blocks: small files take a whole block each)
     last_used: float    # the sidecar's mtime (the entry's own mtime where it has none)
     paired: bool        # its sidecar is there (else a miss for every build)
 
@@ -84,6 +85,13 @@ def _tree_size(path: Path) -> tuple[int, float]:
     return size, mtime
 
 
+def _disk(st: os.stat_result) -> int:
+    """Bytes allocated to a file (st_blocks is in 512-byte units on every POSIX system); its size where the
+    platform has no st_blocks."""
+    blocks = getattr(st, "st_blocks", None)
+    return st.st_size if blocks is None else blocks * 512
+
+
 def scan(root: Path) -> tuple[list[Entry], list[Stray], int]:
     """The entries under `root`; the stray files (sidecars without their entry, temporaries of dead pushes and
     fetches); and how many other files lie in the prefix directories (left alone)."""
@@ -113,9 +121,10 @@ def scan(root: Path) -> tuple[list[Entry], list[Stray], int]:
             elif _SIG.fullmatch(name):
                 side = items.get(name + ".sha256")
                 side = side if side is not None and side.is_file() and not side.is_symlink() else None
-                st = p.stat()
-                entries.append(Entry(p, st.st_size + (side.stat().st_size if side else 0),
-                                     side.stat().st_mtime if side else st.st_mtime, side is not None))
+                st, sst = p.stat(), (side.stat() if side else None)
+                entries.append(Entry(p, st.st_size + (sst.st_size if sst else 0),
+                                     _disk(st) + (_disk(sst) if sst else 0),
+                                     sst.st_mtime if sst else st.st_mtime, side is not None))
             elif (name.endswith(".sha256") and _SIG.fullmatch(name[:-7]) and name[:-7] not in items) \
                     or _TEMP.fullmatch(name):
                 st = p.stat()
@@ -142,7 +151,8 @@ def info(root: Path) -> str:
     entries, stray, other = scan(root)
     now = time.time()
     total = sum(e.size for e in entries)
-    lines = [f"{root}: {len(entries)} entries, {_human(total)}"]
+    lines = [f"{root}: {len(entries)} entries, {_human(total)} ({_human(sum(e.disk for e in entries))} on disk: "
+             f"most entries are smaller than a block)"]
     if entries:
         lines.append(f"  last used: newest {_ago(max(e.last_used for e in entries), now)} ago, oldest "
                      f"{_ago(min(e.last_used for e in entries), now)} ago")

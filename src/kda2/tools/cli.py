@@ -653,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("-C", "--directory", default=".", help="the checkout whose build's cache this is (default: .)")
     ca.add_argument("--dir", help="the cache directory (default: the checkout's build's: $KDA2_CACHE_DIR, relative to "
                     "the checkout, else its cache/)")
-    ca.add_argument("--max-size", help="prune: keep at most this much, e.g. 2G (K, M, G, T: powers of 1024)")
+    ca.add_argument("--max-size", help="prune: keep at most this much, e.g. 2G (K, M, G, T: powers of 1024; file "
+                                       "sizes, as `du --apparent-size` counts; `info` shows both)")
     ca.add_argument("--older-than", help="prune: remove what was not used for this long, e.g. 30d or 2w (s, m, h, d, "
                     "w)")
     ca.add_argument("--dry-run", action="store_true", help="prune: say what would go (the first paths), remove nothing")

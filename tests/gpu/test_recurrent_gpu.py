@@ -59,6 +59,7 @@ class Case:
     scale: float | None = None
     dtype: str = "bf16"                # q/k/v/o: bf16 | fp16
     param: str = "fp32"                # A_log / dt_bias dtype: fp32, bf16 or fp16
+    strong_g: float | None = None      # precomputed gate: this log decay on 10 channels of every odd token
 
     @property
     def longest(self) -> int:
@@ -84,6 +85,12 @@ CASES = [
     Case("T64-fp16-lowerbound-kf-g16-b16", B=2, T=64, gate="lower_bound", dtype="fp16", g_bf16=True, beta_bf16=True),
     Case("T5-softplus-kf-pbf16-gva4", B=3, T=5, H=1, ratio=4, gate="softplus", param="bf16"),
     Case("T3-softplus-vf-gva3", B=2, T=3, ratio=3, gate="softplus", v_first=True),
+    # Strong decays inside a multi-token block (every other token, 10 channels): 2^-17 a token (-12), and a decay that
+    # is 0 in fp32 (-200). A kernel that defers the decay over a block must restart it there
+    # (experiments/2026-12-05-defer ran these on one).
+    Case("T8-strong-decay-kf", B=2, T=8, strong_g=-12.0),
+    Case("T7-zero-decay-kf-gva2", B=2, T=7, ratio=2, strong_g=-200.0),
+    Case("varlen-3-8-5-strong-decay-kf", cu=(0, 3, 11, 16), strong_g=-12.0),
     Case("varlen-3-37-1-fp16-softplus-vf-gva2", cu=(0, 3, 40, 41), ratio=2, gate="softplus", v_first=True,
          dtype="fp16", param="bf16"),
 ]
@@ -122,6 +129,9 @@ def make_inputs(torch, lib, c: Case, seed: int) -> dict:
         q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
     in_kernel = c.gate != "precomputed"
     g = randn(B, T, HV, K) if in_kernel else F.logsigmoid(randn(B, T, HV, K)) / 16
+    if c.strong_g is not None:
+        assert not in_kernel, f"{c.id}: strong_g is for the precomputed gate"
+        g[:, 1::2, :, :10] = c.strong_g
     beta = randn(B, T, HV) if c.bsig else torch.sigmoid(randn(B, T, HV))
     sshape = (N, HV, V, K) if c.v_first else (N, HV, K, V)
     half = torch.float16 if c.dtype == "fp16" else torch.bfloat16

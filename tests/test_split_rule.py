@@ -1,6 +1,7 @@
 """The library's own split choice (kda2.plan.smem split_segments; templates/library.cpp.j2 choose_split mirrors it,
 tests/gpu/test_chunk_split_gpu.py compares the two on a GPU). The cases are the H200's: a wave of 132 state CTAs
-(one a SM) and 4 fold CTAs a chain at K = V = 128, block_v 64 (experiments/2026-12-04-splitrule, call 1)."""
+(one a SM) and 4 fold CTAs a chain at K = V = 128, block_v 64 (experiments/2026-12-04-splitrule, call 1); at K = 64
+the routed warpgroup-MMA pass, 3 state CTAs a SM and 2 fold CTAs a chain (bench/results/h200-2026-12-05-k64/call3)."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +9,7 @@ import itertools
 import pytest
 
 from kda2.plan.smem import (SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS, SPLIT_SPILL_MIN_CHUNKS,
-                            split_segments)
+                            split_min_chunks, split_segments)
 
 WAVE, PER_CHAIN = 132, 4
 
@@ -25,11 +26,26 @@ WAVE, PER_CHAIN = 132, 4
     (64, 32, 1),    # P3's chains fill the GPU
 ])
 def test_the_rule_picks_a_measured_fast_split(chains, chunks, fastest):
-    assert split_segments(chains * PER_CHAIN, WAVE, chunks) == fastest
+    assert split_segments(chains * PER_CHAIN, WAVE, chunks, 128) == fastest
+
+
+@pytest.mark.parametrize("chains, chunks, fastest", [
+    (1, 32, 4),     # T2048 H1: 0.0539 ms unsplit, 0.0419 at 4 (K = 128's 12-chunk segments left it unsplit)
+    (12, 32, 4),    # T2048 H12: 0.0865 unsplit, 0.0598 at 4
+    (16, 64, 5),    # T4096 H16: 0.1564 unsplit, 0.108 at 5 (0.1071 at 6 and 8)
+    (4, 128, 8),    # T8192 H4: 0.2412 unsplit, 0.0902 at 8 (0.0867 at 10)
+])
+def test_at_k64_shorter_segments_pay(chains, chunks, fastest):
+    assert split_segments(chains * 2, 3 * 132, chunks, 64) == fastest
 
 
 def test_no_device_or_no_work_never_splits():
-    assert split_segments(4, 0, 1024) == 1 and split_segments(0, 132, 1024) == 1
+    assert split_segments(4, 0, 1024, 128) == 1 and split_segments(0, 132, 1024, 128) == 1
+
+
+def test_a_head_dim_without_a_fitted_rule_is_refused():
+    with pytest.raises(ValueError, match=r"no split rule for K=96; fitted for K in \[64, 128, 256\]"):
+        split_segments(4, 132, 1024, 96)
 
 
 def test_bounds_and_monotonicity_over_a_grid():
@@ -38,15 +54,16 @@ def test_bounds_and_monotonicity_over_a_grid():
     segments, longer sequences never fewer (what lets a dispatch row judge its calls at its fewest chains and its
     bucket's length)."""
     chains_set, chunk_set, waves = range(1, 80), range(1, 1100, 7), (16, 78, 132, 264)
-    for wave, per_chain in itertools.product(waves, (2, 4, 8)):
-        for chains, chunks in itertools.product(chains_set, chunk_set):
-            fold = chains * per_chain
-            s = split_segments(fold, wave, chunks)
-            assert s == 1 or SPLIT_MIN_SEGMENTS <= s <= SPLIT_MAX_SEGMENTS, (fold, wave, chunks, s)
-            if s > 1:
-                assert chunks // s >= (SPLIT_SPILL_MIN_CHUNKS if fold * s > wave else SPLIT_MIN_CHUNKS)
-                assert fold * s < wave + fold   # spills by less than one segment's worth
-            assert split_segments(fold + per_chain, wave, chunks) <= s, (fold, wave, chunks)
-            assert split_segments(fold, wave, chunks + 7) >= s, (fold, wave, chunks)
-            for cap in (1, 4, 8):
-                assert split_segments(fold, wave, chunks, cap) <= max(min(s, cap), 1)
+    for k in sorted(SPLIT_MIN_CHUNKS):
+        for wave, per_chain in itertools.product(waves, (2, 4, 8)):
+            for chains, chunks in itertools.product(chains_set, chunk_set):
+                fold = chains * per_chain
+                s = split_segments(fold, wave, chunks, k)
+                assert s == 1 or SPLIT_MIN_SEGMENTS <= s <= SPLIT_MAX_SEGMENTS, (fold, wave, chunks, s)
+                if s > 1:
+                    assert chunks // s >= (SPLIT_SPILL_MIN_CHUNKS if fold * s > wave else split_min_chunks(k))
+                    assert fold * s < wave + fold   # spills by less than one segment's worth
+                assert split_segments(fold + per_chain, wave, chunks, k) <= s, (fold, wave, chunks)
+                assert split_segments(fold, wave, chunks + 7, k) >= s, (fold, wave, chunks)
+                for cap in (1, 4, 8):
+                    assert split_segments(fold, wave, chunks, k, cap) <= max(min(s, cap), 1)

@@ -147,7 +147,7 @@ def test_library_choice_is_the_planners_rule(chunk_lib, torch_cuda):
     assert got[(1, 16384, heads)] > 1 and got[(8, 2048, 32 * heads)] == 1, got
 
     def rule(N: int, T: int, HV: int, per_sm: tuple[int, ...]) -> int:
-        return max(split_segments(N * HV * (K + V) // bv, sms * p, -(-T // 64)) for bv, p in zip(block_vs, per_sm))
+        return max(split_segments(N * HV * (K + V) // bv, sms * p, -(-T // 64), K) for bv, p in zip(block_vs, per_sm))
 
     fits = [p for p in itertools.product(range(1, 5), repeat=len(block_vs))
             if all(rule(*sh, p) == s for sh, s in got.items())]

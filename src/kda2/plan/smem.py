@@ -44,8 +44,13 @@ COMBINE_COLS = 8
 # experiments/2026-12-04-splitrule, call 1): the choice is within 0.3 % of each shape's fastest split on average,
 # at most 3.7 % off, and one shape 3.6 % slower than unsplit (T3072 H10), where the rule before (one wave, segments
 # of >= 32 chunks) was 10 % off on average and up to 49 % (T5120 H1 unsplit: 0.117 ms, split 5 0.078); on 62 more
-# shapes (call 2) 0.8 % off on average, one 7.6 % slower than unsplit (T2560 H9).
-SPLIT_MIN_CHUNKS = 12
+# shapes (call 2) 0.8 % off on average, one 7.6 % slower than unsplit (T2560 H9). The fold's extra work per chunk
+# grows as K², so at K = 64 shorter segments pay: on 105 few-chain K = 64 shapes (T 2048-32768, 1-32 heads; the
+# routed warpgroup-MMA pass, H200, bench/results/h200-2026-12-05-k64/call3/grid64_new.json) 12 chunks left T = 2048
+# unsplit where 4 segments were 19-45 % faster, 4.8 % off the fastest on average; 8 chunks (the choice's time being
+# the forced split's in the same grid) 2.8 %, at most 10.5 %, one shape slower than unsplit either way. K = 256
+# (76 shapes, call1/grid256.json) kept at 12: 8 moved the mean 2.5 → 2.0 % but left two shapes slower than unsplit.
+SPLIT_MIN_CHUNKS = {64: 8, 128: 12, 256: 12}
 SPLIT_SPILL_MIN_CHUNKS = 24
 SPLIT_SEGMENT_STEPS = 4
 SPLIT_MIN_SEGMENTS = 3
@@ -71,14 +76,21 @@ OVERLAP_SM_SHARE = 2
 OVERLAP_SHORT = ((18, 64), (20, 32))
 
 
-def split_segments(fold_ctas: int, wave: int, chunks: int, cap: int = SPLIT_MAX_SEGMENTS) -> int:
+def split_min_chunks(k: int) -> int:
+    """Fewest chunks a segment of the library's own split keeps at head dim K (SPLIT_MIN_CHUNKS)."""
+    if k not in SPLIT_MIN_CHUNKS:
+        raise ValueError(f"no split rule for K={k}; fitted for K in {sorted(SPLIT_MIN_CHUNKS)}")
+    return SPLIT_MIN_CHUNKS[k]
+
+
+def split_segments(fold_ctas: int, wave: int, chunks: int, k: int, cap: int = SPLIT_MAX_SEGMENTS) -> int:
     """Segments of the library's own split of a call (1: unsplit): fold_ctas, the fold pass's CTAs per segment (chains
     × (K + V) / block_v); wave, the state kernel's CTAs one wave holds on the device; chunks, the longest sequence's;
-    cap, the dispatch row's bound. The same arithmetic as library.cpp.j2 choose_split (tests/gpu/test_chunk_split_gpu.py
-    compares them on the GPU)."""
+    k, the head dim; cap, the dispatch row's bound. The same arithmetic as library.cpp.j2 choose_split
+    (tests/gpu/test_chunk_split_gpu.py compares them on the GPU)."""
     if fold_ctas <= 0 or wave <= 0:
         return 1
-    s = min(-(-wave // fold_ctas), math.isqrt(2 * chunks // SPLIT_SEGMENT_STEPS), chunks // SPLIT_MIN_CHUNKS,
+    s = min(-(-wave // fold_ctas), math.isqrt(2 * chunks // SPLIT_SEGMENT_STEPS), chunks // split_min_chunks(k),
             SPLIT_MAX_SEGMENTS, cap)
     if fold_ctas * s > wave and chunks // s < SPLIT_SPILL_MIN_CHUNKS:
         s = min(s, wave // fold_ctas)

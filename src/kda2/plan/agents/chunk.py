@@ -16,9 +16,9 @@ from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
 from kda2.plan.model import estimate_resources, occupancy, workloads
 from kda2.spec.knobs import knob
-from kda2.plan.smem import (CHUNK, PREP_THREADS, SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS,
-                             SPLIT_SEGMENT_STEPS, expected_strides, prep_smem_bytes, split_segments, state_smem_bytes,
-                             state_threads)
+from kda2.plan.smem import (CHUNK, PREP_THREADS, SPLIT_MAX_SEGMENTS, SPLIT_MIN_SEGMENTS,
+                             SPLIT_SEGMENT_STEPS, expected_strides, prep_smem_bytes, split_min_chunks, split_segments,
+                             state_smem_bytes, state_threads)
 
 
 class ChunkSizeAgent:
@@ -162,14 +162,14 @@ def row_split(cfg: Mapping[str, Any], hw: Any, bucket: int, min_chains: int) -> 
     chains, nch = max(min_chains, 1), bucket // CHUNK
     per_sm = max(occupancy(estimate_resources(dict(cfg)), hw).ctas_per_sm, 1)
     wave, fold = hw.sm_count * per_sm, chains * (cfg["k"] + cfg["v"]) // cfg["block_v"]
-    s = split_segments(fold, wave, nch)
+    s = split_segments(fold, wave, nch, cfg["k"])
     judged = (f"judged at {chains} chain(s) of T={bucket} ({nch} chunks): the fold's {fold} CTAs per segment against "
               f"a wave of {wave} ({per_sm} state CTA(s)/SM, {hw.cite('sm_count')})")
     if s == 1:
         return 1, (f"unsplit: {judged} leave room for fewer than {SPLIT_MIN_SEGMENTS} segments (of >= "
-                   f"{SPLIT_MIN_CHUNKS} chunks; fold + emission walk 2·chunks/s steps)")
+                   f"{split_min_chunks(cfg['k'])} chunks at K={cfg['k']}; fold + emission walk 2·chunks/s steps)")
     return s, (f"up to {s} segments: {judged}, about sqrt(2·chunks/{SPLIT_SEGMENT_STEPS}), segments of >= "
-               f"{SPLIT_MIN_CHUNKS} chunks, at most {SPLIT_MAX_SEGMENTS}")
+               f"{split_min_chunks(cfg['k'])} chunks at K={cfg['k']}, at most {SPLIT_MAX_SEGMENTS}")
 
 
 CHUNK_AGENTS = (

@@ -658,9 +658,9 @@ def test_a_partial_plan_does_not_call_rules_unmatched(kimi, rules) -> None:
 def test_each_chunk_row_carries_a_split_knob_from_the_profile_and_the_record(rules) -> None:
     """The exact split's knob per dispatch row (kda2.plan.agents.chunk row_split): judged at the row's fewest chains
     and the bucket's length with the profile's SMs — a row whose calls can be one long sequence splits (3 to 16
-    segments of >= 12 chunks), a row of short sequences or of chains that fill the GPU does not, a GPU with fewer SMs
-    gets fewer segments; a tuning record's split routes the row where its winner is routed, and only there."""
-    from kda2.plan.smem import SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNKS, SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS
+    segments of >= 12 chunks at K = 128), a row of short sequences or of chains that fill the GPU does not, a GPU with
+    fewer SMs gets fewer segments; a tuning record's split routes the row where its winner is routed, and only there."""
+    from kda2.plan.smem import SPLIT_MAX_SEGMENTS, SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, split_min_chunks
 
     spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
     h200 = load_profiles()["h200"]
@@ -668,7 +668,7 @@ def test_each_chunk_row_carries_a_split_knob_from_the_profile_and_the_record(rul
     rows = routes(plan)
     for key, d in rows.items():
         assert d["split_by"] == "agents" and isinstance(d["split"], int) and d["split_why"], key
-        if d["bucket"] // 64 < SPLIT_MIN_SEGMENTS * SPLIT_MIN_CHUNKS or d["min_chains"] >= 46:
+        if d["bucket"] // 64 < SPLIT_MIN_SEGMENTS * split_min_chunks(spec.head_dims.k) or d["min_chains"] >= 46:
             assert d["split"] == 1 and d["split_why"].startswith("unsplit"), (key, d["split_why"])
     longest = [d for d in plan.dispatch if d["bucket"] == max(spec.seq_len_buckets) and d["min_chains"] == 0]
     assert longest and all(SPLIT_MIN_SEGMENTS <= d["split"] <= SPLIT_MAX_SEGMENTS for d in longest), longest

@@ -1,8 +1,8 @@
 """FLA-compatible torch API: `fused_recurrent_kda` (FLA 0.6 signature) and the serving form
 `fused_recurrent_kda_pool` (vLLM-style state pool updated in place).
 
-Every argument is validated before anything is allocated or launched (but for the fp32 copy of fp16 gate
-parameters, made once per parameter: kda2.runtime.params), so a bad call raises
+Every argument is validated before anything is allocated or launched (but for the fp32 copy of gate parameters the
+kernels do not read as given, made once per parameter: kda2.runtime.params), so a bad call raises
 `KDA2InputError` (a ValueError naming the tensor, what it was and what is allowed) and leaves every
 output and state untouched. No path synchronises with the host, so every call can be captured in a CUDA
 graph: varlen with only a device `cu_seqlens` bounds the longest sequence by the token count (the
@@ -145,7 +145,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (the spec's input_dtypes), any
     HV % H == 0; g [B, T, HV, K] fp32 or the input dtype; beta [B, T, HV] fp32 or the input dtype;
-    A_log [HV] and dt_bias [HV*K] fp32 or bf16 (fp16 ones are read from an fp32 copy: kda2.runtime.params); states fp32 [N, HV, K, V] ([N, HV, V, K] with
+    A_log [HV] and dt_bias [HV*K] fp32, bf16 or fp16 (fp16 or strided ones are read from an fp32 copy: kda2.runtime.params); states fp32 [N, HV, K, V] ([N, HV, V, K] with
     state_v_first), or bf16 (h0 and ht alike; calls up to the decode buckets of a spec with
     bf16_decode_state). Returns (o [B, T, HV, V] in the input dtype, final_state or None).
 
@@ -159,7 +159,7 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     torch = _torch or _init_torch()
     if kwargs:  # before the library lookup: a mistyped keyword is a TypeError whether or not a library is found
         state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
-    if use_gate_in_kernel and (getattr(A_log, "dtype", None) is _v._F16 or getattr(dt_bias, "dtype", None) is _v._F16):
+    if use_gate_in_kernel:
         A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = library if library is not None else loader._default or _v.looked_up(
         lambda: _v.default_for("recurrent", q, v), q, k, v, g, beta, out, optional=(
@@ -260,7 +260,7 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
     """
     torch = _torch or _init_torch()
-    if use_gate_in_kernel and (getattr(A_log, "dtype", None) is _v._F16 or getattr(dt_bias, "dtype", None) is _v._F16):
+    if use_gate_in_kernel:
         A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = library if library is not None else loader._default or _v.looked_up(
         lambda: _v.default_for("recurrent", q, v), q, k, v, g, beta, out, required=(

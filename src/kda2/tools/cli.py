@@ -562,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
     r.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
     r.add_argument("--build-dir", action="append", help="build tree whose manifests impact counts (repeatable; "
-                   f"default: {' and '.join(dict.fromkeys(DEFAULT_BUILD_DIRS.values()))})")
+                   f"default: {' and '.join(DEFAULT_BUILD_DIRS.values())})")
     r.add_argument("--action", dest="rule_action", default="forbid", choices=["forbid", "flags"],
                    help="propose: the rule's action (default forbid)")
     r.add_argument("--flag", action="append", help="propose --action flags: an nvcc option (repeatable; one that "

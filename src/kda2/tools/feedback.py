@@ -180,7 +180,7 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
     from kda2.spec.rules import apply_rules
 
     trees = ([build_dir] if isinstance(build_dir, (str, os.PathLike)) else
-             list(build_dir) if build_dir is not None else list(dict.fromkeys(DEFAULT_BUILD_DIRS.values())))
+             list(build_dir) if build_dir is not None else list(DEFAULT_BUILD_DIRS.values()))
     rule = load_rule(rule_path)
     others = [r for r in load_rules(rules_dir) if r.id != rule.id]
     withs = sorted(others + [rule], key=lambda r: r.id)

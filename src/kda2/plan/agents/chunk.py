@@ -162,14 +162,14 @@ def row_split(cfg: Mapping[str, Any], hw: Any, bucket: int, min_chains: int) -> 
     chains, nch = max(min_chains, 1), bucket // CHUNK
     per_sm = max(occupancy(estimate_resources(dict(cfg)), hw).ctas_per_sm, 1)
     wave, fold = hw.sm_count * per_sm, chains * (cfg["k"] + cfg["v"]) // cfg["block_v"]
-    s = split_segments(fold, wave, nch, cfg["k"])
+    s, min_chunks = split_segments(fold, wave, nch, cfg["k"]), split_min_chunks(cfg["k"])
     judged = (f"judged at {chains} chain(s) of T={bucket} ({nch} chunks): the fold's {fold} CTAs per segment against "
               f"a wave of {wave} ({per_sm} state CTA(s)/SM, {hw.cite('sm_count')})")
     if s == 1:
         return 1, (f"unsplit: {judged} leave room for fewer than {SPLIT_MIN_SEGMENTS} segments (of >= "
-                   f"{split_min_chunks(cfg['k'])} chunks at K={cfg['k']}; fold + emission walk 2·chunks/s steps)")
+                   f"{min_chunks} chunks at K={cfg['k']}; fold + emission walk 2·chunks/s steps)")
     return s, (f"up to {s} segments: {judged}, about sqrt(2·chunks/{SPLIT_SEGMENT_STEPS}), segments of >= "
-               f"{split_min_chunks(cfg['k'])} chunks at K={cfg['k']}, at most {SPLIT_MAX_SEGMENTS}")
+               f"{min_chunks} chunks at K={cfg['k']}, at most {SPLIT_MAX_SEGMENTS}")
 
 
 CHUNK_AGENTS = (

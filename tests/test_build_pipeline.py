@@ -425,6 +425,9 @@ def test_default_build_compiles_the_routed_variants_and_all_adds_the_rest(refere
     assert not set(rest.compiled()) & set(routed)
     manifest = json.loads((co.build / "_candidates" / SPEC_A / ARCH / "manifest.json").read_text())
     assert manifest["candidates"] == "all" and sorted(v["id"] for v in manifest["variants"]) == every
+    from kda2.tools.tune import _planned  # what kda2 tune reads where the plan cache is not beside the tree
+    hw, budget = _planned(manifest)
+    assert hw.name == plan.profile.name and budget.allow_spills == plan.spec.budget.allow_spills
     assert tree_digest(co.out()) == shipped
     assert co.scons("-q").rc == 0 and co.scons("-q", "CANDIDATES=all").rc == 0
     bad = co.scons("CANDIDATES=some")

@@ -350,7 +350,7 @@ BLOCK_BUILD_PACKAGES = (
     "class _Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name.split('.')[0] in ('pydantic', 'yaml'):\n"
-    "            raise ImportError('not installed here: ' + name)\n"
+    "            raise ModuleNotFoundError('No module named ' + repr(name), name=name)  # as a missing one\n"
     "sys.meta_path.insert(0, _Block())\n"
     "from kda2.tools.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n")
@@ -369,6 +369,31 @@ def test_tune_dry_run_of_a_build_needs_no_pydantic(built, tmp_path) -> None:
     p = subprocess.run([sys.executable, "-c", BLOCK_BUILD_PACKAGES, "calibrate", "--out", str(tmp_path / "x.yaml")],
                        capture_output=True, text=True, cwd=tmp_path, env=env)
     assert "Traceback" not in p.stderr and (p.returncode == 0 or p.stderr.startswith("kda2: error: "))
+
+
+def test_tune_reads_the_plan_from_the_manifest_without_the_plan_cache(built, tmp_path) -> None:
+    """A build tree copied alone to a GPU host without kda2[build]: no build/.kda2/plan-cache.json beside it, yet
+    the manifest's "planned" (the plan cache's own record, as the build writes it) gives tune the profile and
+    budget; without it the error names the way out."""
+    from kda2.plan.cache import _from_json, _to_json
+
+    d, plan = built
+    m = json.loads((d / "manifest.json").read_text())
+    plans, _ = _from_json(_to_json([plan], []))
+    m["planned"] = plans[0].planned
+    (d / "manifest.json").write_text(json.dumps(m))
+    assert not (tmp_path / "build" / ".kda2").exists()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    run = lambda: subprocess.run([sys.executable, "-c", BLOCK_BUILD_PACKAGES, "tune", "--dry-run", str(d),
+                                  "--tuning", str(tmp_path / "tuning")], capture_output=True, text=True,
+                                 cwd=tmp_path, env=env)
+    p = run()
+    assert p.returncode == 0, p.stderr
+    assert "kimi_linear_chunk / sm_90a on h200 (published)" in p.stdout and "PRUNED: spills" in p.stdout
+    del m["planned"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    p = run()
+    assert p.returncode != 0 and "the manifest names no plan" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_missing_plan_without_build_packages_names_the_fix(built, tmp_path, monkeypatch) -> None:

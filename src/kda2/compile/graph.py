@@ -182,7 +182,7 @@ def _library_nodes(n: _Nodes, plan, nodes: dict[str, dict], out: Path, candidate
             "abi_version": ABI_VERSION, "toolchain": n.tc_ident,
             "k": spec.head_dims.k, "v": spec.head_dims.v, "features": spec.features,
             "buckets": list(spec.seq_len_buckets), "spec_digest": spec.digest, "library": lib_name,
-            "candidates": candidates,
+            "candidates": candidates, "planned": plan.planned,
             "dispatch": [dict(d) for d in plan.dispatch],
             "variants": [{"id": pv.id, "index": i, "name": pv.name, "config": pv.config, "rules": list(pv.rules),
                           "flags": list(pv.flags), "cubin": rel(nodes[pv.id]["cubin"]),

@@ -73,7 +73,10 @@ def _from_json(data: dict) -> tuple[list[SimpleNamespace], list[str]]:
                                  features=spec["features"], seq_len_buckets=spec["seq_len_buckets"],
                                  digest=spec["digest"]),
             arch=p["arch"], dispatch=tuple(p["dispatch"]), variants=tuple(variants),
-            profile=ProfileView(p["profile"])))
+            profile=ProfileView(p["profile"]),
+            # what kda2 tune needs of the plan (profile and budget), into the library's manifest: a build tree
+            # copied to a GPU host without kda2[build] or this cache still tunes
+            planned={"profile": p["profile"], "budget": spec["budget"]}))
     return plans, data["warnings"]
 
 

@@ -165,7 +165,7 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
         raise TuneError(f"{path}: built with CANDIDATES={m.get('candidates')} ({len(m['variants'])} variants: what the "
                         f"dispatch routes to); tuning times every candidate: build them with `kda2 build --candidates "
                         f"all {m['spec']}` (or `scons CANDIDATES=all`) and tune {where}")
-    cached = None if profile else _from_plan_cache(path, m["spec"], m["arch"])
+    cached = None if profile else (_planned(m) or _from_plan_cache(path, m["spec"], m["arch"]))
     if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
         hw, budget = cached
     else:
@@ -173,10 +173,10 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
             hw, budget = (_profile_for(m["spec"], m["arch"], specs_dir, profiles_dir, profile),
                           _budget(m["spec"], specs_dir))
         except ModuleNotFoundError as e:  # a GPU host with the runtime only: re-planning needs kda2[build]
-            raise TuneError(f"{path}: {_plan_cache(path)} holds no plan of {m['spec']} / {m['arch']} (the library "
-                            f"was built in another tree, or before builds kept every spec's plan), and re-planning "
-                            f"here needs {e.name} (kda2[build]); rebuild it with one `kda2 build --candidates all` run in this tree, "
-                            "or install kda2[build]") from None
+            raise TuneError(f"{path}: the manifest names no plan (built before manifests kept it), "
+                            f"{_plan_cache(path)} holds no plan of {m['spec']} / {m['arch']}, and re-planning here "
+                            f"needs {e.name} (kda2[build]); rebuild it with one `kda2 build --candidates all` run "
+                            "(any tree: the new manifest carries its plan), or install kda2[build]") from None
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})
     by_id = {v["id"]: v for v in m["variants"]}
     lib = m.get("library")
@@ -222,6 +222,19 @@ def _primary(family: str, bucket: int) -> str:
 def _plan_cache(manifest: Path) -> Path:
     """build/.kda2/plan-cache.json of the build tree holding build/<spec>/<arch>/manifest.json."""
     return manifest.parent.parent.parent / ".kda2" / "plan-cache.json"
+
+
+def _planned(m: dict) -> tuple[Any, Any] | None:
+    """(profile, budget) the library was planned with, from its manifest's "planned" (absent before 2026-12-05)."""
+    from types import SimpleNamespace
+
+    from kda2.plan.profile_view import ProfileView
+
+    p = m.get("planned")
+    try:
+        return ProfileView(p["profile"]), SimpleNamespace(**p["budget"])
+    except (KeyError, TypeError):
+        return None
 
 
 def _from_plan_cache(manifest: Path, spec: str, arch: str) -> tuple[Any, Any] | None:

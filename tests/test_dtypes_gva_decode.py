@@ -359,6 +359,30 @@ def test_default_library_by_head_dims(tmp_path, monkeypatch):
     assert loader.built_head_dims("recurrent") == "K=64 V=64 (h64: sm_80, sm_90a), K=128 V=128 (h128: sm_90a)"
 
 
+@needs_cc
+def test_chunk_kda_default_library_follows_the_head_dims(tmp_path, monkeypatch):
+    """With several chunk libraries built side by side (the default specs build K = 64, 128 and 256), chunk_kda
+    without library= takes the one built for the call's K and V, as fused_recurrent_kda does."""
+    torch = pytest.importorskip("torch")
+    from kda2.runtime import api, chunk
+    build = tmp_path / "build"
+    for dims in (64, 128):
+        make_fake_build(build, spec=f"c{dims}", family="chunk", k=dims, v=dims, buckets=(2048, 8192, 65536))
+    monkeypatch.setattr(loader, "current_capability", lambda *a: (9, 0))
+    monkeypatch.setenv("KDA2_BUILD_DIR", str(build))
+    monkeypatch.setattr(loader, "_defaults", {})
+    api._init_torch()
+    for dims in (64, 128):
+        lib = loader.default_library("chunk", dims, dims)
+        assert lib.spec == f"c{dims}"
+        _FakeCuda(monkeypatch, api, lib)
+        x = _inputs(torch, B=1, T=100, H=2, HV=2, K=dims, V=dims)
+        o, _ = chunk.chunk_kda(*x.values())
+        a = _hooks(lib).kda2_test_last().contents
+        assert o.shape == x["v"].shape and (a.N, a.T, a.H) == (1, 100, 2)
+    chunk.release_workspaces()
+
+
 def test_fp32_copies_of_gate_parameters_are_made_once_per_version():
     """A model's fp16 parameter is cast once, not on every call (decode calls it every step), and cast again after
     an in-place update (a weight reload); fp32 tensors are passed as they are."""

@@ -95,7 +95,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if kwargs:  # keywords and safe_gate need no library: checked before it is looked up
         state_v_first = _v.chunk_kwargs(kwargs, state_v_first)
     _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
-    lib = _v.looked_up(lambda: _v.library_arg(library, "chunk"), q, k, v, g, beta, out, optional=(
+    lib = _v.looked_up(lambda: _v.library_arg(library, "chunk") if library is not None else _v.default_for("chunk", q, v),
+                       q, k, v, g, beta, out, optional=(
         ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state), ("final_state_out", final_state_out),
         ("cu_seqlens", cu_seqlens)))
     if use_gate_in_kernel:

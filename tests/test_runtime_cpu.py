@@ -498,6 +498,13 @@ def test_validation_errors(api_env):
     e(r"cu_seqlens values", *b1, cu_seqlens=torch.tensor([0, 1, 4]))
     e(r"max_seqlen: got 1; allowed: >= the longest sequence \(2\)", *b1, cu_seqlens=cu, cu_seqlens_cpu=cu, max_seqlen=1)
     e(r"cu_seqlens_cpu given without cu_seqlens", *base, cu_seqlens_cpu=cu)
+    e(r"cu_seqlens_cpu values: got \[0, 2, 4\]", *b1, cu_seqlens=cu, cu_seqlens_cpu=torch.tensor([0, 2, 4]))
+    # scalars that are not numbers are named, not left to float() / int()
+    e(r"max_seqlen: got 'a'; allowed: None or a non-negative int", *b1, cu_seqlens=cu, max_seqlen="a")
+    e(r"max_seqlen: got 2.5; allowed: None or an int", *b1, cu_seqlens=cu, cu_seqlens_cpu=cu, max_seqlen=2.5)
+    e(r"lower_bound: got 'abc'; allowed: a finite negative float", *base, use_gate_in_kernel=True, lower_bound="abc")
+    e(r"scale: got 'x'; allowed: None \(K \*\* -0.5\) or a float", *base, scale="x")
+    e(r"scale: got list \[1\]; allowed", *base, scale=[1])
     e(r"initial_state shape: got \[2, 4, 128, 128\]; allowed: \[3, 4, 128, 128\]",
       *[torch.cat([t, t[:, :1]], 1)[:1] for t in b1], cu_seqlens=torch.tensor([0, 1, 2, 4]),
       initial_state=torch.zeros(2, HV, K, V))
@@ -851,6 +858,7 @@ def test_chunk_kda_validation_errors(chunk_env):
       use_gate_in_kernel=True, lower_bound=-6.0)
     e(r"chunk_size=32: .*pass chunk_size=64", *base, chunk_size=32)
     e(r"chunk_size: got 16; allowed: 64", *base, chunk_size=16)
+    e(r"split: got True; allowed: None \(the library's choice\) or an int", *base, split=True)
     e(r"return_intermediate_states=True is not supported", *base, return_intermediate_states=True)
     e(r"cp_context .* not supported", *base, cp_context=object())
     e(r"chunk_kda\(\) got unexpected keyword arguments \['bogus'\]", *base, bogus=1, err=TypeError)

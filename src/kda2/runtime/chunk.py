@@ -95,8 +95,9 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if kwargs:  # keywords and safe_gate need no library: checked before it is looked up
         state_v_first = _v.chunk_kwargs(kwargs, state_v_first)
     _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
-    lib = _v.looked_up(lambda: _v.library_arg(library, "chunk") if library is not None else _v.default_for("chunk", q, v),
-                       q, k, v, g, beta, out, optional=(
+    lib = _v.looked_up(
+        lambda: _v.library_arg(library, "chunk") if library is not None else _v.default_for("chunk", q, v),
+        q, k, v, g, beta, out, optional=(
         ("A_log", A_log), ("dt_bias", dt_bias), ("initial_state", initial_state), ("final_state_out", final_state_out),
         ("cu_seqlens", cu_seqlens)))
     if use_gate_in_kernel:
@@ -114,7 +115,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
         _v.check_tensor("final_state_out", final_state_out, (torch.float32,), sshape, dev)
     _check_alignment((("q", q, 16), ("k", k, 16), ("v", v, 16), ("g", g, 16), ("out", out, 16),
                       ("initial_state", initial_state, 8), ("final_state_out", final_state_out, 8)))
-    if split is not None and not (isinstance(split, int) and 1 <= split <= abi.MAX_SPLIT):
+    if split is not None and (isinstance(split, bool) or not (isinstance(split, int) and 1 <= split <= abi.MAX_SPLIT)):
         raise _v.fail("split", repr(split), f"None (the library's choice) or an int in [1, {abi.MAX_SPLIT}]")
     if overlap is not None and not isinstance(overlap, bool):
         raise _v.fail("overlap", repr(overlap), "None (the library's choice), True or False")

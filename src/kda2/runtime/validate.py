@@ -48,6 +48,24 @@ def fail(name: str, given: Any, allowed: str) -> KDA2InputError:
     return KDA2InputError(f"{name}: got {given}; allowed: {allowed}")
 
 
+def real(name: str, x: Any, allowed: str) -> float:
+    """A Python / numpy / 0-d tensor number as float; anything else (a string, a bool, a tensor of several
+    elements) is refused naming the argument, not left to float()'s own message."""
+    if isinstance(x, (bool, str, bytes)):
+        raise fail(name, repr(x), allowed)
+    try:
+        return float(x)
+    except (TypeError, ValueError, RuntimeError):
+        raise fail(name, f"{type_name(x)} {x!r}"[:80], allowed) from None
+
+
+def whole(name: str, x: Any, allowed: str) -> int:
+    """An integral number (int, numpy integer, 0-d integer tensor) as int; bools and floats are refused."""
+    if isinstance(x, bool) or not hasattr(x, "__index__"):
+        raise fail(name, repr(x) if isinstance(x, (bool, str, float)) else type_name(x), allowed)
+    return x.__index__()
+
+
 def type_name(x: Any) -> str:
     """`numpy.ndarray`, `list`, `None`: what a non-tensor argument is, by its qualified type name."""
     if x is None:
@@ -216,7 +234,7 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
                             "(use_gate_in_kernel=True, lower_bound=None) needs A_log")
         else:
             mode = abi.GATE_LOWER_BOUND
-            lb = float(lower_bound)
+            lb = real("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
             if not (lb < 0.0 and math.isfinite(lb)):
                 raise fail("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
         # Gate parameters: fp32 or bf16 (recurrent) / fp32 (chunk) here, read as fp32 by the kernels; the callers
@@ -255,7 +273,7 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
                              "add a larger bucket to seq_len_buckets")
     if T > 0x7FFFFFFF or N > 0x7FFFFFFF:
         raise fail("token count", T, "at most 2**31-1 tokens")
-    scale = K ** -0.5 if scale is None else float(scale)
+    scale = K ** -0.5 if scale is None else real("scale", scale, "None (K ** -0.5) or a float")
     return dev, N, B, T, H, HV, K, V, mode, flags, scale, lb, a_ptr, d_ptr, longest
 
 
@@ -330,13 +348,15 @@ def check_varlen(lib: Library, cu, cu_cpu, max_seqlen, B, T, dev):
         host = cu.tolist()  # a host tensor (CPU tests, where the device check is stubbed): free to read
     if host is not None:
         if host[0] != 0 or host[-1] != T or any(b < a for a, b in zip(host, host[1:])):
-            raise fail("cu_seqlens values", host if len(host) <= 16 else f"{host[:8]}...{host[-4:]}",
-                        f"non-decreasing offsets from 0 to the token count T={T}")
+            raise fail("cu_seqlens_cpu values" if cu_cpu is not None else "cu_seqlens values",
+                       host if len(host) <= 16 else f"{host[:8]}...{host[-4:]}",
+                       f"non-decreasing offsets from 0 to the token count T={T}")
         longest = max(b - a for a, b in zip(host, host[1:]))
-        if max_seqlen is not None and int(max_seqlen) < longest:
+        if max_seqlen is not None and whole("max_seqlen", max_seqlen, "None or an int") < longest:
             raise fail("max_seqlen", max_seqlen, f">= the longest sequence ({longest})")
     else:
-        longest = int(max_seqlen)  # the caller's promise; too small would pick a variant for shorter inputs
+        longest = whole("max_seqlen", max_seqlen, "None or a non-negative int")  # the caller's promise: too small
+        # would pick a variant for shorter inputs
         if longest < 0:
             raise fail("max_seqlen", max_seqlen, "a non-negative int")
     return N, longest

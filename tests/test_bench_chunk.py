@@ -2,8 +2,6 @@
 and one shape's bookkeeping driven through stand-in implementations (the timing itself needs a GPU)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kda2.bench import chunk as bc
@@ -73,26 +71,29 @@ def test_chart(tmp_path):
     assert "no timed rows" in bc.chart(_result([]), tmp_path / "d.png")
 
 
-def test_cli_refuses_bad_arguments_and_needs_a_gpu(tmp_path, monkeypatch):
-    assert bench_main(["chunk", "--out", str(tmp_path), "--gates", "softplus,nope"]) == 2
-    assert "unknown gate 'nope'" in json.loads((tmp_path / "bench_chunk.json").read_text())["error"]
-    assert bench_main(["chunk", "--out", str(tmp_path), "--shapes", "P7"]) == 2
+def test_cli_refuses_bad_arguments_and_needs_a_gpu(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    assert bench_main(["chunk", "--out", str(out), "--gates", "softplus,nope"]) == 2
+    assert "--gates: unknown gate 'nope'" in capsys.readouterr().err
+    assert bench_main(["chunk", "--out", str(out), "--shapes", "P7"]) == 2
+    assert "--shapes: unknown shape 'P7'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench_main(["chunk", "--layout", "sideways"])
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert bench_main(["chunk", "--out", str(tmp_path), "--shapes", "P6", "--iters", "2"]) == 2
-    result = json.loads((tmp_path / "bench_chunk.json").read_text())
-    assert "needs a GPU" in result["error"] and result["anchors"]["measured_by_this_run"] is False
+    assert bench_main(["chunk", "--out", str(out), "--shapes", "P6", "--iters", "2"]) == 2
+    assert capsys.readouterr().err == "kda2: error: torch.cuda is not available: the benchmark needs a GPU\n"
+    assert not out.exists()   # stopped before measuring: nothing written
 
 
-def test_overlap_option_reaches_every_kda2_call(tmp_path):
+def test_overlap_option_reaches_every_kda2_call(tmp_path, capsys):
     """--overlap auto | on | off becomes chunk_kda's overlap=None | True | False on every timed call; anything else is
     refused before a GPU is looked for."""
     with pytest.raises(SystemExit):
         bench_main(["chunk", "--out", str(tmp_path), "--overlap", "sometimes"])
     assert bc.run(tmp_path, shapes=["P6"], overlap="sometimes") == 2
-    assert "overlap 'sometimes' (allowed ['auto', 'on', 'off'])" in json.loads((tmp_path / "bench_chunk.json").read_text())["error"]
+    assert "--overlap 'sometimes' (allowed ['auto', 'on', 'off'])" in capsys.readouterr().err
     sets = [dict(q=1, k=2, v=3, g=4, beta=5, h0=6)]
     shared = dict(cu_seqlens=None, cu_seqlens_cpu=None, A_log=None, dt_bias=None)
     for flag, want in (("auto", None), ("on", True), ("off", False)):
@@ -184,11 +185,11 @@ def test_shapes_at_other_head_dims_keep_tokens_and_bytes_per_token():
             assert set_bytes(t, k, k) - other(t, k) == set_bytes(s) - other(s, 128)
 
 
-def test_a_log_option_reaches_every_implementation(tmp_path, monkeypatch):
+def test_a_log_option_reaches_every_implementation(tmp_path, monkeypatch, capsys):
     """--a-log sets every head's A_log for every implementation of a shape (the draw otherwise); a value that is not a
     finite number is refused before a GPU is looked for."""
     assert bc.run(tmp_path, shapes=["P6"], a_log=float("nan")) == 2
-    assert "--a-log nan (allowed: a finite number)" in json.loads((tmp_path / "bench_chunk.json").read_text())["error"]
+    assert "--a-log nan (allowed: a finite number)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench_main(["chunk", "--out", str(tmp_path), "--a-log", "strong"])
     torch = pytest.importorskip("torch")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import json
 
 import pytest
 
@@ -61,12 +60,13 @@ def test_shapes_named_and_custom_decode_sizes() -> None:
             br.resolve_shapes([bad])
 
 
-def test_an_unknown_shape_fails_the_run_before_any_gpu_work(tmp_path) -> None:
+def test_an_unknown_shape_fails_the_run_before_any_gpu_work(tmp_path, capsys) -> None:
     # a typo used to select nothing and run only the correctness check; now it is refused, with the allowed forms
-    rc = br.run(tmp_path, None, None, ["D2", "D9"], True, False, ["recurrent"])
+    rc = br.run(tmp_path / "out", None, None, ["D2", "D9"], True, False, ["recurrent"])
     assert rc == 2
-    err = json.loads((tmp_path / "bench_recurrent.json").read_text())["error"]
-    assert "unknown shape 'D9'" in err and "M1" in err and "N<sequences>T<tokens>[h]" in err
+    err = capsys.readouterr().err
+    assert err.startswith("kda2: error: --shapes: unknown shape 'D9'") and "M1" in err
+    assert "N<sequences>T<tokens>[h]" in err and not (tmp_path / "out").exists()
 
 
 def test_the_readme_table_states_the_timing_floor_of_its_run() -> None:

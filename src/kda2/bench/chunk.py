@@ -592,53 +592,72 @@ def start_cudnn(result: dict, use_cudnn: bool, layout: str, make=None):
                            lambda c: {"entry": c.entry, **c.info}, "--no-cudnn")
 
 
-def run(out_dir: Path, library: str | None = None, shapes: list[str] | None = None, gates: list[str] | None = None,
-        layout: str = "v_first", iters: int = 20, warmup: int = 3, use_fla: bool = True,
-        argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None,
+#: the files of a run, replaced as a set (host.open_out)
+OUT_FILES = ("bench_chunk.json", "bench_chunk.md", "bench_chunk.png", "bench_chunk_roofline.png")
+
+
+def check_arguments(shapes: list[str] | None, gates: list[str] | None, layout: str, iters: int, warmup: int,
+                    step_us: float | None, head_dim: int, overlap: str, a_log: float | None) -> list[str]:
+    """What is wrong with the run's arguments, one item per option (option, value, what is allowed); [] if nothing."""
+    bad = []
+    try:
+        resolve_shapes(shapes)
+    except ValueError as exc:
+        bad.append(f"--shapes: {exc}")
+    bad += [f"--gates: unknown gate {g!r} (allowed {list(GATES)})" for g in (gates or []) if g not in GATES]
+    if layout not in LAYOUTS:
+        bad.append(f"--layout {layout!r} (allowed {list(LAYOUTS)})")
+    if head_dim not in HEAD_DIMS:
+        bad.append(f"--head-dim {head_dim} (allowed {list(HEAD_DIMS)})")
+    if overlap not in OVERLAP:
+        bad.append(f"--overlap {overlap!r} (allowed {list(OVERLAP)})")
+    if iters < 1:
+        bad.append(f"--iters {iters} (allowed: 1 or more)")
+    if warmup < 0:
+        bad.append(f"--warmup {warmup} (allowed: 0 or more)")
+    if step_us is not None and not (math.isfinite(step_us) and step_us > 0):
+        bad.append(f"--step-us {step_us} (allowed: a finite number of µs above 0)")
+    if a_log is not None and not math.isfinite(a_log):
+        bad.append(f"--a-log {a_log} (allowed: a finite number)")
+    return bad
+
+
+def run(out_dir: Path | None, library: str | None = None, shapes: list[str] | None = None,
+        gates: list[str] | None = None, layout: str = "v_first", iters: int = 20, warmup: int = 3,
+        use_fla: bool = True, argv: list[str] | None = None, use_cudnn: bool = True, step_us: float | None = None,
         head_dim: int = K_DIM, overlap: str = "auto", a_log: float | None = None) -> int:
-    """The benchmark; writes bench_chunk.json (+ .md, .png, _roofline.png) under out_dir. `shapes`: ids and set names
+    """The benchmark; writes bench_chunk.json (+ .md, .png, _roofline.png) under out_dir (None: a new
+    ./bench_out/chunk-<date>-<time>) once the arguments, the GPU and the library are found good, replacing an earlier
+    run's there (host.open_out); a run stopped before that writes nothing. `shapes`: ids and set names
     (p, k3, all; default p); `gates`: for every shape (default: both for P, lower_bound for K); `step_us`: the time of
     one 64-token state step for the serial-chain bound (recorded, not measured); `overlap`: auto (the library's
     choice), on (asked for) or off (refused), passed to every kda2 call (OVERLAP); `a_log`: every head's A_log instead
-    of the draw (the same for every implementation). Exit status: 0 ok, 1 a kda2 error or
+    of the draw (the same for every implementation). Exit status: 0 ok, 1 no kda2 library, a kda2 error or
     a disagreement with FLA (a peer's error or disagreement is recorded, not fatal), 2 no GPU / bad arguments."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / "bench_chunk.json"
     result: dict[str, Any] = {"schema": 1, "kind": "kda2-bench-chunk",
                               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                               "command": " ".join([Path(sys.executable).name, "-m", "kda2.bench", *(argv or [])]),
                               "host": platform.node(), "anchors": ANCHORS, "notes": []}
-
-    try:
-        chosen = resolve_shapes(shapes)
-        shape_err = []
-    except ValueError as exc:
-        chosen, shape_err = [], [str(exc)]
-    bad = (shape_err + [f"unknown gate {g!r} (allowed {list(GATES)})" for g in (gates or []) if g not in GATES]
-           + ([f"unknown layout {layout!r} (allowed {list(LAYOUTS)})"] if layout not in LAYOUTS else [])
-           + ([f"head dim {head_dim} (allowed {list(HEAD_DIMS)})"] if head_dim not in HEAD_DIMS else [])
-           + ([f"overlap {overlap!r} (allowed {list(OVERLAP)})"] if overlap not in OVERLAP else [])
-           + (["iters < 1"] if iters < 1 else []) + (["--step-us <= 0"] if step_us is not None and step_us <= 0
-                                                      else [])
-           + ([f"--a-log {a_log} (allowed: a finite number)"] if a_log is not None and not math.isfinite(a_log)
-              else []))
+    bad = check_arguments(shapes, gates, layout, iters, warmup, step_us, head_dim, overlap, a_log)
     if bad:
-        return host.fail(result, json_path, "; ".join(bad), 2)
+        return host.fail("; ".join(bad), 2)
+    chosen = resolve_shapes(shapes)
     try:
         import torch
     except ImportError as exc:
-        return host.fail(result, json_path, f"torch is not importable ({exc}): the benchmark needs torch and a GPU", 2)
+        return host.fail(f"torch is not importable ({exc}): the benchmark needs torch and a GPU", 2)
     if not torch.cuda.is_available():
-        return host.fail(result, json_path, "torch.cuda is not available: the benchmark needs a GPU", 2)
+        return host.fail("torch.cuda is not available: the benchmark needs a GPU", 2)
     result["device"], result["versions"] = host.device(torch), host.versions(torch)
     try:
         lib = pick_library(library, head_dim)
         if (lib.k, lib.v) != (head_dim, head_dim):
             raise ValueError(f"{lib.spec} is built for K={lib.k}, V={lib.v}, the run is for --head-dim {head_dim}")
         ours = Ours(lib, OVERLAP.get(overlap))
-    except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
-        return host.fail(result, json_path, f"kda2 chunk library: {type(exc).__name__}: {exc}", 1)
+    except Exception as exc:  # noqa: BLE001 - said, then fail the run
+        return host.fail(f"kda2 chunk library: {type(exc).__name__}: {exc}", 1)
+    out_dir = host.open_out(out_dir, "chunk", OUT_FILES)
+    json_path = out_dir / "bench_chunk.json"
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "family": lib.family, "arch": lib.arch,
                          "so_sha256": hashlib.sha256(lib.so_path.read_bytes()).hexdigest(),
                          "variants": [{"id": v["id"], "name": v.get("name")} for v in lib.variants]}

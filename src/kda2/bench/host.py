@@ -2,21 +2,44 @@
 every benchmark."""
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import platform
 import sys
 from pathlib import Path
+
+#: where results go without --out: a new folder per run under it (default_out)
+BENCH_OUT = Path("bench_out")
+
+
+def default_out(kind: str) -> Path:
+    """./bench_out/<kind>-<UTC date>-<time>: a new folder per run, so a run never writes over an earlier one's."""
+    return BENCH_OUT / f"{kind}-{_dt.datetime.now(_dt.timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+
+
+def open_out(out_dir: Path | None, kind: str, names: tuple[str, ...]) -> Path:
+    """The folder of a run that is about to measure: out_dir, else a new default_out(kind) (said on stdout). Made only
+    now, so a run stopped by its arguments, the GPU or the library leaves nothing; `names`, the files of an earlier
+    run there, are removed, so that an interrupted run (or one without matplotlib's PNGs) does not leave its JSON
+    beside another run's tables and charts."""
+    if out_dir is None:
+        out_dir = default_out(kind)
+        print(f"kda2 bench {kind}: results go to {out_dir} (--out DIR to choose)", flush=True)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (out_dir / name).unlink(missing_ok=True)
+    return out_dir
 
 
 def write_result(result: dict, path: Path) -> None:
     path.write_text(json.dumps(result, indent=1, default=str) + "\n")
 
 
-def fail(result: dict, path: Path, message: str, code: int) -> int:
-    """Record why the run stopped in the result JSON (it is still written), say it on stderr; returns `code`."""
-    result["error"] = message
-    write_result(result, path)
-    print(message, file=sys.stderr)
+def fail(message: str, code: int) -> int:
+    """Say why the run stopped before it measured anything, in the CLI's one line `kda2: error: ...` on stderr;
+    returns `code`. Nothing is written: --out keeps an earlier run's results whole (open_out)."""
+    print(f"kda2: error: {message}", file=sys.stderr)
     return code
 
 

@@ -368,35 +368,69 @@ def force_variants(lib, ids: list[str]) -> dict[str, str]:
     return named
 
 
-def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: list[str] | None, quick: bool,
+LAYOUTS = ("v_first", "k_first")
+#: a variant id as manifests and `kda2 plan` name it (kda2.plan.variant.variant_id: 12 hex digits of a sha256)
+VARIANT_ID = re.compile(r"[0-9a-f]{12}")
+#: the files of a run, replaced as a set (host.open_out)
+OUT_FILES = ("bench_recurrent.json", "bench_recurrent.png")
+
+
+def check_arguments(layouts: list[str] | None, shapes: list[str] | None, variants: list[str] | None) -> list[str]:
+    """What is wrong with the run's arguments, one item per option (option, value, what is allowed); [] if nothing.
+    Whether a layout or a variant is in the library is known only once it is loaded (run)."""
+    bad = [f"--layouts: unknown layout {lay!r} (allowed {list(LAYOUTS)})" for lay in layouts or []
+           if lay not in LAYOUTS]
+    try:
+        resolve_shapes(shapes)
+    except ValueError as exc:
+        bad.append(f"--shapes: {exc}")
+    variants = variants or []
+    wrong = [vid for vid in variants if not VARIANT_ID.fullmatch(vid)]
+    if wrong:
+        bad.append(f"--variant: {wrong} not variant ids (allowed: 12 hex digits each, as the manifest and `kda2 plan` "
+                   "name them)")
+    if len(variants) > len(LAYOUTS):
+        bad.append(f"--variant: {len(variants)} ids (allowed: at most one per state layout, {len(LAYOUTS)})")
+    return bad
+
+
+def run(out_dir: Path | None, library: str | None, layouts: list[str] | None, shapes: list[str] | None, quick: bool,
         use_fla: bool, argv: list[str], variants: list[str] | None = None) -> int:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """The benchmark; writes bench_recurrent.json (+ .png) under out_dir (None: a new ./bench_out/recurrent-<date>-
+    <time>) once the arguments, the GPU and the library are found good, replacing an earlier run's there
+    (host.open_out); a run stopped before that writes nothing. Exit status: 0 ok, 1 no kda2 library or a kda2 row
+    failed, 2 no GPU / bad arguments."""
     result: dict[str, Any] = {"schema": 1, "kind": "kda2-bench-recurrent",
                               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                               "command": " ".join([Path(sys.executable).name, "-m", "kda2.bench", *argv]),
                               "host": platform.node(), "notes": []}
-    json_path = out_dir / "bench_recurrent.json"
-
-    try:
-        chosen = resolve_shapes(shapes)
-    except ValueError as exc:
-        return host.fail(result, json_path, str(exc), 2)
+    bad = check_arguments(layouts, shapes, variants)
+    if bad:
+        return host.fail("; ".join(bad), 2)
+    chosen = resolve_shapes(shapes)
     try:
         import torch
     except ImportError as exc:
-        return host.fail(result, json_path, f"torch is not importable ({exc}): the benchmark needs torch and a GPU", 2)
+        return host.fail(f"torch is not importable ({exc}): the benchmark needs torch and a GPU", 2)
     if not torch.cuda.is_available():
-        return host.fail(result, json_path, "torch.cuda is not available: the benchmark needs a GPU", 2)
+        return host.fail("torch.cuda is not available: the benchmark needs a GPU", 2)
     result["device"], result["versions"] = host.device(torch), host.versions(torch)
     try:
         lib = pick_library(library)
-    except Exception as exc:  # noqa: BLE001 - recorded, then fail the run
-        return host.fail(result, json_path, f"kda2 library: {exc}", 1)
+    except Exception as exc:  # noqa: BLE001 - said, then fail the run
+        return host.fail(f"kda2 library: {exc}", 1)
+    built = list(lib.features.state_layouts)
+    missing = [lay for lay in layouts or [] if lay not in built]
+    if missing:
+        return host.fail(f"--layouts: {missing} not built into {lib.spec} (allowed {built})", 2)
     if variants:
         try:
             result["forced_variants"] = force_variants(lib, variants)
         except ValueError as exc:
-            return host.fail(result, json_path, str(exc), 2)
+            return host.fail(str(exc), 2)
+    out_dir = host.open_out(out_dir, "recurrent", OUT_FILES)
+    json_path = out_dir / "bench_recurrent.json"
+    if variants:
         print(f"forced variants (not the routes): {result['forced_variants']}", flush=True)
     so_sha = hashlib.sha256(lib.so_path.read_bytes()).hexdigest()
     result["library"] = {"manifest": str(lib.manifest_path), "spec": lib.spec, "arch": lib.arch, "so_sha256": so_sha,
@@ -405,7 +439,7 @@ def run(out_dir: Path, library: str | None, layouts: list[str] | None, shapes: l
     result["config"] = {"gate": "softplus (unbounded, in kernel)", "qk_l2norm": True, "beta_sigmoid": True,
                         "H": H_DEFAULT, "HV": H_DEFAULT, "K": K, "V": V, "state": "fp32", "g": "fp32 raw",
                         "beta": "fp32 raw"}
-    layouts = layouts or [lay for lay in ("v_first", "k_first") if lay in lib.features.state_layouts]
+    layouts = list(dict.fromkeys(layouts)) if layouts else [lay for lay in LAYOUTS if lay in built]
     ours = Ours(lib)
     fla = host.start_fla(result, use_fla, FLA, lambda f: {"entry": f.entry, "inplace": f.inplace})
 

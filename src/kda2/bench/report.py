@@ -115,6 +115,37 @@ def load_result(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
+#: the `kind` of each benchmark's result JSON, and the command that writes it
+KINDS = {"kda2-bench-recurrent": "kda2 bench recurrent", "kda2-bench-chunk": "kda2 bench chunk"}
+EXPECTED = "expected a bench_recurrent.json or bench_chunk.json written by `kda2 bench recurrent|chunk`"
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """A benchmark's result JSON, checked to be one (its `kind`) with something measured; ValueError naming the file,
+    what is wrong with it and what was expected."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc}); {EXPECTED}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file; {EXPECTED}") from None
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); {EXPECTED}") from None
+    kind = result.get("kind") if isinstance(result, dict) else None
+    if not isinstance(kind, str) or kind not in KINDS:
+        names = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+        what = (f"a JSON {names.get(type(result), 'null')}" if not isinstance(result, dict)
+                else f"its kind is {kind!r}" if "kind" in result else "it has no kind")
+        raise ValueError(f"{path}: not a kda2 benchmark result: {what} (a result is an object whose kind is "
+                         f"{' or '.join(map(repr, KINDS))}); {EXPECTED}")
+    if "error" in result and not result.get("rows"):   # written by runs that stopped before measuring (older kda2)
+        raise ValueError(f"{path}: its {KINDS[kind]} run stopped before measuring anything ({result['error']}); "
+                         f"{EXPECTED} that measured")
+    return result
+
+
 # ---- roofline of the chunk benchmark -----------------------------------------------------------------
 
 def floor_bytes(tokens: int, H: int, N: int, K: int = K_DIM, V: int = V_DIM) -> int:

@@ -109,12 +109,14 @@ def test_spec_targets_resolve_and_errors(tmp_path, profiles) -> None:
     assert {a: p.name for a, p in resolve_targets(plain, profiles).items()} == {"sm_90a": "h200", "sm_80": "a100"}
     for bad, want in ((["h200", "nope"], "unknown profile 'nope'; allowed: a100, h100, h200"),
                       (["h200", "h100"], "h200 and h100 are both sm_90a"),
-                      (["h200"], "must equal archs")):
+                      (["h200"], "targets: h200 is sm_90a but archs is [sm_90a, sm_80]; allowed: one target per "
+                                 "arch of archs (archs: [sm_90a] for these targets)")):
         spec = load_spec(edited(tmp_path, KIMI, ("targets: [h200, a100]", f"targets: [{', '.join(bad)}]")))
         with pytest.raises(ProfileError, match=re.escape(want)):
             resolve_targets(spec, profiles)
     sm86 = load_spec(edited(tmp_path, KIMI, ("targets: [h200, a100]", ""), ("archs: [sm_90a, sm_80]", "archs: [sm_86]")))
-    with pytest.raises(ProfileError, match="no default profile for sm_86"):
+    with pytest.raises(ProfileError, match=r"archs: no hardware profile is sm_86, so it cannot be planned; allowed: "
+                                           r"an arch with a profile \(sm_80, sm_90a\), or write profiles/<gpu>.yaml"):
         resolve_targets(sm86, profiles)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,11 @@ def test_unknown_match_key_and_top_level_field(tmp_path: Path) -> None:
     ("match: {family: chunk, config: {v_per_warp: 8}}\naction: forbid\n",
      ("match.config.v_per_warp: unknown field 'v_per_warp'", "block_v")),
     ("match: {bucket: big}\naction: forbid\n", ("match.bucket:", "allowed: int", "(got 'big')")),
+    # a bucket no spec can have: refused here, not only reported by `rules check` as matching no variant
+    ("match: {bucket: -1}\naction: forbid\n", ("match.bucket: not an allowed value", "allowed: int in [1, 1048576]",
+                                              "(got -1)")),
+    ("match: {bucket: [1, 0]}\naction: forbid\n", ("match.bucket:", "(got 0)")),
+    ("match: {bucket: 1048577}\naction: forbid\n", ("match.bucket:", "(got 1048577)")),
     ("match: {config: {staging: tma}}\naction: forbid\n", ("match.config.staging:", "allowed: smem, direct")),
     ("match: {config: {gate_modes: softplus}}\naction: forbid\n", ("match.config.gate_modes:", "allowed: list")),
     ("match: {}\naction: delete\n", ("action: not an allowed value", "allowed: forbid, set, flags")),
@@ -259,7 +265,8 @@ def test_unknown_match_key_and_top_level_field(tmp_path: Path) -> None:
     ("match: {}\naction: flags\n", ("flags: required when action is 'flags'",)),
     ("match: {}\naction: flags\nflags: []\n", ("flags: must not be empty",)),
     ("match: {}\naction: flags\nflags: [-Xptxas -v]\n", ("flags[0]:", "(got '-Xptxas -v')")),
-    ("match: {}\naction: flags\nflags: [O3]\n", ("flags[0]:",)),
+    ("match: {}\naction: flags\nflags: [O3]\n", ("flags[0]: must start with '-'", "(did you mean '-O3'?)",
+                                                 "allowed: one nvcc option", "(got 'O3')")),
     ("match: {}\naction: forbid\nflags: [-O3]\n", ("flags: only allowed when action is 'flags'",)),
     ("match: {}\naction: forbid\nset: {warps: 2}\n", ("set: only allowed when action is 'set'",)),
     ("action: forbid\n", ("match: required field is missing",)),
@@ -412,8 +419,35 @@ def test_profile_scope_and_digests_of_rules_without_it(tmp_path: Path) -> None:
     assert scoped.body()["match"]["profile"] == "h200"
     assert scoped.matches(cfg(profile="h200")) and not scoped.matches(cfg(profile="h100"))
     assert not scoped.matches(cfg())  # a config planned for no profile is not in its scope
+    names = ", ".join(sorted(p.stem for p in (REPO / "profiles").glob("*.yaml")))
     msg = load_error(write_rule(tmp_path, "0003-c.yaml", "match: {profile: H200!}\naction: forbid\n"))
-    assert "match.profile: not an allowed value; allowed: a profile name" in msg
+    assert f"match.profile: unknown profile (the profiles of {REPO / 'profiles'}); allowed: {names}" in msg, msg
+
+
+def test_match_profile_names_a_known_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile the profiles directory lacks can never match: refused at load, listing the known ones (the
+    planner's directory: KDA2_PROFILES_DIR, the checkout's profiles/, or the one passed in)."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    rule = write_rule(rules, "0001-a.yaml", "match: {family: chunk, profile: [a100, h300]}\naction: forbid\n")
+    msg = load_error(rule)
+    assert "match.profile: unknown profile" in msg and "allowed: a100, h100, h200" in msg and "(got 'h300')" in msg
+    mine = tmp_path / "profiles"
+    mine.mkdir()
+    for name in ("a100", "h300"):  # only the file name counts here (load_profile checks the rest)
+        (mine / f"{name}.yaml").write_text(f"name: {name}\n")
+    assert load_rule(rule, profiles_dir=mine) is not None and load_rules(rules, profiles_dir=mine)
+    (mine / "h300.yaml").rename(mine / "h200.yaml")
+    with pytest.raises(RuleError, match=re.escape(f"match.profile: unknown profile (the profiles of {mine}); "
+                                                  "allowed: a100, h200 (got 'h300')")):
+        load_rules(rules, profiles_dir=mine)
+    monkeypatch.setenv("KDA2_PROFILES_DIR", str(mine))
+    assert "allowed: a100, h200 (got 'h300')" in load_error(rule)
+    # no profiles directory at all: only the name's shape can be checked
+    monkeypatch.setenv("KDA2_PROFILES_DIR", str(tmp_path / "none"))
+    assert load_rule(rule).match.profile == ["a100", "h300"]
+    msg = load_error(write_rule(tmp_path, "0002-b.yaml", "match: {profile: H200!}\naction: forbid\n"))
+    assert "match.profile: not an allowed value; allowed: a profile name (got 'H200!')" in msg
 
 
 def test_a_knob_left_out_matches_its_default(tmp_path: Path) -> None:

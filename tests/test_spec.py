@@ -128,6 +128,36 @@ def test_unclosed_list_is_malformed(tmp_path: Path) -> None:
         load_spec(path)
 
 
+@pytest.mark.parametrize("old, new, where, problem", [
+    ("  varlen: true", "\tvarlen: true", ":14:1:", "line 14 is indented with a tab; allowed: spaces only"),
+    ("  varlen: true", "  \tvarlen: true", ":14:3:", "line 14 is indented with a tab; allowed: spaces only"),
+    ("  varlen: true", "  varlen:\ttrue", ":14:10:", "a tab at column 10; allowed: spaces only"),
+])
+def test_a_tab_is_named(tmp_path: Path, old: str, new: str, where: str, problem: str) -> None:
+    """PyYAML's "found character '\\t' that cannot start any token" hides the cause: YAML takes spaces only."""
+    text = DEFAULT.read_text()
+    assert text.splitlines()[13] == old  # line 14
+    path = write(tmp_path / "tab.yaml", text.replace(old, new))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(f"{path}{where} malformed YAML: {problem} ("), msg
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off", "Yes", "ON"])
+def test_yaml11_booleans_are_refused(tmp_path: Path, word: str) -> None:
+    """The loader is strict: a YAML 1.1 yes/no/on/off is not a boolean (`varlen: 'yes'` was refused while
+    `varlen: yes` passed); only true/false (YAML 1.2) are."""
+    path = write(tmp_path / "s.yaml", DEFAULT.read_text().replace("  varlen: true", f"  varlen: {word}"))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    check_line(str(info.value), path, "features.varlen: expected true or false", "allowed: true, false",
+               f"(got '{word}')")
+    for word in ("True", "TRUE", "false"):
+        text = DEFAULT.read_text().replace("  varlen: true", f"  varlen: {word}")
+        assert load_spec(write(tmp_path / "ok.yaml", text)).features.varlen is (word != "false")
+
+
 def test_duplicate_key_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path / "dup.yaml", DEFAULT.read_text() + "name: other\n")
     with pytest.raises(SpecError, match=r"malformed YAML: duplicate key 'name'"):
@@ -230,7 +260,20 @@ def test_unknown_family(tmp_path: Path) -> None:
     (lambda d: d["features"].update(state_layouts=[]), ("features.state_layouts: must not be empty",)),
     (lambda d: d["agents"]["tile"].update(v_per_warp=[3]), ("agents.tile.v_per_warp[0]:", "allowed: 2, 4, 8, 16")),
     (lambda d: d["agents"]["tile"].update(warps=[16]), ("agents.tile.warps[0]:", "allowed: 1, 2, 4, 8")),
-    (lambda d: d["agents"]["staging"].update(v_first=["tma"]), ("agents.staging.v_first[0]:", "smem, direct")),
+    (lambda d: d["agents"]["staging"].update(v_first=["tma"]), ("agents.staging.v_first[0]:", "allowed: direct, bulk")),
+    (lambda d: d["agents"]["staging"].update(k_first=["tma"]),
+     ("agents.staging.k_first[0]:", "allowed: smem, direct, bulk")),
+    # smem staging is k_first only (recurrent.cuh static_assert): refused here, not by a plan with no v_first variant
+    (lambda d: d["agents"]["staging"].update(v_first=["direct", "smem"]),
+     ("agents.staging.v_first[1]: smem staging is built for k_first tiles only", "allowed: direct, bulk",
+      "(got 'smem')")),
+    # bulk alone serves decode buckets on bulk archs only (plan/agents/recurrent.py bulk_ok): named here, not by a
+    # plan with no variant for bucket 64
+    (lambda d: d["agents"]["staging"].update(v_first=["bulk"]),
+     ("agents.staging.v_first: bulk staging is planned for decode buckets (<= 16)", "so bucket 64 would get no "
+      "v_first variant", "allowed: a list with direct", '(got ["bulk"])')),
+    (lambda d: d.update(seq_len_buckets=[1, 8], agents={"staging": {"k_first": ["bulk"]}}),
+     ("agents.staging.k_first:", "so arch sm_80 would get no k_first variant", "allowed: a list with smem or direct")),
     (lambda d: d["agents"].update(reduce=["tree"]), ("agents.reduce[0]:", "allowed: butterfly, scatter")),
     (lambda d: d["budget"].update(max_registers=300), ("budget.max_registers: out of range",
                                                        "allowed: int in [24, 255]", "(got 300)")),
@@ -286,6 +329,15 @@ def test_mistyped_field_is_named_first_with_a_suggestion(tmp_path: Path, spec: P
     if old != "block_v":  # block_v has a default: nothing goes missing
         assert f"; also {'.'.join(section + (old,))}: required field is missing; allowed: " in msg, msg
     assert "more error" not in msg
+
+
+def test_bulk_only_staging_for_decode_on_bulk_archs(tmp_path: Path) -> None:
+    data = dict(base(), archs=["sm_90a"], targets=["h200"], seq_len_buckets=[1, 8],
+                agents={"staging": {"k_first": ["bulk"], "v_first": ["bulk"]}})
+    assert load_spec(write(tmp_path / "s.yaml", data)).agents.staging.v_first == ["bulk"]
+    data["features"]["state_layouts"] = ["k_first"]  # a layout the spec does not build is not planned
+    data.update(seq_len_buckets=[1, 64], agents={"staging": {"v_first": ["bulk"]}})
+    assert load_spec(write(tmp_path / "s.yaml", data)).seq_len_buckets == [1, 64]
 
 
 def test_unknown_field_without_a_close_match_suggests_nothing(tmp_path: Path) -> None:

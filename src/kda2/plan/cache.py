@@ -108,7 +108,7 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
             raise ValueError(f"SPECS names unknown spec(s) {', '.join(unknown)}; "
                              f"known: {', '.join(s.name for s in specs)}")
         specs = [s for s in specs if s.name in only]
-    rules = load_rules(rules_dir)
+    rules = load_rules(rules_dir, profiles_dir)
     profiles = load_profiles(profiles_dir)
     baselines = {s.name: read_spec_baselines(s.name, resolve_targets(s, profiles), tuning_dir) for s in specs}
     plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()}, profiles,

@@ -155,15 +155,21 @@ def resolve_targets(spec: Any, profiles: dict[str, Profile]) -> dict[str, Profil
                                    f"allowed: one profile per arch (a build makes one library per arch)")
             out[prof.arch] = prof
         if set(out) != set(spec.archs):
-            raise ProfileError(f"{where}: targets: their archs {sorted(out)} must equal archs {sorted(spec.archs)}; "
-                               f"allowed: one target per arch of archs")
+            is_ = ", ".join(f"{p.name} is {a}" for a, p in out.items())
+            raise ProfileError(f"{where}: targets: {is_} but archs is [{', '.join(spec.archs)}]; allowed: one target "
+                               f"per arch of archs (archs: [{', '.join(sorted(out))}] for these targets)")
         return {arch: out[arch] for arch in spec.archs}
     for arch in spec.archs:
         default = default_profile(profiles, arch)
         if default is None:
             have = sorted(p.name for p in profiles.values() if p.arch == arch)
+            if not have:
+                planned = sorted({p.arch for p in profiles.values()})
+                raise ProfileError(f"{where}: archs: no hardware profile is {arch}, so it cannot be planned; allowed: "
+                                   f"an arch with a profile ({', '.join(planned) or 'none found'}), or write "
+                                   f"profiles/<gpu>.yaml with arch: {arch}")
             raise ProfileError(f"{where}: archs: no default profile for {arch}; add `targets:` naming one of "
-                               f"{', '.join(have) or '(none: write profiles/<gpu>.yaml for it)'}")
+                               f"{', '.join(have)}")
         out[arch] = default
     return out
 

@@ -50,6 +50,11 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
 #: planner proposes itself for k_map = all.
 SPEC_V_PER_WARP = tuple(v for v in RECURRENT_FIELDS["v_per_warp"] if v != 32)
 
+#: Staging modes a spec may list per state layout (`agents.staging`): smem staging is built for k_first tiles only
+#: (include/kda2/recurrent.cuh: "smem staging is built for k_first tiles"), so v_first takes the others.
+SPEC_STAGING = {"k_first": RECURRENT_FIELDS["staging"],
+                "v_first": tuple(s for s in RECURRENT_FIELDS["staging"] if s != "smem")}
+
 #: Head dims the chunk kernels build with (K = V; kda2/chunk.cuh maps its 256 prep threads onto K: K/8 lanes per
 #: l2norm row, 256/K threads per channel in the gate scan, two w/u column halves of K/2). At K = 256 the prep's
 #: shared memory (~186 KB) admits one CTA per SM and the state kernel fits one stage only.

@@ -10,19 +10,23 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
+                      model_validator)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
-from kda2.plan.hardware import ARCHS, MAX_SMEM_PER_BLOCK
-from kda2.spec.knobs import CHUNK_FIELDS, CHUNK_HEAD_DIMS, INPUT_DTYPES, RECURRENT_FIELDS, SPEC_V_PER_WARP
+from kda2.plan.hardware import ARCHS, BULK_ARCHS, MAX_SMEM_PER_BLOCK
+from kda2.plan.model import DECODE_MAX_T
+from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, INPUT_DTYPES, RECURRENT_FIELDS, SPEC_STAGING,
+                             SPEC_V_PER_WARP)
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
@@ -34,7 +38,8 @@ _NO_VALUE = object()
 Arch = Literal[ARCHS]  # type: ignore[valid-type]  (plan/hardware.py is the one list)
 # What a spec may ask the agents to try is what the knob allows (spec/knobs.py is the one list of each).
 Layout = Literal[RECURRENT_FIELDS["state_layout"]]  # type: ignore[valid-type]
-StagingMode = Literal[RECURRENT_FIELDS["staging"]]  # type: ignore[valid-type]
+KFirstStaging = Literal[SPEC_STAGING["k_first"]]  # type: ignore[valid-type]
+VFirstStaging = Literal[SPEC_STAGING["v_first"]]  # type: ignore[valid-type]
 HeadDim = Literal[RECURRENT_FIELDS["k"]]  # type: ignore[valid-type]
 VPerWarp = Literal[SPEC_V_PER_WARP]  # type: ignore[valid-type]
 MAX_SEQ_LEN = 1 << 20
@@ -61,7 +66,9 @@ def field_problem(message: str, *, at: tuple[str | int, ...] = (), allowed: str 
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys: safe_load silently keeps the last, a hidden override."""
+    """SafeLoader that rejects duplicate keys (safe_load silently keeps the last, a hidden override) and reads
+    only true/false as booleans: YAML 1.1's yes/no/on/off stay text, so the strict models refuse them by field
+    (`varlen: yes` must not pass while `varlen: 'yes'` fails)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -78,6 +85,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_UniqueKeyLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                       list("tTfF"))  # YAML 1.2's booleans
+#: YAML 1.1 booleans that _UniqueKeyLoader reads as text (named when a boolean field gets one).
+_YAML11_BOOLS = {"yes", "no", "on", "off"}
+
+
 def read_yaml_mapping(path: str | os.PathLike[str], error: type[Exception],
                       expected: str) -> dict[str, Any]:
     """Parse a YAML file whose top level must be a mapping; every failure is a one-line `error`."""
@@ -92,8 +109,8 @@ def read_yaml_mapping(path: str | os.PathLike[str], error: type[Exception],
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}"
-        problem = exc.problem or exc.context or "cannot parse"
-        raise error(f"{where}: malformed YAML: {_one_line(problem)}") from None
+        problem = _one_line(exc.problem or exc.context or "cannot parse")
+        raise error(f"{where}: malformed YAML: {_tab_problem(text, mark, problem) or problem}") from None
     except yaml.YAMLError as exc:
         raise error(f"{path}: malformed YAML: {_one_line(str(exc))}") from None
     if data is None:
@@ -102,6 +119,21 @@ def read_yaml_mapping(path: str | os.PathLike[str], error: type[Exception],
         raise error(f"{path}: top level must be a mapping; allowed: {expected} "
                     f"(got {type(data).__name__})")
     return data
+
+
+def _tab_problem(text: str, mark: Any, problem: str) -> str | None:
+    """The parse error said the YAML way when a tab caused it: "found character '\\t'" hides that YAML indents
+    (and, in most places, separates) with spaces only."""
+    lines = text.splitlines()
+    if mark is None or not 0 <= mark.line < len(lines):
+        return None
+    line = lines[mark.line]
+    indent = line[:len(line) - len(line.lstrip(" \t"))]
+    if "\t" in indent:
+        return f"line {mark.line + 1} is indented with a tab; allowed: spaces only ({problem})"
+    if line[mark.column:mark.column + 1] == "\t":
+        return f"a tab at column {mark.column + 1}; allowed: spaces only ({problem})"
+    return None
 
 
 _PROBLEMS = {
@@ -147,6 +179,8 @@ def _format_error(err: Any, model: type[BaseModel]) -> str:
         problem, got = "required field is missing", _NO_VALUE
     else:
         problem = _PROBLEMS.get(err["type"], err["msg"])
+        if err["type"] == "bool_type" and isinstance(got, str) and got.lower() in _YAML11_BOOLS:
+            problem += " (yes/no/on/off are not booleans here)"
     if allowed is None:
         allowed = _describe(*_resolve(model, loc))
     text = (f"{_path(loc)}: " if loc else "") + problem
@@ -310,10 +344,22 @@ class Tile(_Strict):
 
 class Staging(_Strict):
     """State staging per layout. Defaults: k_first [smem, direct], v_first [direct]. `bulk` (decode buckets, archs
-    with bulk copies): the state tile in and out of shared memory by the copy engine."""
+    with bulk copies): the state tile in and out of shared memory by the copy engine. `smem` is k_first only
+    (spec/knobs.py SPEC_STAGING)."""
 
-    k_first: Choices[StagingMode] = ["smem", "direct"]
-    v_first: Choices[StagingMode] = ["direct"]
+    k_first: Choices[KFirstStaging] = ["smem", "direct"]
+    v_first: Choices[VFirstStaging] = ["direct"]
+
+    @field_validator("v_first", mode="before")
+    @classmethod
+    def _k_first_only(cls, values: Any) -> Any:
+        # refused by name: the planner would drop the mode silently and then find no v_first variant
+        for i, value in enumerate(values if isinstance(values, list) else []):
+            if value in SPEC_STAGING["k_first"] and value not in SPEC_STAGING["v_first"]:
+                raise field_problem(f"{value} staging is built for k_first tiles only (include/kda2/recurrent.cuh; "
+                                    f"k_first takes {', '.join(SPEC_STAGING['k_first'])})", at=(i,),
+                                    allowed=", ".join(SPEC_STAGING["v_first"]), got=value)
+        return values
 
 
 def _no_keys_of(other_family: str, keys: tuple[str, ...], allowed: str):
@@ -425,6 +471,23 @@ class Spec(_Strict):
             raise field_problem(f"family {self.family!r} is validated by {_SPEC_CLASS_NAMES[self.family]} "
                                 f"(kda2.spec.validate_spec picks the class by family)", at=("family",),
                                 allowed=self._FAMILY)
+        return self
+
+    @model_validator(mode="after")
+    def _staging_serves_every_bucket(self) -> "Spec":
+        # bulk alone: the planner (plan/agents/recurrent.py bulk_ok) proposes nothing for a prefill bucket or an arch
+        # without bulk copies, and `plan` would fail with "no variant survives" naming no field
+        if not isinstance(self.agents, Agents):
+            return self
+        lacking = ([f"bucket {b}" for b in self.seq_len_buckets if b > DECODE_MAX_T]
+                   + [f"arch {a}" for a in self.archs if a not in BULK_ARCHS])
+        for layout in self.features.state_layouts if lacking else ():
+            modes = getattr(self.agents.staging, layout)
+            if set(modes) == {"bulk"}:
+                others = " or ".join(m for m in SPEC_STAGING[layout] if m != "bulk")
+                raise field_problem(f"bulk staging is planned for decode buckets (<= {DECODE_MAX_T}) on "
+                                    f"{', '.join(BULK_ARCHS)} only, so {lacking[0]} would get no {layout} variant",
+                                    at=("agents", "staging", layout), allowed=f"a list with {others}", got=modes)
         return self
 
     @property

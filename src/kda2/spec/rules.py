@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal, Mapping
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, \
-    model_validator
+    ValidationInfo, model_validator
 
 from kda2.artifact.atomic import write_text
-from kda2.spec.model import field_problem, format_validation_error, read_yaml_mapping, show
+from kda2.spec.model import MAX_SEQ_LEN, field_problem, format_validation_error, read_yaml_mapping, show
 from kda2.artifact.canonical import canonical_json
 from kda2.spec.knobs import ABSENT_KNOB_DEFAULTS, FAMILY_FIELDS
 
@@ -46,6 +46,10 @@ def _nonblank(text: str) -> str:
 
 
 def _flag(flag: str) -> str:
+    if not flag.startswith("-"):
+        hint = f" (did you mean '-{flag}'?)" if re.fullmatch(r"\S+", flag) else ""
+        raise field_problem(f"must start with '-', or nvcc takes it for an input file{hint}",
+                            allowed="one nvcc option, e.g. -Xptxas=-O3", got=flag)
     # one argv item each: "-Xptxas -v" in one string would reach nvcc as a single bogus option
     if not re.fullmatch(r"-\S+", flag):
         raise field_problem("must be one nvcc option without spaces", allowed="e.g. -Xptxas=-O3",
@@ -65,7 +69,9 @@ class Match(_Strict):
 
     Each value is one value or a list of them (any of). For list-valued fields (`tuple` in
     kda2.plan.variant, e.g. gate_modes) a list is the value and a list of lists is any of them.
-    Values are checked against kda2.plan.variant.FAMILY_FIELDS by `Rule`, which knows the family.
+    Values are checked against kda2.plan.variant.FAMILY_FIELDS by `Rule`, which knows the family; a `bucket` must
+    be a length a spec may bucket (1 to MAX_SEQ_LEN) and a `profile` a profile of the profiles directory (where
+    there is one): a rule naming anything else could never match.
     """
 
     arch: Any = None
@@ -100,8 +106,9 @@ class Rule(_Strict):
         return self._path
 
     @model_validator(mode="after")
-    def check_fields(self) -> Rule:
-        """Cross-field checks, and every named field and value against kda2.plan.variant.FAMILY_FIELDS."""
+    def check_fields(self, info: ValidationInfo) -> Rule:
+        """Cross-field checks, and every named field and value against kda2.plan.variant.FAMILY_FIELDS;
+        `match.profile` against the profiles of the validation context's `profiles_dir` (default: the planner's)."""
         for key in ("set", "flags"):
             value = getattr(self, key)
             if value is None and self.action == key:
@@ -115,9 +122,11 @@ class Rule(_Strict):
             _check_value({"family": tuple(FAMILY_FIELDS)}, "family", self.match.family,
                          ("match", "family"), any_of=True)
         table = _table(self.match.family)
+        profiles = (_profile_names((info.context or {}).get("profiles_dir"))
+                    if self.match.profile is not None else None)
         for field, value in self.match.predicates().items():
             at = ("match", field) if field in ("arch", "family", "bucket", "profile") else ("match", "config", field)
-            _check_value(table, field, value, at, any_of=True)
+            _check_value(table, field, value, at, any_of=True, profiles=profiles)
         for field, value in (self.set or {}).items():
             if field in _NOT_SETTABLE:
                 knobs = ", ".join(k for k in table if k not in _NOT_SETTABLE)
@@ -177,8 +186,19 @@ def _alternatives(field: str, value: Any, tables: Mapping[str, Mapping[str, Any]
     return value
 
 
+def _profile_names(profiles_dir: str | os.PathLike[str] | None) -> tuple[Path, list[str]] | None:
+    """(directory, profile names) of the profiles directory the planner reads (kda2.plan.profile: `profiles_dir`,
+    else $KDA2_PROFILES_DIR or the checkout's profiles/), or None where there is no such directory."""
+    from kda2.plan.profile import default_profiles_dir  # the planner's one answer to where profiles are
+
+    root = Path(profiles_dir) if profiles_dir is not None else default_profiles_dir()
+    if not root.is_dir():
+        return None
+    return root, sorted(p.name[:-len(".yaml")] for p in root.glob("*.yaml"))  # load_profile: name = file name
+
+
 def _check_value(table: Mapping[str, Any], field: str, value: Any, at: tuple[str, ...], *,
-                 any_of: bool) -> None:
+                 any_of: bool, profiles: tuple[Path, list[str]] | None = None) -> None:
     if field not in table:
         raise field_problem(f"unknown field {field!r}", at=at, allowed=", ".join(table))
     allowed = table[field]
@@ -189,19 +209,23 @@ def _check_value(table: Mapping[str, Any], field: str, value: Any, at: tuple[str
     else:
         values = [value]
     for v in values:
+        problem = "not an allowed value"
         if isinstance(allowed, tuple):
             ok = any(type(v) is type(a) and v == a for a in allowed)  # YAML true must not match 1
             text = ", ".join(show(a) if not isinstance(a, str) else a for a in allowed)
-        elif allowed is int:
-            ok, text = type(v) is int, "int"
+        elif allowed is int:  # a bucket: a spec's seq_len_buckets value
+            ok, text = type(v) is int and 1 <= v <= MAX_SEQ_LEN, f"int in [1, {MAX_SEQ_LEN}]"
         elif allowed is tuple:
             ok, text = isinstance(v, list), "list"
-        elif allowed is str:  # a profile name (profiles/<name>.yaml)
+        elif allowed is str and profiles is not None:  # a profile name (profiles/<name>.yaml)
+            ok, text = type(v) is str and v in profiles[1], ", ".join(profiles[1]) or "(no profiles found)"
+            problem = f"unknown profile (the profiles of {profiles[0]})"
+        elif allowed is str:  # no profiles directory to check against: the name's shape
             ok, text = type(v) is str and re.fullmatch(r"[a-z][a-z0-9_-]{0,47}", v) is not None, "a profile name"
         else:
             ok, text = True, ""
         if not ok:
-            raise field_problem("not an allowed value", at=at, allowed=text, got=v)
+            raise field_problem(problem, at=at, allowed=text, got=v)
 
 
 def _norm(value: Any) -> Any:
@@ -211,14 +235,15 @@ def _norm(value: Any) -> Any:
 
 # --- loading -----------------------------------------------------------------------------------
 
-def load_rule(path: str | os.PathLike[str]) -> Rule:
-    """Read and validate one rule file (name, schema, id = file number); errors are one-line."""
+def load_rule(path: str | os.PathLike[str], profiles_dir: str | os.PathLike[str] | None = None) -> Rule:
+    """Read and validate one rule file (name, schema, id = file number); errors are one-line. `match.profile` is
+    checked against the profiles of `profiles_dir` (default: the planner's, kda2.plan.profile.default_profiles_dir)."""
     name = Path(path).name
     if not re.match(FILE_PATTERN, name):
         raise RuleError(f"{path}: file name must match {FILE_PATTERN} (NNNN-slug.yaml)")
     data = read_yaml_mapping(path, RuleError, "mapping with keys " + ", ".join(Rule.model_fields))
     try:
-        rule = Rule.model_validate(data)
+        rule = Rule.model_validate(data, context={"profiles_dir": profiles_dir})
     except ValidationError as exc:
         raise RuleError(format_validation_error(exc, Rule, str(path))) from None
     if rule.id != int(name[:4]):
@@ -235,11 +260,12 @@ def _rule_files(rules_dir: Path) -> list[Path]:
                   if not p.name.startswith(".") and p.name != LOCK_NAME and not p.name.startswith("README"))
 
 
-def load_rules(rules_dir: str | os.PathLike[str]) -> list[Rule]:
-    """Every rule of a directory, sorted by id. Dotfiles, README* and the lock file are skipped."""
+def load_rules(rules_dir: str | os.PathLike[str], profiles_dir: str | os.PathLike[str] | None = None) -> list[Rule]:
+    """Every rule of a directory, sorted by id. Dotfiles, README* and the lock file are skipped. `profiles_dir`:
+    as for load_rule."""
     rules: dict[int, Rule] = {}
     for path in _rule_files(Path(rules_dir)):
-        rule = load_rule(path)
+        rule = load_rule(path, profiles_dir)
         if rule.id in rules:
             raise RuleError(f"{path}: id: duplicate rule id {rule.id} (also {rules[rule.id].path})")
         rules[rule.id] = rule

@@ -95,8 +95,9 @@ def _slug(rec: dict[str, Any]) -> str:
 
 
 def propose(ref: str, *, rules_dir: str = "rules", tuning_dir: str = "tuning", action: str = "forbid",
-            flags: list[str] | None = None, scope: str | None = None) -> Path:
-    """Write rules/NNNN-<slug>.yaml from a failure record and re-lock; returns its path."""
+            flags: list[str] | None = None, scope: str | None = None, profiles_dir: str | None = None) -> Path:
+    """Write rules/NNNN-<slug>.yaml from a failure record and re-lock; returns its path. `profiles_dir`: where
+    the rule's match.profile is checked (kda2.spec.rules.load_rule)."""
     rec = find_failure(ref, tuning_dir)
     if rec["kind"] in SPEC_SCOPED:
         raise RuleError(budget_advice(rec))
@@ -133,7 +134,7 @@ def propose(ref: str, *, rules_dir: str = "rules", tuning_dir: str = "tuning", a
               f"# failing candidate's knobs; widen or narrow it), then `kda2 rules check`.\n")
     path.write_text(header + yaml.safe_dump(body, sort_keys=False, width=110, allow_unicode=True))
     try:
-        load_rule(path)
+        load_rule(path, profiles_dir)
         write_lock(root)
     except RuleError:
         path.unlink(missing_ok=True)
@@ -156,7 +157,7 @@ def check(rules_dir: str = "rules", specs_dir: str = "kernel_specs", profiles_di
     any spec, and rules that leave a dispatch row with no variant."""
     from kda2.plan.planner import PlanError
 
-    rules = load_rules(rules_dir)  # raises RuleError on a schema problem
+    rules = load_rules(rules_dir, profiles_dir)  # raises RuleError on a schema problem
     problems = list(check_lock(rules_dir))
     try:
         _, warnings = _plans(specs_dir, rules, profiles_dir)
@@ -181,8 +182,8 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
 
     trees = ([build_dir] if isinstance(build_dir, (str, os.PathLike)) else
              list(build_dir) if build_dir is not None else list(DEFAULT_BUILD_DIRS.values()))
-    rule = load_rule(rule_path)
-    others = [r for r in load_rules(rules_dir) if r.id != rule.id]
+    rule = load_rule(rule_path, profiles_dir)
+    others = [r for r in load_rules(rules_dir, profiles_dir) if r.id != rule.id]
     withs = sorted(others + [rule], key=lambda r: r.id)
     profiles = load_profiles(profiles_dir)
     out: dict[str, dict[str, Any]] = {}

@@ -6,6 +6,7 @@ corrupt manifests.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -93,18 +94,15 @@ def test_version() -> None:
 
 def test_bench_help_lists_its_commands_and_recurrent_needs_no_out(tmp_path) -> None:
     """`kda2 bench --help` is kda2.bench's own help (its commands), as `bench -- --help` still is; `kda2 bench
-    recurrent` without --out writes to a new ./bench_out/recurrent-<date>-<time>, said at the start (a bad shape
-    stops it before torch or a GPU is needed)."""
+    recurrent` without --out writes to a new ./bench_out/recurrent-<date>-<time> (a bad shape stops it before torch
+    or a GPU is needed, with the CLI's one error line, and leaves no folder)."""
     p, q = kda2("bench", "--help"), kda2("bench", "--", "--help")
     assert p.returncode == 0 and p.stdout == q.stdout and re.search(r"^usage: kda2 bench .*COMMAND", p.stdout, re.M)
     assert all(re.search(rf"^ +{c} ", p.stdout, re.M) for c in ("recurrent", "chunk")) and "readme-table" in p.stdout
     assert "./bench_out/recurrent-" in " ".join(kda2("bench", "recurrent", "--help").stdout.split())
     p = kda2("bench", "recurrent", "--shapes", "Z9", cwd=tmp_path)
-    assert p.returncode == 2 and "--out" not in p.stderr.replace("(--out DIR to choose)", ""), p.stderr
-    (out,) = (tmp_path / "bench_out").iterdir()
-    assert re.fullmatch(r"recurrent-\d{8}-\d{6}", out.name)
-    assert p.stdout.startswith(f"kda2 bench recurrent: results go to bench_out/{out.name} (--out DIR to choose)\n")
-    assert "Z9" in json.loads((out / "bench_recurrent.json").read_text())["error"]
+    assert "--shapes: unknown shape 'Z9'" in one_error_line(p) and p.stdout == ""
+    assert not (tmp_path / "bench_out").exists()
 
 
 # ---- plan --------------------------------------------------------------------------------------
@@ -358,8 +356,11 @@ def test_inspect_fails_on_local_memory_and_missing_shfl(tiny_build: Path, bad_cu
 
     out = tmp_path / "sm_90a"
     shutil.copytree(tiny_build / "tiny128" / "sm_90a", out)
-    (v,) = json.loads((out / "manifest.json").read_text())["variants"]
+    m = json.loads((out / "manifest.json").read_text())
+    (v,) = m["variants"]
     shutil.copy2(bad_cubin, out / v["cubin"])
+    m["files"][v["cubin"]] = hashlib.sha256(bad_cubin.read_bytes()).hexdigest()  # signed: inspect checks hashes
+    (out / "manifest.json").write_text(json.dumps(m))
     p = kda2("inspect", out)
     assert p.returncode == 1, p.stdout + p.stderr
     fails = [ln for ln in p.stderr.splitlines() if ln.startswith("kda2 inspect: FAIL ")]
@@ -502,6 +503,7 @@ def chunk_like_build(tiny_build: Path, tmp_path) -> Path:
     v["config"] = {"family": "chunk", "state_layout": "v_first", "chunk": 64, "block_v": 32, "stages": 2}
     (out / v["plan"]).write_text(json.dumps({"prep_smem_bytes": 103680, "prep_threads": 256,
                                                          "state_smem_bytes": 155680, "state_threads": 128}))
+    m["files"][v["plan"]] = hashlib.sha256((out / v["plan"]).read_bytes()).hexdigest()  # signed as a build signs it
     (out / "manifest.json").write_text(json.dumps(m))
     return out
 
@@ -741,3 +743,107 @@ def test_candidates_build_names_the_trees_to_tune(monkeypatch, tmp_path, capsys)
     assert "for `kda2 tune` on a GPU host: build/_candidates/a_spec/sm_90a;" in out and "b_spec" not in out, out
     assert cli.main(["build", "-C", str(tmp_path), "a_spec"]) == 0
     assert "kda2 tune" not in capsys.readouterr().out
+
+
+# ---- argument checks: each refused in one line naming the option, the value and what is allowed ------------
+
+SMALL = REPO / "kernel_specs" / "small_head_recurrent.yaml"   # archs: [sm_90a]
+
+
+def test_plan_profile_must_be_for_the_planned_arch() -> None:
+    """`--profile a100` planned sm_80 for a spec that lists only sm_90a, and overrode an explicit --arch, unsaid;
+    a profile of an arch the spec builds (and --arch names) still plans."""
+    line = one_error_line(kda2("plan", SMALL, "--profile", "a100"))
+    assert "--profile a100 is for sm_80, which is not in" in line and "archs (sm_90a)" in line, line
+    assert "allowed: the profiles for sm_90a: h100, h200" in line, line
+    line = one_error_line(kda2("plan", SMALL, "--arch", "sm_90a", "--profile", "a100"))
+    assert "--profile a100 is for sm_80, not --arch sm_90a; allowed: the profiles for sm_90a: h100, h200" in line
+    line = one_error_line(kda2("plan", KIMI, "--arch", "sm_90a", "--profile", "a100"))   # both archs in the spec
+    assert "not --arch sm_90a" in line, line
+    p = kda2("plan", SMALL, "--arch", "sm_90a", "--profile", "h100", "--json")
+    assert p.returncode == 0, p.stderr
+    assert [(e["arch"], e["profile"]) for e in json.loads(p.stdout)] == [("sm_90a", "h100")]
+
+
+def test_plan_and_rules_name_the_option_of_a_missing_path(tmp_path) -> None:
+    """A path given explicitly that does not exist is said so with its option (not "here, nor beside the spec
+    file's specs directory", nor a bare "no such directory"); a rule file that does not exist is "no such rule
+    file", not a file-name rule."""
+    nope = tmp_path / "nope"
+    for args, want in ((["plan", SMALL, "--rules", nope], f"--rules {nope}: no such directory"),
+                       (["plan", SMALL, "--profiles", nope], f"--profiles {nope}: no such directory"),
+                       (["rules", "check", "--specs", nope], f"--specs {nope}: no such directory"),
+                       (["rules", "check", "--rules", nope], f"--rules {nope}: no such directory"),
+                       (["rules", "check", "--profiles", nope], f"--profiles {nope}: no such directory"),
+                       (["rules", "impact", tmp_path / "nope.yaml"], f"{tmp_path / 'nope.yaml'}: no such rule file"),
+                       (["tune", "--dry-run", SMALL, "--rules", nope], f"--rules {nope}: no such directory"),
+                       (["tune", "--dry-run", SMALL, "--profiles", nope], f"--profiles {nope}: no such directory")):
+        line = one_error_line(kda2(*args))
+        assert want in line and "beside" not in line, (args, line)
+
+
+def test_plan_takes_a_spec_name_as_build_does(tmp_path) -> None:
+    """`kda2 plan small_head_recurrent` (a name, as `kda2 build NAME` takes it) plans kernel_specs/'s spec of that
+    name; where there is none, the line says plan takes a spec file or a name."""
+    by_name, by_path = kda2("plan", "small_head_recurrent", "--json"), kda2("plan", SMALL, "--json")
+    assert by_name.returncode == 0, by_name.stderr
+    assert by_name.stdout == by_path.stdout
+    line = one_error_line(kda2("plan", "small_head_recurrent", cwd=tmp_path))
+    assert "small_head_recurrent: no such file, nor a spec of that name in kernel_specs/" in line
+    assert "plan takes a spec file (PATH.yaml)" in line, line
+
+
+def test_build_jobs_and_build_dir(checkout: Path, tmp_path, monkeypatch, capsys) -> None:
+    """-j 0 and -j -3 went to scons; they are refused before it runs. --build-dir is scons' BUILD_DIR= (the staging
+    of spec files moves with it); given with BUILD_DIR= after `--` too, it is refused."""
+    from kda2.tools import cli
+
+    fake = FakeScons([])
+    monkeypatch.setattr(cli.subprocess, "Popen", fake)
+    for bad in ("0", "-3", "two"):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["build", "-C", str(checkout), "tiny", "-j", bad])
+        assert e.value.code == 2
+        assert f"argument -j/--jobs: '{bad}': allowed: a whole number of jobs >= 1" in capsys.readouterr().err
+    assert fake.calls == []
+    assert cli.main(["build", "-C", str(checkout), "tiny", "-j", "1", "--build-dir", "build/_mine"]) == 0
+    assert "-j1" in fake.calls[-1] and "BUILD_DIR=build/_mine" in fake.calls[-1]
+    mine = tmp_path / "my.yaml"
+    mine.write_text(tiny_spec("mine", 64))
+    assert cli.main(["build", "-C", str(checkout), str(mine), "--build-dir", str(tmp_path / "b")]) == 0
+    assert f"SPECS_DIR={tmp_path / 'b' / '.kda2' / 'spec-files'}" in fake.calls[-1]
+    capsys.readouterr()
+    calls = len(fake.calls)
+    assert cli.main(["build", "-C", str(checkout), "tiny", "--build-dir", "x", "--", "BUILD_DIR=y"]) == 2
+    err = capsys.readouterr().err
+    assert err == "kda2: error: --build-dir x and BUILD_DIR=y after --: give one of them\n", err
+    assert len(fake.calls) == calls
+
+
+def test_cache_sizes_and_ages_negative_or_bare(tmp_path) -> None:
+    """`--max-size -1G` (no `=`) was argparse's "expected one argument": now, with or without `=`, the value is
+    named and said negative; the help says what a bare number is and which files prune removes or leaves."""
+    for args, want in ((["--max-size", "-1G"], "--max-size '-1G': negative; allowed: a size >= 0"),
+                       (["--max-size=-1G"], "--max-size '-1G': negative; allowed: a size >= 0"),
+                       (["--older-than", "-1d"], "--older-than '-1d': negative; allowed: an age >= 0"),
+                       (["--older-than", "5"], "--older-than '5': an age such as 30d")):
+        line = one_error_line(kda2("cache", "prune", "--dir", tmp_path, *args))
+        assert want in line, (args, line)
+    text = " ".join(kda2("cache", "--help").stdout.split())
+    for phrase in ("a bare number is bytes", "stray files (sidecars without their entry, temporaries of dead "
+                   "pushes and fetches)", "Files the build did not write are left alone", "info: count entries",
+                   "prune: remove entries and stray files", "a unit is required"):
+        assert phrase in text, (phrase, text)
+
+
+def test_help_says_where_profiles_come_from_and_what_the_actions_are() -> None:
+    """--profiles honours $KDA2_PROFILES_DIR (kda2.plan.profile), which the help now says; the positional action
+    of rules and cache is explained, and rules' --action (propose's) is told apart from it."""
+    for command in ("plan", "rules", "tune"):
+        text = " ".join(kda2(command, "--help").stdout.split())
+        assert "--profiles PROFILES hardware profiles directory (default: $KDA2_PROFILES_DIR, else" in text, text
+    text = " ".join(kda2("rules", "--help").stdout.split())
+    assert "{check,lock,propose,impact} what to do" in text and "propose only: the `action:` field" in text, text
+    assert "Not the positional action" in text
+    text = " ".join(kda2("build", "--help").stdout.split())
+    assert "--build-dir DIR build tree to write" in text and "parallel jobs, >= 1" in text, text

@@ -376,6 +376,11 @@ def test_default_library_discovery(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "current_capability", lambda *a: (9, 0))
     monkeypatch.setenv("KDA2_BUILD_DIR", str(build))
     assert loader.default_library().manifest_path == m1.resolve()  # sm_90a preferred over sm_80
+    with pytest.raises(ArtifactError, match=r"has no build for sm_75 .*sm_75 is not an arch a spec may list "
+                                            r"\(allowed: sm_80, "):
+        loader.load(build / "spec_a", arch="sm_75")
+    with pytest.raises(ArtifactError, match=r"has no build for sm_86 .*add sm_86 to the spec's archs and rebuild"):
+        loader.load(build / "spec_a", arch="sm_86")
     loader.clear_cache()
     m2 = make_fake_build(build, spec="spec_b", arch="sm_90a")
     with pytest.raises(ArtifactError, match="more than one") as ei:

@@ -716,3 +716,48 @@ def test_a_malformed_partial_record_starts_afresh_and_an_untimed_entry_is_measur
     assert f"{t0.route}/{t0.variant}" in seen and f"{t1.route}/{t1.variant}" not in seen
     assert any("1 entry without a time ('us') will be measured again" in line and t0.variant in line
                for line in lines), lines
+
+
+def test_a_dispatch_row_naming_a_missing_variant_is_one_line(built, tmp_path) -> None:
+    """A manifest whose dispatch names a variant its `variants` lack (edited or damaged after the build) was a
+    KeyError traceback in groups_from_manifest; it is one line naming the manifest, the row, the id and the fix."""
+    d, plan = built
+    m = json.loads((d / "manifest.json").read_text())
+    row = next(i for i, r in enumerate(m["dispatch"]) if len(r["candidates"]) > 1)
+    r = m["dispatch"][row]
+    for gone in (next(c for c in r["candidates"] if c != r["variant"]), r["variant"]):   # a candidate, the route
+        broken = dict(m, variants=[v for v in m["variants"] if v["id"] != gone])
+        (d / "manifest.json").write_text(json.dumps(broken))
+        p = kda2("tune", "--dry-run", d, "--tuning", tmp_path / "tuning")
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        (line,) = p.stderr.splitlines()
+        first = next(i for i, x in enumerate(m["dispatch"]) if gone in [x["variant"], *x["candidates"]])
+        assert line.startswith(f"kda2: error: {d / 'manifest.json'}: dispatch row {first} "), line
+        assert f"names variant '{gone}'" in line and "rebuild it (`kda2 build --candidates all kimi_linear_chunk`)" \
+            in line, line
+    (d / "manifest.json").write_text(json.dumps(dict(m, dispatch=[{"bucket": 1}])))
+    with pytest.raises(tune.TuneError, match=r"dispatch row 0 is not a dispatch row"):
+        tune.groups_from_manifest(d, specs_dir=str(SPECS), tuning_dir=str(tmp_path / "tuning"))
+
+
+def test_margin_and_workers_are_checked(built, tmp_path, capsys) -> None:
+    """--margin -1 made every candidate a failure and --workers 0 ran one GPU unsaid: both are refused at parse time
+    with what is allowed, as --time-limit is; tune.main refuses them too."""
+    from kda2.tools.cli import build_parser, main as cli_main
+
+    d, _ = built
+    for opt, bad, want in (("--margin", "-1", "a fraction >= 0"), ("--margin", "nan", "a fraction >= 0"),
+                           ("--margin", "x", "a fraction >= 0"), ("--workers", "0", "a whole number of GPUs >= 1"),
+                           ("--workers", "-2", "a whole number of GPUs >= 1"),
+                           ("--workers", "1.5", "a whole number of GPUs >= 1")):
+        with pytest.raises(SystemExit) as e:
+            cli_main(["tune", str(d), opt, bad])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument {opt}: '{bad}': allowed: {want}" in err, err
+    args = build_parser().parse_args(["tune", str(d), "--margin", "0", "--workers", "1"])
+    assert args.margin == 0.0 and args.workers == 1
+    with pytest.raises(tune.TuneError, match=r"--margin -1: allowed: a fraction >= 0"):
+        tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), margin=-1)
+    with pytest.raises(tune.TuneError, match=r"--workers 0: allowed: a whole number of GPUs >= 1"):
+        tune.main([str(d)], specs_dir=str(SPECS), tuning_dir=str(tmp_path / "t"), workers=0)

@@ -380,6 +380,23 @@ def _stray_file(d: Path, m: dict) -> Path:  # anything unlisted inside an arch d
     return stray
 
 
+def _symlink_so(d: Path, m: dict) -> Path:  # the same bytes, but outside the bundle: it no longer travels whole
+    so = d / m["library"]["path"]
+    outside = d.parents[2] / "elsewhere" / so.name
+    outside.parent.mkdir(exist_ok=True)
+    os.replace(so, outside)
+    so.symlink_to(outside)
+    return so
+
+
+def _symlink_arch_dir(d: Path, m: dict) -> Path:  # a whole arch directory linked in from outside
+    outside = d.parents[2] / "elsewhere" / d.name
+    outside.parent.mkdir(exist_ok=True)
+    os.replace(d, outside)
+    d.symlink_to(outside, target_is_directory=True)
+    return d
+
+
 #: case -> (tamper, what verify's one line must say, whether kda2.load refuses it too)
 TAMPER = {
     "cubin-byte-in-so": (_flip_embedded_cubin_byte, ["corrupt file", "the cubin of kernel", "sha256"], True),
@@ -389,6 +406,8 @@ TAMPER = {
     "edited-manifest": (_edit_manifest, ["edited or replaced after vendoring"], False),
     "stray-cubin": (_stray_cubin, ["unlisted file"], False),
     "stray-file": (_stray_file, ["unlisted file", "not in"], False),
+    "symlinked-so": (_symlink_so, ["is a symbolic link", "elsewhere"], False),
+    "symlinked-arch-dir": (_symlink_arch_dir, ["is a symbolic link", "elsewhere"], False),
 }
 
 
@@ -469,8 +488,10 @@ def test_vendor_and_verify_errors_are_one_line(built: Built, tmp_path: Path) -> 
     # the every-candidate tree's hint builds that tree
     line = one_error_line(cli("vendor", "nosuchspec", "--to", tmp_path / "x", "--build-dir", "build/_candidates"))
     assert "`kda2 build --candidates all nosuchspec`" in line
-    assert "no build for sm_75" in one_error_line(cli("vendor", built.spec, "--to", tmp_path / "x", "--arch",
-                                                      "sm_75", *args))
+    line = one_error_line(cli("vendor", built.spec, "--to", tmp_path / "x", "--arch", "sm_75", *args))
+    assert "no build for sm_75" in line and "sm_75 is not an arch a spec may list (allowed: sm_80" in line, line
+    line = one_error_line(cli("vendor", built.spec, "--to", tmp_path / "x", "--arch", "sm_86", *args))
+    assert "add sm_86 to the spec's archs and rebuild" in line, line
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "notes.txt").write_text("mine")
     line = one_error_line(cli("vendor", built.spec, "--to", tmp_path / "home", *args))
@@ -498,6 +519,50 @@ def test_vendor_and_verify_errors_are_one_line(built: Built, tmp_path: Path) -> 
     to = tmp_path / "ok"
     vend(built, to)
     assert f"inside the bundle {to}" in one_error_line(cli("verify", to / built.spec))
+
+
+def test_vendor_a_spec_file_vendors_the_build_of_its_name_field(built: Built, tmp_path: Path) -> None:
+    """`kda2 vendor PATH.yaml` vendors the spec the file declares (`name:`), as `kda2 build PATH.yaml` builds it, not
+    one named after the file; a spec path that does not exist, or a file that is no spec, is one line naming it."""
+    args = ("--build-dir", built.build_dir, "--rules", RULES)
+    renamed = tmp_path / "renamed.yaml"
+    renamed.write_text(tiny_spec(built.spec, 64))
+    p = cli("vendor", renamed, "--to", tmp_path / "b", *args)
+    assert p.returncode == 0, p.stderr
+    assert f"{renamed} is spec {built.spec!r} (its name: field" in p.stdout, p.stdout
+    assert list(bundle.verify(tmp_path / "b")) == [built.spec]
+    line = one_error_line(cli("vendor", tmp_path / "nonexist.yaml", "--to", tmp_path / "c", *args))
+    assert f"{tmp_path / 'nonexist.yaml'}: no such spec file" in line and "no build of" not in line, line
+    (tmp_path / "broken.yaml").write_text("name: [\n")
+    line = one_error_line(cli("vendor", tmp_path / "broken.yaml", "--to", tmp_path / "c", *args))
+    assert "broken.yaml" in line and "no build of" not in line, line
+    assert not (tmp_path / "c").exists()
+
+
+def test_vendor_to_a_file_is_one_line_error(built: Built, tmp_path: Path) -> None:
+    """--to must be a directory: an existing file (or a file on its path) is named, and left as it was."""
+    args = ("--build-dir", built.build_dir, "--rules", RULES)
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for to in (afile, afile / "sub"):
+        line = one_error_line(cli("vendor", built.spec, "--to", to, *args))
+        assert f"{afile} is a file, not a directory" in line and "--to a directory" in line, line
+        assert "Errno" not in line, line
+    assert afile.read_text() == "mine" and sorted(tmp_path.iterdir()) == [afile]
+
+
+def test_vendor_summary_names_a_load_call_that_loads(built: Built, tmp_path: Path) -> None:
+    """The success line's kda2.load(...) calls each resolve to a library of the bundle: the bundle's directory for
+    one spec; one spec directory each for several (kda2.load of such a bundle refuses: it bundles two specs)."""
+    to = tmp_path / "b"
+    arch = built.archs[-1]
+    for specs in ([built.spec], [built.spec, built.other]):
+        index = vend(built, to, spec=specs[-1])
+        line = vendor_mod.summary(to, index)
+        calls = re.findall(r"kda2\.load\('([^']+)'\)", line)
+        assert len(calls) == len(specs) and f"kda2 verify {to}" in line, line
+        got = {loader._resolve(Path(c), arch) for c in calls}   # where kda2.load looks (synthetic: cannot open)
+        assert got == {(to / s / arch / "manifest.json").resolve() for s in specs}, line
 
 
 @pytest.mark.parametrize("verb, phrases", [

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -57,6 +58,17 @@ def plain_name(name: str) -> bool:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_problem(path: Path, sha: str, listed_in: Path) -> str | None:
+    """What is wrong with `path`, listed in the manifest `listed_in` with sha256 `sha`: missing, or other bytes;
+    None when it matches. The one wording of `kda2 verify` (a bundle) and `kda2 inspect` (a build directory)."""
+    if not path.is_file():
+        return f"missing file {path} (listed in {listed_in})"
+    actual = sha256_file(path)
+    if actual != sha:
+        return f"corrupt file {path}: sha256 {actual}, {listed_in} expects {sha}"
+    return None
 
 
 # ---- writing (used by kda2.tools.vendor) -----------------------------------------------------------
@@ -175,8 +187,9 @@ kda2 verify path/to/this/directory
 
 checks bundle.json -> each manifest -> each file by sha256 and size (and each kernel's cubin inside the
 library), that every manifest belongs to its `<spec>/<arch>` directory, that no unlisted library, cubin or
-manifest lies in the bundle, and that it has code for this host's GPU. Exit 0, or one line
-`kda2: error: ...` naming the file and exit 2. This is integrity, not authenticity: nothing is signed.
+manifest lies in the bundle, that nothing in it is a symbolic link (copy the bundle whole, not as links), and
+that it has code for this host's GPU. Exit 0, or one line `kda2: error: ...` naming the file and exit 2. This
+is integrity, not authenticity: nothing is signed.
 """
 
 
@@ -235,6 +248,7 @@ def verify(root: Path) -> dict[str, dict[str, Any]]:
     naming the first file at fault. Loads nothing."""
     root = Path(root)
     index = read_index(root)
+    _refuse_links(root)
     expected: set[Path] = {root / INDEX}
     summary = {}
     for spec, entry in sorted(index["specs"].items()):
@@ -288,22 +302,35 @@ def verify_arch(root: Path, spec: str, arch: str, entry: Mapping[str, Any]) -> d
         if not _NAME.fullmatch(rel):
             raise BundleError(f"{mpath}: listed file {rel!r} is not a plain file name in {d}")
         path = d / rel
-        if not path.is_file():
-            raise BundleError(f"missing file {path} (listed in {mpath})")
-        size, want = path.stat().st_size, sizes.get(rel)
-        if want is not None and size != want:
-            how = f"truncated: {size} of {want} bytes" if size < want else f"{size} bytes, {want} expected"
-            raise BundleError(f"corrupt file {path}: {how} (listed in {mpath})")
-        if rel == lib["path"]:
-            _verify_embedded(path, mpath, prov.get("kernels", {}))
-        actual = sha256_file(path)
-        if actual != sha:
-            raise BundleError(f"corrupt file {path}: sha256 {actual}, {mpath} expects {sha}")
+        if path.is_file():  # the size and the embedded cubins first: they say more than a sha256 would
+            size, want = path.stat().st_size, sizes.get(rel)
+            if want is not None and size != want:
+                how = f"truncated: {size} of {want} bytes" if size < want else f"{size} bytes, {want} expected"
+                raise BundleError(f"corrupt file {path}: {how} (listed in {mpath})")
+            if rel == lib["path"]:
+                _verify_embedded(path, mpath, prov.get("kernels", {}))
+        problem = file_problem(path, sha, mpath)
+        if problem:
+            raise BundleError(problem)
     for child in sorted(d.iterdir()):
         if child.name != MANIFEST and child.name not in files:
             raise BundleError(f"unlisted {'directory' if child.is_dir() else 'file'} {child} (not in {mpath}); "
                               "remove it or re-vendor")
     return manifest
+
+
+def _refuse_links(root: Path) -> None:
+    """A bundle holds its files themselves: a symbolic link anywhere in it (a library, a manifest, a directory)
+    makes it depend on what lies outside, which neither travels with a copy of the bundle nor is covered by its
+    hashes (the target can change after verify)."""
+    for top, dirs, files in os.walk(root):  # links to directories are listed in `dirs`, never entered
+        dirs.sort()
+        for name in sorted([*dirs, *files]):
+            path = Path(top) / name
+            if path.is_symlink():
+                raise BundleError(f"{path} is a symbolic link (to {os.readlink(path)}), not a file of the bundle: "
+                                  "a bundle must hold its files themselves (a link does not travel with it); replace "
+                                  "the link with the file it points to, or re-vendor")
 
 
 def _verify_embedded(so: Path, mpath: Path, kernels: Mapping[str, Any]) -> None:

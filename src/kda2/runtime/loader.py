@@ -264,7 +264,7 @@ def _resolve(path: Path, arch: str | None) -> Path:
         if arch is not None:
             if arch not in archs:
                 raise ArtifactError(f"{path} has no build for {arch} (built: {', '.join(archs)}); "
-                                    f"add {arch} to the spec's archs and rebuild")
+                                    f"{add_arch_advice(arch)}")
             return (path / arch / MANIFEST).resolve()
         prefs = _gpu_archs(f"lib = kda2.load('{path}', arch='{archs[-1]}') (built: {', '.join(archs)})")
         for a in prefs:
@@ -273,6 +273,15 @@ def _resolve(path: Path, arch: str | None) -> Path:
         raise ArtifactError(f"{path}: built archs {archs} cannot run on this GPU (it runs {prefs}); "
                             "add one to the spec's archs, or pass arch= to force one")
     raise ArtifactError(f"missing manifest: {path} does not exist; {_fix(path, _HOW_TO_BUILD)}")
+
+
+def add_arch_advice(arch: str) -> str:
+    """What to do about a missing build for `arch`: add it to the spec's archs, where a spec may list it."""
+    from kda2.plan.hardware import ARCHS  # constants only: safe for the runtime
+
+    if arch in ARCHS:
+        return f"add {arch} to the spec's archs and rebuild"
+    return f"{arch} is not an arch a spec may list (allowed: {', '.join(ARCHS)})"
 
 
 def _parse(manifest_path: Path, raw: bytes) -> dict[str, Any]:

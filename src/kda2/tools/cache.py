@@ -62,17 +62,24 @@ def default_dir(top: str | os.PathLike = ".") -> Path:
     return Path(top) / (os.environ.get("KDA2_CACHE_DIR") or "cache")
 
 
+#: what --max-size and --older-than take, as their errors and `kda2 cache --help` say it
+SIZE_UNITS = "K, M, G, T: powers of 1024, an optional B or iB after them; a bare number is bytes"
+AGE_UNITS = "s, m, h, d, w; lower case; a unit is required"
+
+
 def parse_size(text: str) -> int:
     m = _SIZE.fullmatch(text.strip())
     if not m:
-        raise CacheToolError(f"--max-size {text!r}: a size such as 500M, 2G or 1.5G (K, M, G, T: powers of 1024)")
+        negative = "negative; allowed: a size >= 0" if text.strip().startswith("-") else "a size"
+        raise CacheToolError(f"--max-size {text!r}: {negative} such as 500M, 2G or 1.5G ({SIZE_UNITS})")
     return int(float(m[1]) * _UNITS[m[2].upper()])
 
 
 def parse_age(text: str) -> float:
     m = _AGE.fullmatch(text.strip())
     if not m:
-        raise CacheToolError(f"--older-than {text!r}: an age such as 30d, 2w, 12h or 45m (s, m, h, d, w; lower case)")
+        negative = "negative; allowed: an age >= 0" if text.strip().startswith("-") else "an age"
+        raise CacheToolError(f"--older-than {text!r}: {negative} such as 30d, 2w, 12h or 45m ({AGE_UNITS})")
     return float(m[1]) * _SECONDS[m[2].lower()]
 
 

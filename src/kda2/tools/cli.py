@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from kda2.artifact.manifest import CANDIDATE_SETS, DEFAULT_BUILD_DIRS, default_build_dir
-from kda2.tools.cache import GRACE_S as CACHE_GRACE_S
+from kda2.tools.cache import AGE_UNITS as CACHE_AGE_UNITS, GRACE_S as CACHE_GRACE_S, SIZE_UNITS as CACHE_SIZE_UNITS
 
 def _fail(msg: str) -> int:
     print(f"kda2: error: {msg}", file=sys.stderr)
@@ -97,10 +97,28 @@ def _stage_spec_files(args: argparse.Namespace, top: Path) -> tuple[list[str], d
     return [f"SPECS_DIR={stage}", f"SPECS={','.join(outside)}"], staged
 
 
+def _jobs(text: str) -> int:
+    """-j's type: scons' parallel jobs, a whole number >= 1 (0 and negative counts went to scons unchecked)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a whole number of jobs >= 1")
+    return value
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     top = Path(args.directory).resolve()
     if not (top / "SConstruct").is_file():
         return _fail(f"{top}: no SConstruct here; run from a kda2 checkout or pass -C DIR")
+    if args.build_dir is not None:   # --build-dir is scons' BUILD_DIR=, as vendor's and rules' --build-dir name it
+        given = [x for x in args.scons_args if x.startswith("BUILD_DIR=")]
+        if given:
+            return _fail(f"--build-dir {args.build_dir} and {given[-1]} after --: give one of them")
+        if not args.build_dir:
+            return _fail("--build-dir '': allowed: a directory (leave it out for the candidate set's own)")
+        args.scons_args = [f"BUILD_DIR={args.build_dir}", *args.scons_args]
     staging = _stage_spec_files(args, top)
     if isinstance(staging, int):
         return staging
@@ -214,6 +232,24 @@ def _beside_spec(given: str | None, default: str, spec_path: str) -> tuple[Path,
     return (beside, True) if beside.is_dir() else (here, False)
 
 
+def _spec_file(word: str, specs_dir: str = "kernel_specs") -> str | None:
+    """plan's SPEC: a spec file as given; a spec name (no '/' nor .yaml) is looked up as `kda2 build NAME` takes it,
+    by the name: field of the specs in kernel_specs/ here (its file <name>.yaml first). None: no such spec there."""
+    if _is_spec_path(word) or Path(word).is_file():
+        return word
+    import yaml
+
+    root = Path(specs_dir)
+    files = [root / f"{word}.yaml"] + sorted(root.glob("*.yaml")) if root.is_dir() else []
+    for f in files:
+        try:
+            if f.is_file() and yaml.safe_load(f.read_text()).get("name") == word:
+                return str(f)
+        except (OSError, yaml.YAMLError, AttributeError):
+            continue   # another spec's problem: not this one
+    return None
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
@@ -221,6 +257,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
     from kda2.plan.profile import load_profiles, resolve_targets
 
+    found = _spec_file(args.spec)
+    if found is None:
+        return _fail(f"{args.spec}: no such file, nor a spec of that name in kernel_specs/ here; plan takes a spec "
+                     "file (PATH.yaml) or, from a checkout, a spec name (its name: field)")
+    args.spec = found
+    if args.rules is not None and not Path(args.rules).is_dir():
+        return _fail(f"--rules {args.rules}: no such directory (rule files NNNN-slug.yaml, a checkout's rules/)")
+    if args.profiles is not None and not Path(args.profiles).is_dir():
+        return _fail(f"--profiles {args.profiles}: no such directory (hardware profiles, <name>.yaml)")
     rules_dir, has_rules = _beside_spec(args.rules, "rules", args.spec)
     if not has_rules:
         return _fail(f"{rules_dir}: no such rules directory (here, nor beside the spec file's specs directory); "
@@ -230,15 +275,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return _fail(f"--tuning {args.tuning}: no such directory (tuning records, tuning/<spec>.<profile>.json)")
     try:
         spec = load_spec(args.spec)
-        rules = load_rules(rules_dir)
+        rules = load_rules(rules_dir, args.profiles)
         archs = [args.arch] if args.arch else list(spec.archs)
         if args.arch and args.arch not in spec.archs:
             return _fail(f"{args.spec}: arch {args.arch} is not in archs ({', '.join(spec.archs)})")
         targets = resolve_targets(spec, load_profiles(args.profiles))
         if args.profile:  # plan for another GPU of the same arch (what-if), without its record
-            prof = load_profiles(args.profiles).get(args.profile)
+            profiles = load_profiles(args.profiles)
+            prof = profiles.get(args.profile)
             if prof is None:
-                return _fail(f"--profile {args.profile}: unknown; allowed: {', '.join(sorted(load_profiles(args.profiles)))}")
+                return _fail(f"--profile {args.profile}: unknown; allowed: {', '.join(sorted(profiles))}")
+            # the profile picks the arch: one the spec does not build, or another than --arch, was planned unsaid
+            allowed_archs = [args.arch] if args.arch else list(spec.archs)
+            if prof.arch not in allowed_archs:
+                fits = sorted(n for n, q in profiles.items() if q.arch in allowed_archs)
+                return _fail(f"--profile {args.profile} is for {prof.arch}, "
+                             + (f"not --arch {args.arch}" if args.arch else
+                                f"which is not in {args.spec}'s archs ({', '.join(spec.archs)})")
+                             + f"; allowed: the profiles for {', '.join(allowed_archs)}: {', '.join(fits) or 'none'}")
             targets, archs = {prof.arch: prof}, [prof.arch]
         baselines = read_spec_baselines(spec.name, targets, tuning_dir)  # what the build routes by
         lock, splits = routes(baselines), tuned_splits(baselines)
@@ -315,13 +369,25 @@ def cmd_rules(args: argparse.Namespace) -> int:
         return _fail(f"kda2 rules {args.action}: {', '.join(given)} only shape `kda2 rules propose`")
     if args.flag and args.rule_action != "flags":
         return _fail("kda2 rules propose: --flag needs --action flags (a forbid rule passes no options)")
+    # what the action reads, checked here to name the option (the loaders say only `DIR: no such directory`)
+    dirs = [("--rules", args.rules, "rule files NNNN-slug.yaml")]
+    if args.action in ("check", "impact"):
+        dirs.append(("--specs", args.specs, "spec YAMLs"))
+        if args.profiles is not None:
+            dirs.append(("--profiles", args.profiles, "hardware profiles, <name>.yaml"))
+    for opt, value, what in dirs:
+        if not Path(value).is_dir():
+            return _fail(f"{opt} {value}: no such directory ({what})")
+    if args.action == "impact" and not Path(args.target).is_file():
+        return _fail(f"{args.target}: no such rule file (impact takes a rule file, e.g. "
+                     f"{Path(args.rules) / 'NNNN-slug.yaml'})")
     try:
         if args.action == "lock":
             print(f"kda2 rules: wrote {write_lock(args.rules)}")
             return 0
         if args.action == "propose":
             path = feedback.propose(args.target, rules_dir=args.rules, tuning_dir=args.tuning, action=args.rule_action,
-                                    flags=args.flag, scope=args.scope)
+                                    flags=args.flag, scope=args.scope, profiles_dir=args.profiles)
             print(f"kda2 rules: wrote {path} and locked it; review its match, then `kda2 rules impact {path}`")
             return 0
         if args.action == "impact":
@@ -332,7 +398,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
                 return _fail(f"with {args.target} the plan of {', '.join(broken)} fails (above): narrow its match "
                              "or its action before `kda2 rules lock`")
             return 0
-        rules = load_rules(args.rules)
+        rules = load_rules(args.rules, args.profiles)
         problems = feedback.check(args.rules, args.specs, args.profiles)
     except (RuleError, SpecError, ProfileError, PlanError, OSError) as e:
         return _fail(str(e))
@@ -351,6 +417,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from kda2.runtime.errors import ArtifactError
     from kda2.tools.tune import TuneError, main
 
+    # named by their option (the loaders say only `DIR: no such directory`); rules are read by a spec's dry run only
+    if args.profiles is not None and not Path(args.profiles).is_dir():
+        return _fail(f"--profiles {args.profiles}: no such directory (hardware profiles, <name>.yaml)")
+    if args.dry_run and any(str(t).endswith((".yaml", ".yml")) for t in args.targets) \
+            and not Path(args.rules).is_dir():
+        return _fail(f"--rules {args.rules}: no such directory (a spec's dry run plans with its rules, "
+                     "NNNN-slug.yaml)")
     try:
         rc = main(args.targets, dry_run=args.dry_run, quick=args.quick, specs_dir=args.specs, rules_dir=args.rules,
                   profiles_dir=args.profiles, profile=args.profile, tuning_dir=args.tuning, record=args.record,
@@ -376,6 +449,20 @@ def _seconds(text: str) -> float:
     return time_limit_arg(text)
 
 
+def _margin(text: str) -> float:
+    """--margin's type (kda2.tools.tune margin_arg)."""
+    from kda2.tools.tune import margin_arg
+
+    return margin_arg(text)
+
+
+def _workers(text: str) -> int:
+    """--workers' type (kda2.tools.tune workers_arg)."""
+    from kda2.tools.tune import workers_arg
+
+    return workers_arg(text)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from kda2.tools.calibrate import CalibrateError, calibrate
 
@@ -391,15 +478,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_vendor(args: argparse.Namespace) -> int:
     from kda2.artifact.bundle import BundleError
-    from kda2.tools.vendor import vendor
+    from kda2.tools.vendor import summary, vendor
 
     try:
         index = vendor(args.spec, args.to, archs=args.arch, build_dir=args.build_dir, rules_dir=args.rules)
     except (BundleError, OSError) as e:
         return _fail(str(e))
-    specs = "; ".join(f"{s} {', '.join(e['archs'])}" for s, e in index["specs"].items())
-    print(f"kda2 vendor: {args.to}: {specs}; load it with kda2.load({str(args.to)!r}), "
-          f"check it with `kda2 verify {args.to}`")
+    print(summary(args.to, index))
     return 0
 
 
@@ -496,6 +581,11 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+#: --profiles of plan, rules and tune (kda2.plan.profile default_profiles_dir)
+PROFILES_HELP = ("hardware profiles directory (default: $KDA2_PROFILES_DIR, else the profiles/ of the checkout kda2 is "
+                 "imported from)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kda2", description="KDA²: declarative build of Kimi Delta Attention "
                                 "CUDA kernels (YAML spec -> scons -> tuned, cached artifacts).")
@@ -511,13 +601,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "Extra arguments after -- go to scons (e.g. -- -q to check up-to-dateness, -- BUILD_DIR=DIR).")
     b.add_argument("specs", nargs="*", metavar="SPEC", help="spec names (their name: field) or spec YAML files to "
                    "build (default: all in kernel_specs/)")
-    b.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: CPUs)")
+    b.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1,
+                   help="parallel jobs, >= 1 (default: CPUs)")
     b.add_argument("-C", "--directory", default=".", help="checkout holding SConstruct (default: .)")
     b.add_argument("-v", "--verbose", action="store_true", help="print full nvcc/nvlink command lines")
+    b.add_argument("--build-dir", metavar="DIR", help="build tree to write, relative to -C's checkout (scons' "
+                   "BUILD_DIR=; default: per --candidates below)")
     b.add_argument("--candidates", choices=CANDIDATE_SETS, default="routed",
                    help=f"routed: the variants the dispatch routes to, what a deployment runs, into "
                    f"{DEFAULT_BUILD_DIRS['routed']}/ (default); all: every candidate the agents kept, which `kda2 tune` "
-                   f"times, into {DEFAULT_BUILD_DIRS['all']}/ (BUILD_DIR= after `--` picks another tree)")
+                   f"times, into {DEFAULT_BUILD_DIRS['all']}/ (--build-dir picks another tree)")
     # (the words after `--` go to scons: main() splits them off before parsing; `scons_args` holds them)
     b.set_defaults(scons_args=[])
     b.set_defaults(func=cmd_build)
@@ -525,20 +618,22 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="show the candidate variants of a spec and why (needs the [build] extra)",
                         description="Run the planner agents and rules over SPEC and print the candidate "
                         "table (one row per variant; --reasons adds each agent's and rule's reason).")
-    pl.add_argument("spec", help="path to a spec YAML (e.g. kernel_specs/kimi_linear_recurrent.yaml)")
+    pl.add_argument("spec", help="path to a spec YAML (e.g. kernel_specs/kimi_linear_recurrent.yaml), or the name of "
+                    "a spec in kernel_specs/ here (its name: field, as `kda2 build NAME` takes it)")
     pl.add_argument("--arch", help="only this arch (default: every arch in the spec)")
     pl.add_argument("--rules", default=None, help="rules directory (default: rules/ here, else the one of the "
                     "checkout the spec file is in)")
     pl.add_argument("--reasons", action="store_true", help="print every decision's reason")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
-    pl.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    pl.add_argument("--profiles", default=None, help=PROFILES_HELP)
     pl.add_argument("--profile", help="plan for this profile instead of the spec's target for its arch")
     pl.add_argument("--tuning", default=None, help="tuning records directory (default: tuning/ here, else the one "
                     "of the checkout the spec file is in; the plan's first line names the record it routes by)")
     pl.set_defaults(func=cmd_plan)
 
     i = sub.add_parser("inspect", help="resources and SASS check of built artifacts",
-                       description="For each variant of a manifest, one line per kernel entry (recurrent: its "
+                       description="First every file the manifest lists against its sha256 (a missing or changed one "
+                       "is a FAIL line naming it). Then for each variant, one line per kernel entry (recurrent: its "
                        "input and state dtypes; chunk: prep, state, fold per input dtype, and the combine): "
                        "registers, shared memory, spills (from "
                        "ptxas); and a SASS check that the expected instructions are present and no local "
@@ -555,16 +650,19 @@ def build_parser() -> argparse.ArgumentParser:
                        "(FILE, FILE:ID or ID in tuning/failures/) and lock it. impact RULE: per spec and arch, the "
                        "candidates it matches, kernels it removes/adds/re-flags, rows it re-routes, built kernels "
                        "it invalidates.")
-    r.add_argument("action", choices=["check", "lock", "propose", "impact"])
+    r.add_argument("action", choices=["check", "lock", "propose", "impact"],
+                   help="what to do (above): check, lock, propose FAILURE or impact RULE; not --action, which is the "
+                   "`action:` of the rule propose writes")
     r.add_argument("target", nargs="?", help="propose: failure FILE[:ID] or ID; impact: a rule file")
     r.add_argument("--rules", default="rules", help="rules directory (default: rules)")
     r.add_argument("--specs", default="kernel_specs", help="specs directory (default: kernel_specs)")
-    r.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    r.add_argument("--profiles", default=None, help=PROFILES_HELP)
     r.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
     r.add_argument("--build-dir", action="append", help="build tree whose manifests impact counts (repeatable; "
                    f"default: {' and '.join(DEFAULT_BUILD_DIRS.values())})")
     r.add_argument("--action", dest="rule_action", default="forbid", choices=["forbid", "flags"],
-                   help="propose: the rule's action (default forbid)")
+                   help="propose only: the `action:` field of the rule it writes, forbid (drop the matched "
+                   "candidates) or flags (compile them with --flag); default forbid. Not the positional action")
     r.add_argument("--flag", action="append", help="propose --action flags: an nvcc option (repeatable; one that "
                    "starts with '-' as --flag=-O2)")
     r.add_argument("--scope", choices=["arch", "profile"],
@@ -590,14 +688,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--record", help="record file to write (default: tuning/<spec>.<profile>.json)")
     t.add_argument("--time-limit", metavar="S", type=_seconds,
                    help="stop after S seconds (> 0), keeping the partial record (default: no limit)")
-    t.add_argument("--margin", type=float, default=0.5,
-                   help="record a failure for candidates slower than the row's incumbent by this fraction (0.5)")
-    t.add_argument("--workers", type=int, help="GPUs to use (default: all visible; 1 = no Dask)")
+    t.add_argument("--margin", type=_margin, default=0.5,
+                   help="record a failure for candidates slower than the row's incumbent by more than this "
+                   "fraction, >= 0 (default: 0.5)")
+    t.add_argument("--workers", type=_workers, help="GPUs to use, >= 1 (default: all visible; 1 = no Dask)")
     t.add_argument("--force", action="store_true",
                    help="re-tune a library whose record already holds its measurements (same library sha256)")
     t.add_argument("--specs", default="kernel_specs", help="specs directory (default: kernel_specs)")
     t.add_argument("--rules", default="rules", help="rules directory (default: rules)")
-    t.add_argument("--profiles", default=None, help="hardware profiles directory (default: profiles/)")
+    t.add_argument("--profiles", default=None, help=PROFILES_HELP)
     t.add_argument("--tuning", default="tuning", help="tuning records directory (default: tuning)")
     t.set_defaults(func=cmd_tune)
 
@@ -620,8 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "DIR/README.md. Layout: DIR/<spec>/<arch>/{lib<spec>.<arch>.so, manifest.json}. Every build "
                         "file is checked against its sha256 first; the archs vendored replace their earlier copies in DIR, "
                         "the spec's other archs and other specs stay. Re-vendoring an unchanged build is byte-identical. Load the result with "
-                        "kda2.load(DIR) (runtime only: no compiler, SCons or TVM); check it with `kda2 verify DIR`.")
-    ve.add_argument("spec", help="spec name (e.g. kimi_linear_chunk) or its YAML path")
+                        "kda2.load(DIR) (DIR/<spec> when it bundles several specs; runtime only: no compiler, SCons or "
+                        "TVM); check it with `kda2 verify DIR`.")
+    ve.add_argument("spec", help="spec name (e.g. kimi_linear_chunk) or a spec YAML (vendored under its name: field)")
     ve.add_argument("--to", required=True, metavar="DIR", help="bundle directory (created; must be new, empty or a bundle)")
     ve.add_argument("--arch", action="append", metavar="ARCH",
                     help="only this arch (repeatable; default: every arch built for the spec); the bundle's "
@@ -635,7 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Check a bundle made by `kda2 vendor` without loading anything: bundle.json -> "
                         "each <spec>/<arch>/manifest.json -> each file by sha256 and size (and each kernel's cubin "
                         "inside the library); that every manifest belongs to its <spec>/<arch> directory; that no "
-                        "unlisted library, cubin or manifest lies in the bundle; and, when a GPU is visible, that "
+                        "unlisted library, cubin or manifest lies in the bundle, and no file is a symbolic link; and, when a GPU is visible, that "
                         "the bundle has code for it (on a CPU host it reports the archs it has). Exit 0 with one "
                         "summary line, or one line `kda2: error: ...` naming the file at fault and exit 2. Needs "
                         "only the runtime.")
@@ -646,17 +746,20 @@ def build_parser() -> argparse.ArgumentParser:
                         description="The local content-addressed cache every build fills ($KDA2_CACHE_DIR, else the checkout's "
                         "cache/): `info` counts its entries, size and last use; `prune` removes whole entries, "
                         "least recently used first (a build marks an entry used when it stores or retrieves it), "
-                        "down to --max-size and/or everything unused for --older-than, and stray files; nothing "
-                        f"used in the last {CACHE_GRACE_S // 60} minutes. The remote (S3) cache is not touched: give its bucket a "
-                        "lifecycle rule.")
-    ca.add_argument("action", choices=("info", "prune"))
+                        "down to --max-size and/or everything unused for --older-than, and the build's stray files "
+                        "(sidecars without their entry, temporaries of dead pushes and fetches) as old; nothing "
+                        f"used in the last {CACHE_GRACE_S // 60} minutes. Files the build did not write are left "
+                        "alone (`info` counts those in its prefix directories as other files). The remote (S3) "
+                        "cache is not touched: give its bucket a lifecycle rule.")
+    ca.add_argument("action", choices=("info", "prune"), help="info: count entries, size, last use, stray and other "
+                    "files; prune: remove entries and stray files (needs --max-size and/or --older-than)")
     ca.add_argument("-C", "--directory", default=".", help="the checkout whose build's cache this is (default: .)")
     ca.add_argument("--dir", help="the cache directory (default: the checkout's build's: $KDA2_CACHE_DIR, relative to "
                     "the checkout, else its cache/)")
-    ca.add_argument("--max-size", help="prune: keep at most this much, e.g. 2G (K, M, G, T: powers of 1024; file "
-                                       "sizes, as `du --apparent-size` counts; `info` shows both)")
-    ca.add_argument("--older-than", help="prune: remove what was not used for this long, e.g. 30d or 2w (s, m, h, d, "
-                    "w)")
+    ca.add_argument("--max-size", metavar="SIZE", help="prune: keep at most this much, e.g. 2G, >= 0 ("
+                    f"{CACHE_SIZE_UNITS}); file sizes, as `du --apparent-size` counts; `info` shows both")
+    ca.add_argument("--older-than", metavar="AGE", help="prune: remove what was not used for this long, e.g. 30d or "
+                    f"2w, >= 0 ({CACHE_AGE_UNITS})")
     ca.add_argument("--dry-run", action="store_true", help="prune: say what would go (the first paths), remove nothing")
     ca.set_defaults(func=cmd_cache)
 
@@ -671,6 +774,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: What the [build] extra installs (pyproject.toml) that the build-side commands import.
 BUILD_EXTRA_MODULES = ("SCons", "yaml", "pydantic", "jinja2", "tvm")
+
+
+def _join_dash_values(argv: list[str], options: Sequence[str]) -> list[str]:
+    """`OPT -WORD` as `OPT=-WORD` for these options, when -WORD is no option of kda2's (it starts with '-' and a
+    digit or '.'): argparse would refuse `--max-size -1G` as a missing value instead of naming the value."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in options and i + 1 < len(argv) and re.match(r"-[\d.]", argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -689,6 +807,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["build"] and "--" in argv:
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
+    if argv[:1] == ["cache"]:   # `--max-size -1G`: argparse takes a '-' word for an option ("expected one argument")
+        argv = _join_dash_values(argv, ("--max-size", "--older-than"))   # the value's own check says what is wrong
     args = build_parser().parse_args(argv)
     if passthrough is not None:
         args.scons_args = passthrough

@@ -2,13 +2,19 @@
 the SASS check (kda2.compile.sass), the buckets that route to it, for a chunk variant on sm_90+ whether its
 state CTA fits on an SM beside a prep CTA (the overlapped launch's condition, by the arch's default hardware
 profile), and on request the agents' and rules' reasons from its `.why.json` sidecar.
+
+Every file the manifest lists is checked against its sha256 first (as `kda2 verify` checks a bundle's): a report
+on files that are not the build's would blame the kernel for what a stale copy or a mix of two builds holds. A
+variant whose cubin fails that check gets no SASS verdict; each bad file is one FAIL line naming it.
 """
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import Collection, Sequence
 
+from kda2.artifact.bundle import file_problem
 from kda2.compile import sass
 from kda2.plan.hardware import PDL_ARCHS
 
@@ -16,6 +22,41 @@ from kda2.plan.hardware import PDL_ARCHS
 def _fail(msg: str) -> int:
     print(f"kda2: error: {msg}", file=sys.stderr)
     return 2
+
+
+class _Unusable(Exception):
+    """A variant's sidecar (its .plan.json or .why.json) that inspect cannot read: str() names the file."""
+
+
+def _sidecar(root: Path, v: dict, key: str, need: Sequence[str]) -> dict:
+    """The JSON sidecar v[key] (`plan`, `why`) of a variant, holding the fields `need`; else _Unusable."""
+    path = root / v[key]
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise _Unusable(f"missing file {path} (the {key} file of variant {v['id']})") from None
+    except (OSError, ValueError) as e:
+        raise _Unusable(f"{path}: unreadable {key} file of variant {v['id']} ({type(e).__name__}: {e})") from None
+    lacking = [f for f in need if not isinstance(data, dict) or f not in data]
+    if lacking:
+        raise _Unusable(f"{path}: the {key} file of variant {v['id']} has no {', '.join(map(repr, lacking))}")
+    return data
+
+
+def _unshown(what: str, rel: str, e: _Unusable, bad: Collection[str], problems: list[str], rebuild: str) -> str:
+    """The report line in place of what an unreadable sidecar `rel` would have shown; its problem goes to `problems`
+    unless check_files found the file missing or changed (then that FAIL line names it already)."""
+    if rel not in bad:
+        problems.append(f"{e}; rebuild it ({rebuild})")
+    return f"{what}: not shown ({rel}: see its FAIL line)"
+
+
+def check_files(root: Path, manifest: Path, files: dict) -> dict[str, str]:
+    """{listed file: what is wrong with it} for each file of the manifest's `files` that is missing or whose
+    sha256 differs."""
+    if not isinstance(files, dict):
+        raise TypeError("'files' is not a table of file names and sha256s")
+    return {rel: problem for rel, sha in sorted(files.items()) if (problem := file_problem(root / rel, sha, manifest))}
 
 
 def _profile(arch: str):
@@ -66,8 +107,9 @@ def _entry_order(kernel: str, vid: str, family: str) -> tuple:
     return (_CHUNK_STAGES.index(stage) if stage in _CHUNK_STAGES else -1, state != "fp32", dtype != "bf16", kernel)
 
 
-def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
-    """The config words of an inspect line (and, for chunk, the kernel's dynamic shared memory)."""
+def _describe(root: Path, v: dict, family: str, kernel: str, bad: Collection[str] = ()) -> str:
+    """The config words of an inspect line (and, for chunk, the kernel's dynamic shared memory, unless its plan
+    file is in `bad`: not the build's)."""
     c = v["config"]
     if family != "chunk":
         bounds = f" launch bounds {c['min_ctas']} CTA/SM" if c.get("min_ctas", 1) > 1 else ""
@@ -76,12 +118,13 @@ def _describe(root: Path, v: dict, family: str, kernel: str) -> str:
         return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}{bounds}"
     text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}"
     which = entry_of(kernel, v["id"], family)[0]
-    if which not in ("prep", "state"):  # the plan sizes the prep and state kernels only
+    # the plan sizes the prep and state kernels only; one that fails its sha256 (a FAIL line of its own) sizes nothing
+    if which not in ("prep", "state") or v["plan"] in bad:
         return text
-    try:
-        plan = json.loads((root / v["plan"]).read_text())
+    try:  # an unreadable plan only drops these words here: its FAIL line comes from _beside (sm_90+)
+        plan = _sidecar(root, v, "plan", (f"{which}_smem_bytes", f"{which}_threads"))
         text += f"  {which}: dynamic smem {plan[f'{which}_smem_bytes']} B, {plan[f'{which}_threads']} threads"
-    except (OSError, ValueError, KeyError):
+    except _Unusable:
         pass
     return text
 
@@ -91,7 +134,7 @@ def _beside(root: Path, v: dict, hw) -> str:
     profile's figures and the built kernels' (first input dtype: the ones the library checks)."""
     from kda2.plan.model import Resources, spare_beside
 
-    plan = json.loads((root / v["plan"]).read_text())
+    plan = _sidecar(root, v, "plan", ("prep_smem_bytes", "prep_threads", "state_smem_bytes", "state_threads"))
     res = {}
     for which in ("prep", "state"):
         r = v["resources"][f"kda2_chunk_{which}_{v['id']}"]
@@ -104,8 +147,10 @@ def _beside(root: Path, v: dict, hw) -> str:
     return f"    beside a prep CTA on {hw.name}: {verdict}"
 
 
-def inspect_variant(root: Path, v: dict, family: str, arch: str) -> tuple[list[str], list[str]]:
-    """(report lines, problems) for one variant of a manifest."""
+def inspect_variant(root: Path, v: dict, family: str, arch: str,
+                    bad: Collection[str] = ()) -> tuple[list[str], list[str]]:
+    """(report lines, problems) for one variant of a manifest; `bad`: the listed files that are missing or not the
+    build's (check_files), each already a problem of its own."""
     lines, problems = [f"  {v['name']}"], []
     kernels = sorted(v["resources"], key=lambda k: _entry_order(k, v["id"], family))
     labels = {k: entry_label(k, v["id"], family) for k in kernels}
@@ -114,9 +159,12 @@ def inspect_variant(root: Path, v: dict, family: str, arch: str) -> tuple[list[s
         r = v["resources"][kernel]
         lines.append(f"    {r['arch']}  {labels[kernel]:<{width}}  regs {r['registers']:>3}  smem {r['smem']:>6} B  "
                      f"stack {r['stack']} B  spills {r['spill_stores']}/{r['spill_loads']} B  "
-                     f"{_describe(root, v, family, kernel)}")
+                     f"{_describe(root, v, family, kernel, bad)}")
         if r["spill_stores"] or r["spill_loads"] or r["stack"]:
             problems.append(f"{v['id']}: {kernel} spills or uses a stack frame")
+    if v["cubin"] in bad:  # its SASS is another kernel's, or none: a verdict would blame this variant for it
+        lines.append(f"    SASS: not checked: {v['cubin']} is missing or not the build's (see its FAIL line)")
+        return lines, problems
     ops = sass.sass_opcodes(root / v["cubin"])
     expected, missing, local = sass.check(ops, family, arch, v["config"])
     lines.append(f"    SASS: {sum(ops.values())} instructions; expected {' '.join(expected)}: "
@@ -136,6 +184,7 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
         return _fail(f"{artifact}: not a manifest.json or a build/<spec>/<arch> directory")
     root = manifest.parent
     all_problems: list[str] = []
+    rebuild = "`kda2 build`"
     try:
         m = json.loads(manifest.read_text())
         if "bundle" in m:  # a vendored bundle carries the library only: its kernels' files stayed in the build
@@ -144,6 +193,10 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
         variants = m["variants"]
         if variant and variant not in {v["id"] for v in variants}:
             return _fail(f"{manifest}: no variant {variant}; it has {', '.join(v['id'] for v in variants)}")
+        rebuild = f"`kda2 build {'--candidates all ' if m.get('candidates') == 'all' else ''}{m['spec']}`"
+        bad = check_files(root, manifest, m["files"])
+        # (the build remakes an output changed in place: compile/graph.py drop_changed_outputs)
+        all_problems += [f"{p}; rebuild it ({rebuild})" for p in bad.values()]
         # the overlapped launch needs a programmatic dependent launch (library.cpp.j2 kPdl)
         hw = _profile(m["arch"]) if m["family"] == "chunk" and m["arch"] in PDL_ARCHS else None
         print(f"{m['spec']} / {m['arch']}: {len(variants)} kernels for {len(m['dispatch'])} dispatch rows, "
@@ -151,19 +204,27 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
         for v in variants:
             if variant and v["id"] != variant:
                 continue
-            lines, problems = inspect_variant(root, v, m["family"], m["arch"])
+            lines, problems = inspect_variant(root, v, m["family"], m["arch"], bad)
             lines.insert(1, f"    routes: {_routes(m, v['id'])}")
             if hw is not None:
-                lines.insert(2, _beside(root, v, hw))
+                try:
+                    lines.insert(2, _beside(root, v, hw))
+                except _Unusable as e:
+                    lines.insert(2, _unshown(f"    beside a prep CTA on {hw.name}", v["plan"], e, bad, problems,
+                                             rebuild))
             if reasons:
-                why = json.loads((root / v["why"]).read_text())
-                lines += [f"      [{who}] {text}" for who, text in why["reasons"]]
+                try:
+                    why = _sidecar(root, v, "why", ("reasons",))
+                    lines += [f"      [{who}] {text}" for who, text in why["reasons"]]
+                except _Unusable as e:
+                    lines.append(_unshown("      reasons", v["why"], e, bad, problems, rebuild))
             print("\n".join(lines))
             all_problems += problems
     except (FileNotFoundError, RuntimeError) as e:
-        return _fail(str(e))
+        return _fail(f"{e.filename}: {e.strerror}; rebuild it ({rebuild})" if getattr(e, "filename", None)
+                     else str(e))
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, IndexError) as e:
-        return _fail(f"{manifest}: unreadable manifest ({type(e).__name__}: {e}); rebuild it with `kda2 build`")
+        return _fail(f"{manifest}: unreadable manifest ({type(e).__name__}: {e}); rebuild it with {rebuild}")
     if all_problems:
         for p in all_problems:
             print(f"kda2 inspect: FAIL {p}", file=sys.stderr)

@@ -73,6 +73,35 @@ def time_limit_arg(text: str) -> float:
     return value
 
 
+def margin_arg(text: str) -> float:
+    """argparse type of --margin: a fraction >= 0 (0: any candidate slower than the incumbent is a failure; a
+    negative one made every candidate a failure, NaN none)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a fraction >= 0 (0.5: a candidate more than 50% slower "
+                                         "than its row's incumbent is recorded as a failure)")
+    return value
+
+
+def workers_arg(text: str) -> int:
+    """argparse type of --workers: a whole number of GPUs >= 1 (_executor ran 0 or less as 1, unsaid)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a whole number of GPUs >= 1 (1: no Dask; leave "
+                                         "--workers out for every visible GPU)")
+    return value
+
+
 # ---- what to tune: candidates per dispatch row (CPU only) ------------------------------------------
 
 @dataclass
@@ -178,7 +207,7 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
                             f"needs {e.name} (kda2[build]); rebuild it with one `kda2 build --candidates all` run "
                             "(any tree: the new manifest carries its plan), or install kda2[build]") from None
     prior = read_baselines(record_path(m["spec"], hw.name, tuning_dir)).get(m["arch"], {})
-    by_id = {v["id"]: v for v in m["variants"]}
+    by_id = _check_dispatch(path, m)
     lib = m.get("library")
     g = Group(m["spec"], m["arch"], hw, m["family"], str(path), lib.get("sha256") if isinstance(lib, dict) else None)
     for d in m["dispatch"]:
@@ -197,6 +226,28 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
                                 incumbent=vid == incumbent, splits=_split_rows(cfg, hw, rows)))
     fit_steps(g, record_path(m["spec"], hw.name, tuning_dir), budget)
     return g
+
+
+def _check_dispatch(path: Path, m: dict) -> dict[str, dict]:
+    """{id: variant} of a manifest whose every dispatch row names its route and candidates among its variants; else
+    a TuneError naming the row and the id (a manifest edited or damaged after the build: the build writes both)."""
+    rebuild = f"rebuild it (`kda2 build --candidates all {m['spec']}`)"
+    if not (isinstance(m["variants"], list) and all(isinstance(v, dict) and "id" in v for v in m["variants"])
+            and isinstance(m["dispatch"], list)):
+        raise TuneError(f"{path}: variants and dispatch must be lists, each variant with an id; {rebuild}")
+    by_id = {v["id"]: v for v in m["variants"]}
+    for i, d in enumerate(m["dispatch"]):
+        if not (isinstance(d, dict) and all(k in d for k in ("state_layout", "bucket", "variant", "candidates"))
+                and isinstance(d["candidates"], list)):
+            raise TuneError(f"{path}: dispatch row {i} is not a dispatch row (needs state_layout, bucket, variant, "
+                            f"candidates: a list); {rebuild}")
+        for vid in [d["variant"], *d["candidates"]]:
+            if vid not in by_id:
+                raise TuneError(f"{path}: dispatch row {i} ({d['state_layout']}<={d['bucket']}"
+                                f"{'/' + str(d['class']) if d.get('class') else ''}) names variant {vid!r}, which "
+                                f"is not among its {len(by_id)} variants (the manifest was edited or damaged after "
+                                f"the build); {rebuild}")
+    return by_id
 
 
 def _split_rows(cfg: dict, hw: Any, rows: list[dict]) -> dict[str, dict[str, int]]:
@@ -300,7 +351,7 @@ def groups_from_spec(spec_path: str | os.PathLike, *, rules_dir: str = "rules", 
         if profile not in profiles:
             raise TuneError(f"--profile {profile}: unknown; allowed: {', '.join(sorted(profiles))}")
         targets = {profiles[profile].arch: profiles[profile]}
-    rules = load_rules(rules_dir)
+    rules = load_rules(rules_dir, profiles_dir)
     tuned = routes(read_spec_baselines(spec.name, targets, tuning_dir))
     out = []
     for arch, hw in targets.items():
@@ -953,6 +1004,10 @@ def main(targets: list[str], *, dry_run: bool = False, quick: bool = False, spec
         raise TuneError("--record names one file: tune one library at a time with it")
     if time_limit is not None and not _seconds_ok(time_limit):
         raise TuneError(f"--time-limit {time_limit}: allowed: a number of seconds > 0 (leave it out for no limit)")
+    if not margin >= 0:
+        raise TuneError(f"--margin {margin}: allowed: a fraction >= 0")
+    if workers is not None and workers < 1:
+        raise TuneError(f"--workers {workers}: allowed: a whole number of GPUs >= 1 (None: every visible GPU)")
     if dry_run:
         for g in groups:
             describe(g, log)

@@ -27,11 +27,25 @@ RULES_LOCK = "rules.lock.json"
 
 
 def spec_name(spec: str) -> str:
-    """A spec name, or the path of its YAML (kernel_specs/<name>.yaml)."""
-    name = Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
-    if not bundle.plain_name(name):
-        raise BundleError(f"{spec!r} is not a spec name (e.g. kimi_linear_chunk) or a spec YAML path")
-    return name
+    """A spec name, or the path of a spec YAML: then the spec's `name:` field, which `kda2 build PATH.yaml` builds
+    it under whatever the file is called."""
+    if not spec.endswith((".yaml", ".yml")):
+        if not bundle.plain_name(spec):
+            raise BundleError(f"{spec!r} is not a spec name (e.g. kimi_linear_chunk) or a spec YAML path")
+        return spec
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise BundleError(f"{spec}: no such spec file; give the path of a spec YAML, or a spec name (e.g. "
+                          "kimi_linear_chunk)")
+    try:  # the build extra (yaml, pydantic): only a spec file needs it, vendoring a spec by name does not
+        from kda2.spec.model import SpecError, load_spec
+    except ModuleNotFoundError as e:
+        raise BundleError(f"{spec}: reading a spec file needs the build extra (no module {e.name!r} here: pip install "
+                          "'kda2[build]'); or give the spec's name (its name: field)") from None
+    try:
+        return load_spec(path).name
+    except SpecError as e:
+        raise BundleError(str(e)) from None
 
 
 def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
@@ -39,6 +53,9 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
            log=print) -> dict[str, Any]:
     """Bundle the build of `spec` (every built arch, or `archs`) into `to`; return the bundle's index."""
     name = spec_name(spec)
+    if spec.endswith((".yaml", ".yml")) and Path(spec).stem != name:
+        log(f"kda2 vendor: {spec} is spec {name!r} (its name: field, not its file name): vendoring the build "
+            f"{Path(build_dir) / name}")
     src = Path(build_dir) / name
     built = sorted(p.parent.name for p in src.glob(f"*/{MANIFEST}"))
     if not built:
@@ -48,8 +65,10 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
     archs = list(dict.fromkeys(archs)) if archs else built
     missing = [a for a in archs if a not in built]
     if missing:
-        raise BundleError(f"{src}: no build for {', '.join(missing)} (built: {', '.join(built)}); add it to "
-                          f"the spec's archs and rebuild, or vendor another --arch")
+        from kda2.runtime.loader import add_arch_advice
+
+        raise BundleError(f"{src}: no build for {', '.join(missing)} (built: {', '.join(built)}); "
+                          f"{'; '.join(add_arch_advice(a) for a in missing)}; or vendor another --arch")
     to = Path(to)
     previous = _previous_index(to)
     kept, dropped = _kept_archs(to, name, previous, archs)
@@ -129,6 +148,19 @@ def vendor(spec: str, to: str | os.PathLike, archs: Sequence[str] | None = None,
     atomic.write_text(to / README, bundle.readme(index))
     bundle.verify(to)
     return index
+
+
+def summary(to: str | os.PathLike, index: dict[str, Any]) -> str:
+    """`kda2 vendor`'s last line: what the bundle holds, and the kda2.load call(s) that load it (the bundle's
+    directory for one spec; for several, kda2.load(DIR) refuses and each spec's directory is loaded instead)."""
+    specs = index["specs"]
+    held = "; ".join(f"{s} {', '.join(e['archs'])}" for s, e in specs.items())
+    if len(specs) == 1:
+        load = f"it with kda2.load({str(to)!r})"
+    else:
+        load = "one spec with " + " or ".join(f"kda2.load({os.path.join(str(to), s)!r})" for s in specs) + \
+            f" (or set KDA2_BUILD_DIR={to})"
+    return f"kda2 vendor: {to}: {held}; load {load}, check it with `kda2 verify {to}`"
 
 
 def _running(pid: int) -> bool:
@@ -211,6 +243,11 @@ def scons_action(target, source, env) -> int:
 # ---- helpers -----------------------------------------------------------------------------------------
 
 def _previous_index(to: Path) -> dict[str, Any] | None:
+    # the first existing path of `to` and its parents must be a directory (mkdir would say only "File exists")
+    there = next((p for p in (to, *to.parents) if p.exists() or p.is_symlink()), None)
+    if there is not None and not there.is_dir():
+        raise BundleError(f"{there} is a file, not a directory{'' if there == to else f' (in --to {to})'}: vendor "
+                          "--to a directory (a new or empty one, or a bundle an earlier `kda2 vendor` made)")
     if (to / INDEX).is_file():
         return bundle.read_index(to)
     if to.is_dir() and any(not p.name.startswith(".") for p in to.iterdir()):

@@ -251,6 +251,16 @@ def test_roofline_chart_and_cli(tmp_path, capsys):
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
+def test_roofline_cli_names_a_file_that_is_no_chunk_result(tmp_path, capsys):
+    """One line naming the file, exit 2, nothing drawn (it raised FileNotFoundError / KeyError)."""
+    (tmp_path / "r.json").write_text(json.dumps({"kind": "kda2-bench-recurrent", "rows": [{}]}))
+    for bad, what in ((tmp_path / "none.json", "cannot read it"), (tmp_path / "r.json", "a kda2 bench recurrent result")):
+        assert report.main(["--roofline", str(bad), str(tmp_path / "d.png")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"kda2: error: {bad}: ") and what in err and err.count("\n") == 1, err
+    assert not (tmp_path / "d.png").exists()
+
+
 def test_roofline_without_matplotlib(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     assert "matplotlib is not importable" in report.roofline_chart(_result(PEER_ROWS), tmp_path / "r.png")

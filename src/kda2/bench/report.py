@@ -111,10 +111,6 @@ def chart(result: dict, path: Path) -> str | None:
     return None
 
 
-def load_result(path: str | Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
-
-
 #: the `kind` of each benchmark's result JSON, and the command that writes it
 KINDS = {"kda2-bench-recurrent": "kda2 bench recurrent", "kda2-bench-chunk": "kda2 bench chunk"}
 EXPECTED = "expected a bench_recurrent.json or bench_chunk.json written by `kda2 bench recurrent|chunk`"
@@ -248,7 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step-us", type=float, help="time of one 64-token state step, µs (default: the JSON's)")
     ap.add_argument("--copy-tbps", type=float, help="copy bandwidth, TB/s (default: the JSON's measured copy)")
     args = ap.parse_args(argv)
-    result = load_result(args.roofline[0])
+    try:
+        result = read_result(args.roofline[0])
+    except ValueError as exc:
+        print(f"kda2: error: {exc}", file=sys.stderr)
+        return 2
+    if result["kind"] != "kda2-bench-chunk":
+        print(f"kda2: error: {args.roofline[0]}: a {KINDS[result['kind']]} result; the roofline is drawn from a "
+              f"{KINDS['kda2-bench-chunk']} result (bench_chunk.json)", file=sys.stderr)
+        return 2
     for r in roofline_rows(result, args.step_us, args.copy_tbps):
         def f(v):
             return "–" if v is None else f"{v:.3f}"

@@ -791,6 +791,9 @@ def test_plan_takes_a_spec_name_as_build_does(tmp_path) -> None:
     line = one_error_line(kda2("plan", "small_head_recurrent", cwd=tmp_path))
     assert "small_head_recurrent: no such file, nor a spec of that name in kernel_specs/" in line
     assert "plan takes a spec file (PATH.yaml)" in line, line
+    # tune's dry run too (it said "no readable manifest ... build every candidate first")
+    dry = kda2("tune", "--dry-run", "small_head_recurrent", "--tuning", tmp_path / "tuning")
+    assert dry.returncode == 0 and dry.stdout.startswith("small_head_recurrent / sm_90a on h200"), dry.stderr
 
 
 def test_build_jobs_and_build_dir(checkout: Path, tmp_path, monkeypatch, capsys) -> None:

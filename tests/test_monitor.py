@@ -544,6 +544,10 @@ class _FakeTorchC:
 class _FakeTorch:
     _C = _FakeTorchC()
 
+    @staticmethod
+    def is_grad_enabled():  # a serving loop's inference mode
+        return False
+
 
 def _decode_tensors(N=4, H=32, HV=32, K=128, V=128):
     return dict(q=FakeTensor((N, 1, H, K), BF16), k=FakeTensor((N, 1, H, K), BF16),

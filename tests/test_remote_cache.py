@@ -296,6 +296,18 @@ def test_no_remote_configured_prints_nothing_about_it(pushed: Pushed, tmp_path: 
     assert co.outputs() == pushed.outputs
 
 
+def test_malformed_remote_is_said_even_when_nothing_is_built(pushed: Pushed, tmp_path: Path):
+    """An up-to-date tree (`scons -q`) never misses locally, so the remote was never read and a malformed
+    KDA2_REMOTE_CACHE went unsaid; it is read (no request made) as the graph is declared."""
+    without_cubin_entries(pushed, tmp_path / "cache")
+    co = RemoteCheckout(tmp_path / "repo", tmp_path / "cache", {"KDA2_REMOTE_CACHE": "http://x"})
+    assert co.scons().rc == 0
+    run = co.scons("-q")
+    assert run.rc == 0, run.tail()
+    assert warnings(run) == ["kda2: warning: remote cache: KDA2_REMOTE_CACHE='http://x' is not s3://bucket[/prefix]; "
+                             "building locally"], run.tail()
+
+
 # ---- 6. read-only credentials: a denied put stops pushing, fetching goes on ---------------------------
 
 _ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'

@@ -722,8 +722,10 @@ def test_api_fills_args_struct(api_env, monkeypatch):
     api.fused_recurrent_kda_pool(*_inputs(torch).values(), pool, idx.long(), library=lib)
     assert d.kda2_test_last().contents.state_indices != idx.data_ptr()
 
-    # legacy alias
-    api.fused_recurrent_kda(*_inputs(torch).values(), transpose_state_layout=True, library=lib)
+    # legacy alias, with FLA's DeprecationWarning at the caller's line
+    with pytest.warns(DeprecationWarning, match="`transpose_state_layout` is deprecated") as w:
+        api.fused_recurrent_kda(*_inputs(torch).values(), transpose_state_layout=True, library=lib)
+    assert w[0].filename == __file__
     assert d.kda2_test_last().contents.state_v_first == 1
 
 
@@ -928,6 +930,54 @@ def test_chunk_kda_fills_args_and_reuses_the_workspace(chunk_env, monkeypatch):
     assert a.workspace_bytes >= abi.chunk_workspace_bytes(1, 70000, 4, 128, 128, False) > ws[1]
     assert d.kda2_test_last_max_seqlen() == 70000
     assert lib.select(False, 70000, 1) == lib.select(False, 65536, 1)
+
+
+def test_inputs_that_require_grad_are_warned_once(chunk_env, monkeypatch):
+    """kda2 is forward-only: with autograd recording and an input that requires grad (a model's nn.Parameter
+    A_log outside torch.no_grad()), the first call says so once; under no_grad nothing is said; the call runs."""
+    import warnings
+
+    torch, chunk, lib, d = chunk_env
+    from kda2.runtime import api, validate
+    _FakeCuda(monkeypatch, api, lib)
+    monkeypatch.setattr(validate, "forward_only_warned", False)
+    x = _inputs(torch, B=1, T=100, H=2, HV=4)
+    A_log = torch.nn.Parameter(torch.zeros(4))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            chunk.chunk_kda(*x.values(), use_gate_in_kernel=True, A_log=A_log, library=lib)
+        chunk.chunk_kda(*x.values(), library=lib)  # nothing requires grad
+        assert not w
+        o, _ = chunk.chunk_kda(*x.values(), use_gate_in_kernel=True, A_log=A_log, library=lib)
+        chunk.chunk_kda(*x.values(), use_gate_in_kernel=True, A_log=A_log, library=lib)
+    assert len(w) == 1 and "chunk_kda computes the forward only" in str(w[0].message) and w[0].filename == __file__
+    assert not o.requires_grad
+
+
+def test_chunk_kda_takes_flas_positional_order(chunk_env, monkeypatch):
+    """FLA 0.6's chunk_kda(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+    use_gate_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, safe_gate, lower_bound, disable_recompute,
+    return_intermediate_states, state_v_first, cu_seqlens, cu_seqlens_cpu, cp_context, use_graph, max_num_seqs):
+    a call written for FLA with every argument positional means the same here (the 15th was state_v_first, so
+    disable_recompute=True ran the states transposed), and FLA's graph keywords are taken."""
+    torch, chunk, lib, d = chunk_env
+    from kda2.runtime import api
+    _FakeCuda(monkeypatch, api, lib)
+    x = _inputs(torch, B=1, T=100, H=2, HV=4)
+    cu = torch.tensor([0, 40, 100])
+    chunk.chunk_kda(*x.values(), 0.5, None, False, False, False, False, False, False, None, True, False, False, cu,
+                    cu, None, True, 8, library=lib)
+    a = d.kda2_test_last().contents
+    assert (a.state_v_first, a.scale, a.N, a.cu_seqlens) == (0, 0.5, 2, cu.data_ptr())
+    chunk.chunk_kda(*x.values(), 0.5, None, False, False, False, False, False, False, None, False, False, True,
+                    library=lib)
+    assert d.kda2_test_last().contents.state_v_first == 1
+    with pytest.raises(KDA2InputError, match=r"max_num_seqs: got 0; allowed: None or an int >= 1"):
+        chunk.chunk_kda(*x.values(), max_num_seqs=0, library=lib)
+    with pytest.warns(DeprecationWarning, match="`transpose_state_layout` is deprecated") as w:
+        chunk.chunk_kda(*x.values(), transpose_state_layout=True, library=lib)
+    assert w[0].filename == __file__ and d.kda2_test_last().contents.state_v_first == 1
 
     # varlen: T is the packed total, max_seqlen the longest sequence (from the host copy, or the hint)
     one = [t[:1] for t in _inputs(torch, B=1, T=300, H=2, HV=4).values()]

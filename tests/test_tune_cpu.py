@@ -229,6 +229,11 @@ def test_propose_and_check_errors(tmp_path) -> None:
     fails.write_text('{"id": "a", "kind": "wrong_result"}\n{"id": "b", "kind": "spill"}\n')
     with pytest.raises(Exception, match="holds 2 failures; name one as"):
         feedback.propose(str(fails), rules_dir=str(rules))
+    many = tmp_path / "many.jsonl"  # a missing id in a long record: the count and the newest ids, not all of them
+    many.write_text("".join(f'{{"id": "f{i:04d}", "kind": "spill"}}\n' for i in range(500)))
+    with pytest.raises(Exception, match=r"no failure zz; it holds 500 \(the last 12: f0488, .*, f0499\)$") as e:
+        feedback.propose(f"{many}:zz", rules_dir=str(rules))
+    assert len(str(e.value)) < 300
     fails.write_text('{"id": "a", "kind": "melted"}\n')
     with pytest.raises(Exception, match="allowed kinds: wrong_result"):
         feedback.propose(str(fails), rules_dir=str(rules))

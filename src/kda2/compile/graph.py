@@ -223,6 +223,10 @@ def declare(env, specs_dir: str = "kernel_specs", rules_dir: str = "rules", buil
     cache = env.get_CacheDir()
     if hasattr(cache, "tree"):   # the VerifiedCacheDir keys nodes by their path inside the build tree
         cache.tree = env.Dir(build_dir).get_internal_path()
+        # $KDA2_REMOTE_CACHE read now (no request is made): a malformed one is said on every run, an up-to-date
+        # one included, not first on a build's first local miss
+        from kda2.compile import remote
+        remote.get()
     n = _Nodes(env, tc, verbose)
     manifests = []
     for plan in plans:

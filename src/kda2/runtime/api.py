@@ -157,6 +157,8 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
     token (calls up to the decode buckets: Library.intermediate_max_t).
     """
     torch = _torch or _init_torch()
+    if not _v.forward_only_warned and torch.is_grad_enabled():
+        _v.warn_forward_only("fused_recurrent_kda", q, k, v, g, beta, A_log, dt_bias, initial_state)
     if kwargs:  # before the library lookup: a mistyped keyword is a TypeError whether or not a library is found
         state_v_first = _v.legacy_kwargs(kwargs, state_v_first)
     if use_gate_in_kernel:
@@ -260,6 +262,8 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
     """
     torch = _torch or _init_torch()
+    if not _v.forward_only_warned and torch.is_grad_enabled():
+        _v.warn_forward_only("fused_recurrent_kda_pool", q, k, v, g, beta, A_log, dt_bias)
     if use_gate_in_kernel:
         A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = library if library is not None else loader._default or _v.looked_up(

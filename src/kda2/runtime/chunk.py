@@ -66,10 +66,11 @@ def _check_alignment(tensors) -> None:
 
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
               use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
-              allow_neg_eigval=False, safe_gate=False, lower_bound=None, state_v_first=False, cu_seqlens=None,
-              A_log=None, dt_bias=None, *, library: Library | None = None, cu_seqlens_cpu=None,
-              max_seqlen: int | None = None, out=None, final_state_out=None, split: int | None = None,
-              overlap: bool | None = None, **kwargs):
+              allow_neg_eigval=False, safe_gate=False, lower_bound=None, disable_recompute=False,
+              return_intermediate_states=False, state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
+              cp_context=None, use_graph=False, max_num_seqs=None, *, A_log=None, dt_bias=None,
+              library: Library | None = None, max_seqlen: int | None = None, out=None, final_state_out=None,
+              split: int | None = None, overlap: bool | None = None, **kwargs):
     """KDA forward in 64-token chunks on tensor cores, drop-in for `fla.ops.kda.chunk_kda` (FLA 0.6) forward.
 
     Shapes (FLA): q, k [B, T, H, K] and v [B, T, HV, V] in bf16 or fp16 (one of the spec's input_dtypes);
@@ -77,9 +78,12 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     bf16 or fp16 (16-bit ones read from an fp32 copy: kda2.runtime.params); states fp32 [N, HV, K, V]
     ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] in q's dtype, final_state or None).
 
-    FLA keywords: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),
-    `return_intermediate_states` (False only), `cp_context` (None only), `transpose_state_layout`
-    (deprecated alias of state_v_first). `safe_gate` is checked as in FLA (with use_gate_in_kernel,
+    The positional parameters are FLA's, in FLA's order; `A_log` / `dt_bias` are keywords (FLA takes them from
+    **kwargs). FLA's own: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),
+    `return_intermediate_states` (False only), `cp_context` (None only), `use_graph` / `max_num_seqs` (FLA's CUDA
+    graph of its own launches: ignored, every kda2 call can be captured as it is), `transpose_state_layout`
+    (deprecated alias of state_v_first, with FLA's DeprecationWarning). Unknown keywords are a TypeError (FLA
+    ignores them). `safe_gate` is checked as in FLA (with use_gate_in_kernel,
     lower_bound must be in [-5, 0)); the kernels are exact for the unbounded gate either way.
     Keyword-only extras as in `fused_recurrent_kda`: `library` (default: the chunk library,
     `kda2.runtime.default_library("chunk")`), `cu_seqlens_cpu` / `max_seqlen` (the longest sequence;
@@ -92,8 +96,11 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     library choose.
     """
     torch = api._torch or api._init_torch()
-    if kwargs:  # keywords and safe_gate need no library: checked before it is looked up
-        state_v_first = _v.chunk_kwargs(kwargs, state_v_first)
+    if not _v.forward_only_warned and torch.is_grad_enabled():
+        _v.warn_forward_only("chunk_kda", q, k, v, g, beta, A_log, dt_bias, initial_state)
+    # FLA's keywords and safe_gate need no library: checked before it is looked up
+    state_v_first = _v.chunk_kwargs(kwargs, state_v_first, disable_recompute, return_intermediate_states, cp_context,
+                                    use_graph, max_num_seqs)
     _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
     lib = _v.looked_up(
         lambda: _v.library_arg(library, "chunk") if library is not None else _v.default_for("chunk", q, v),

@@ -92,6 +92,8 @@ def prepare_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_log=None, dt
     and must keep the example's shapes, dtypes and device.
     """
     torch = _init_torch()
+    if not _v.forward_only_warned and torch.is_grad_enabled():
+        _v.warn_forward_only("prepare_pool", q, k, v, g, beta, A_log, dt_bias)
     if use_gate_in_kernel:
         A_log, dt_bias = _params.gate_params(A_log, dt_bias, "recurrent")
     lib = _v.looked_up(lambda: _v.library_arg(library) if library is not None else _v.default_for("recurrent", q, v),

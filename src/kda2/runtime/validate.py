@@ -8,6 +8,7 @@ comes last (`device_index`), so every other rule is reachable with CPU tensors i
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from kda2.runtime import abi, loader
@@ -396,32 +397,59 @@ def state_shape(N: int, HV: int, K: int, V: int, v_first: bool) -> tuple:
     return (N, HV, V, K) if v_first else (N, HV, K, V)
 
 
-def legacy_kwargs(kwargs: dict, state_v_first: bool, api: str = "fused_recurrent_kda") -> bool:
+#: set once warn_forward_only has warned (once a process: a model's every layer and step would repeat it)
+forward_only_warned = False
+
+
+def warn_forward_only(api: str, *tensors: Any) -> None:
+    """Called with autograd recording: where an input requires grad, say once that kda2 computes the forward
+    only, so its outputs carry no autograd history and no gradient reaches the inputs (FLA's functions train)."""
+    global forward_only_warned
+    if any(getattr(t, "requires_grad", False) for t in tensors):
+        forward_only_warned = True
+        warnings.warn(f"kda2 {api} computes the forward only: its outputs carry no autograd history, so no "
+                      "gradient reaches q/k/v/g/beta/A_log/dt_bias/initial_state; call it under torch.no_grad() or "
+                      "torch.inference_mode() (this warning is then not given), or use FLA to train",
+                      UserWarning, stacklevel=3)
+
+
+def legacy_kwargs(kwargs: dict, state_v_first: bool, api: str = "fused_recurrent_kda", depth: int = 1) -> bool:
     """FLA's deprecated `transpose_state_layout` alias; any other unknown keyword is an error, not ignored."""
     if "transpose_state_layout" in kwargs:
         if state_v_first:
             raise KDA2InputError("pass either state_v_first or the deprecated transpose_state_layout, not both")
+        # FLA's words, at the line that called the API (`depth`: the API's frames between it and this one)
+        warnings.warn("`transpose_state_layout` is deprecated and renamed to `state_v_first`.", DeprecationWarning,
+                      stacklevel=2 + depth)
         state_v_first = bool(kwargs.pop("transpose_state_layout"))
     if kwargs:
         raise TypeError(f"{api}() got unexpected keyword arguments {sorted(kwargs)}")
     return state_v_first
 
 
-def chunk_kwargs(kwargs: dict, state_v_first: bool) -> bool:
-    """chunk_kda's FLA keywords beyond the named ones (consumed from `kwargs`); returns state_v_first."""
+def chunk_kwargs(kwargs: dict, state_v_first: bool, disable_recompute: Any = False,
+                 return_intermediate_states: Any = False, cp_context: Any = None, use_graph: Any = False,
+                 max_num_seqs: Any = None) -> bool:
+    """chunk_kda's FLA parameters kda2 has no use for (checked) and its keywords from `kwargs` (consumed);
+    returns state_v_first."""
     chunk_size = kwargs.pop("chunk_size", abi.CHUNK)
     if chunk_size != abi.CHUNK:
         if chunk_size == 32:
             raise KDA2InputError("chunk_size=32: the kda2 chunk kernels use 64-token chunks; pass chunk_size=64 "
                                  "(the same result up to rounding)")
         raise fail("chunk_size", chunk_size, "64 (FLA also allows 32; kda2 builds 64 only)")
-    kwargs.pop("disable_recompute", None)  # a training-memory knob of FLA's backward: nothing to do forward-only
-    if kwargs.pop("return_intermediate_states", False):
+    # disable_recompute: a training-memory knob of FLA's backward, nothing to do forward-only; use_graph and
+    # max_num_seqs: FLA's CUDA graph of its own launches (a kda2 call can be captured as it is)
+    del disable_recompute, use_graph
+    if max_num_seqs is not None and (isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int)
+                                     or max_num_seqs < 1):
+        raise fail("max_num_seqs", repr(max_num_seqs), "None or an int >= 1 (FLA's graph sizing; kda2 ignores it)")
+    if return_intermediate_states:
         raise KDA2InputError("return_intermediate_states=True is not supported: the kda2 chunk kernels keep chunk "
                              "states on chip; use return_intermediate_states=False")
-    if kwargs.pop("cp_context", None) is not None:
+    if cp_context is not None:
         raise KDA2InputError("cp_context (context parallelism) is not supported by kda2; pass cp_context=None")
-    return legacy_kwargs(kwargs, state_v_first, "chunk_kda")
+    return legacy_kwargs(kwargs, state_v_first, "chunk_kda", depth=2)
 
 
 def check_safe_gate(safe_gate: bool, use_gate_in_kernel: bool, lower_bound: Any) -> None:

@@ -417,6 +417,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from kda2.runtime.errors import ArtifactError
     from kda2.tools.tune import TuneError, main
 
+    if args.dry_run:  # a spec name, as plan takes it: its file in --specs (a dry run plans a spec without a build)
+        args.targets = [(_spec_file(t, args.specs) or t) if not (_is_spec_path(t) or Path(t).exists()) else t
+                        for t in args.targets]
     # named by their option (the loaders say only `DIR: no such directory`); rules are read by a spec's dry run only
     if args.profiles is not None and not Path(args.profiles).is_dir():
         return _fail(f"--profiles {args.profiles}: no such directory (hardware profiles, <name>.yaml)")

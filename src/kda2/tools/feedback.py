@@ -68,7 +68,9 @@ def find_failure(ref: str, tuning_dir: str | os.PathLike = "tuning") -> dict[str
         if rid:
             hit = [r for r in recs if r["id"] == rid]
             if not hit:
-                raise RuleError(f"{path}: no failure {rid}; it holds {', '.join(r['id'] for r in recs) or 'none'}")
+                ids = ", ".join(r["id"] for r in recs[-12:])  # the newest: a long record holds hundreds
+                raise RuleError(f"{path}: no failure {rid}; it holds {len(recs)}"
+                                + (f" (the last {min(12, len(recs))}: {ids})" if recs else ""))
             return hit[0]
         if len(recs) != 1:
             raise RuleError(f"{path}: holds {len(recs)} failures; name one as {path}:ID "

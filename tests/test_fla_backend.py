@@ -498,6 +498,16 @@ def test_recurrent_verifier_reasons(env, monkeypatch):
     assert rec_verdict(env, T_=2000, cu_seqlens=cu, initial_state=T(2, 4, 128, 128, dtype=F32)) == (True, None)
     cu = T(3, dtype="torch.int64", values=[0, 1500, 2000])
     assert not rec_verdict(env, T_=2000, cu_seqlens=cu)[0]
+    # under CUDA graph capture nothing may be read back: varlen is served within the largest bucket (kda2 reads
+    # nothing back), declined past it; the chunk family never reads the lengths
+    monkeypatch.setattr(env.mod, "_capturing", lambda: True)
+    cu = T(3, dtype="torch.int64", values=[0, 40, 100])
+    assert rec_verdict(env, cu_seqlens=cu, initial_state=T(2, 4, 128, 128, dtype=F32)) == (True, None)
+    assert chunk_verdict(env, cu_seqlens=cu, initial_state=T(2, 4, 128, 128, dtype=F32)) == (True, None)
+    cu = T(3, dtype="torch.int64", values=[0, 1000, 2000])
+    ok, why = rec_verdict(env, T_=2000, cu_seqlens=cu, initial_state=T(2, 4, 128, 128, dtype=F32))
+    assert not ok and "under CUDA graph capture with 2000 packed tokens, past the largest seq_len bucket" in why
+    monkeypatch.setattr(env.mod, "_capturing", lambda: False)
     monkeypatch.setattr(env.mod, "_grad_enabled", lambda: True)
     ok, why = rec_verdict(env)
     assert not ok and "forward-only: torch.is_grad_enabled() is True" in why

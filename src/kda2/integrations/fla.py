@@ -58,8 +58,7 @@ FLA raises its own error. A_log / dt_bias in bfloat16 or float16 (a model cast w
 converted to float32 (cached per parameter), as FLA's kernels read them in float32.
 
 Arguments: the backend methods take FLA's own signatures (same positional order, same keywords) and call
-`kda2.chunk_kda` / `kda2.fused_recurrent_kda` by keyword (their positional order differs from FLA's after
-`lower_bound`). FLA's deprecation behaviour is kept: `chunk_kda(..., transpose_state_layout=...)` warns with
+`kda2.chunk_kda` / `kda2.fused_recurrent_kda` by keyword. FLA's deprecation behaviour is kept: `chunk_kda(..., transpose_state_layout=...)` warns with
 FLA's DeprecationWarning (and raises FLA's ValueError together with state_v_first), because FLA's dispatcher
 runs a backend before FLA's own function body would. (fused_recurrent_kda handles it before dispatch.)
 Inputs are made contiguous as FLA's `input_guard` does. `fused_recurrent_kda_fwd(inplace_final_state=True)`
@@ -478,8 +477,6 @@ class KDA2ChunkBackend(_KDA2Backend):
         if cu_seqlens is not None:
             if q.shape[0] != 1:
                 return False, f"cu_seqlens with batch size {q.shape[0]} (FLA reports it)"
-            if cu_seqlens_cpu is None and _capturing():
-                return False, "varlen under CUDA graph capture without cu_seqlens_cpu (kda2 would read cu_seqlens back)"
         why = _misaligned((("q", q, 16), ("k", k, 16), ("v", v, 16), ("g", g, 16), ("initial_state", initial_state, 8)))
         if why:
             return False, why
@@ -562,8 +559,12 @@ class KDA2RecurrentBackend(_KDA2Backend):
         if cu_seqlens is not None:
             if q.shape[0] != 1:
                 return False, f"cu_seqlens with batch size {q.shape[0]}: kda2 takes packed [1, T, ...] inputs"
-            if _capturing():
-                return False, "varlen under CUDA graph capture (kda2 would read cu_seqlens back)"
+            # only past every library's largest bucket does `_choose` read the lengths back (a host sync, which
+            # a capture forbids); kda2 itself reads nothing back
+            top = max((lib.max_bucket for lib in libraries("recurrent")), default=0)
+            if q.shape[1] > top and _capturing():
+                return False, (f"varlen under CUDA graph capture with {q.shape[1]} packed tokens, past the largest "
+                               f"seq_len bucket ({top}): its longest sequence would be read back (a host sync)")
         lib, why = _choose("recurrent", q, v, _gate(use_gate_in_kernel, lower_bound), use_qk_l2norm_in_kernel,
                            use_beta_sigmoid_in_kernel, state_v_first, cu_seqlens)
         if lib is None:

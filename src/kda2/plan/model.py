@@ -24,10 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from kda2.plan.hardware import STATIC_SMEM_PER_BLOCK
 from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_threads
-from kda2.spec.knobs import knob
-
-#: Decode buckets: a bucket up to this length is judged at the bandwidth-bound batch (DESIGN §1.1 D3).
-DECODE_MAX_T = 16
+from kda2.spec.knobs import DECODE_MAX_T, knob
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,11 @@ RECURRENT_FIELDS: dict[str, tuple[Any, ...] | type] = {
 #: planner proposes itself for k_map = all.
 SPEC_V_PER_WARP = tuple(v for v in RECURRENT_FIELDS["v_per_warp"] if v != 32)
 
+#: Decode buckets: a seq_len bucket up to this length is a decode bucket (one token or a few speculative ones per
+#: sequence): judged at the bandwidth-bound batch (DESIGN §1.1 D3), the only buckets bulk staging, preload, per-token
+#: states and the bf16 state are planned for. Here, not in plan/, because the spec's checks need it too.
+DECODE_MAX_T = 16
+
 #: Staging modes a spec may list per state layout (`agents.staging`): smem staging is built for k_first tiles only
 #: (include/kda2/recurrent.cuh: "smem staging is built for k_first tiles"), so v_first takes the others.
 SPEC_STAGING = {"k_first": RECURRENT_FIELDS["staging"],

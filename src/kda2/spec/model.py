@@ -24,9 +24,8 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, BULK_ARCHS, MAX_SMEM_PER_BLOCK
-from kda2.plan.model import DECODE_MAX_T
-from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, INPUT_DTYPES, RECURRENT_FIELDS, SPEC_STAGING,
-                             SPEC_V_PER_WARP)
+from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, DECODE_MAX_T, INPUT_DTYPES, RECURRENT_FIELDS,
+                             SPEC_STAGING, SPEC_V_PER_WARP)
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",

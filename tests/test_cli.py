@@ -75,8 +75,9 @@ def test_help(command: str | None) -> None:
 
 
 def test_no_command_is_a_usage_error() -> None:
+    """`kda2` alone: the commands and what each does (argparse had said only "arguments are required")."""
     p = kda2()
-    assert p.returncode == 2 and "usage: kda2" in p.stderr
+    assert p.returncode == 2 and p.stderr.startswith("usage: kda2") and "vendor" in p.stderr and "tune" in p.stderr
 
 
 def test_version() -> None:
@@ -850,3 +851,45 @@ def test_help_says_where_profiles_come_from_and_what_the_actions_are() -> None:
     assert "Not the positional action" in text
     text = " ".join(kda2("build", "--help").stdout.split())
     assert "--build-dir DIR build tree to write" in text and "parallel jobs, >= 1" in text, text
+
+
+FAKE_SCONS = '''
+import signal, sys, time
+def stop(signum, frame):
+    open(sys.argv[sys.argv.index("-C") + 1] + "/stopped", "w").write(signal.Signals(signum).name)
+    sys.exit(2)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+print("kda2: cubin     build/x/sm_90a/k.cubin", flush=True)
+time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize("sig, rc", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_build_interrupted_stops_scons_and_says_so(tmp_path, sig, rc) -> None:
+    """SIGTERM to `kda2 build` left scons (and nvcc) running unattended; Ctrl-C printed a traceback. Both now reach
+    scons, which stops; kda2 says so in one line, records no failure and exits 128 + the signal."""
+    import signal as _signal
+    import time as _time
+
+    fake = tmp_path / "fake" / "SCons"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(FAKE_SCONS)
+    top = tmp_path / "top"
+    top.mkdir()
+    (top / "SConstruct").write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), str(REPO / "src")])}
+    p = subprocess.Popen([sys.executable, "-m", "kda2.tools.cli", "build", "-C", str(top)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    assert "cubin" in p.stdout.readline()   # scons is running
+    p.send_signal(getattr(_signal, sig))
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == rc, (out, err)
+    assert "Traceback" not in err and f"kda2 build: interrupted ({sig})" in err, err
+    deadline = _time.monotonic() + 10
+    while not (top / "stopped").exists() and _time.monotonic() < deadline:
+        _time.sleep(0.05)
+    assert (top / "stopped").read_text() == sig   # scons itself got it
+    assert not (top / "tuning").exists()          # no failure recorded
+

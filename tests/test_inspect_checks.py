@@ -94,6 +94,14 @@ def test_a_consistent_build_is_ok(build: Path, checked: list[str], capsys) -> No
     assert "[layout] reason 0" in out and "beside a prep CTA on" in out and "not shown" not in out
 
 
+def test_a_specs_build_directory_names_its_arch_directories(build: Path, checked: list[str], capsys) -> None:
+    """`kda2 inspect build/<spec>` (what kda2.load takes) was "not a manifest.json": it names the arch directory
+    to inspect instead."""
+    rc, out, err = run(build.parent, capsys)
+    assert rc == 2 and err == [f"kda2: error: {build.parent}: a spec's build; inspect one arch: kda2 inspect {build}"]
+    assert checked == []
+
+
 def _truncate_so(d: Path, m: dict) -> str:
     so = d / m["library"]["path"]
     so.write_bytes(so.read_bytes()[:100])

@@ -434,6 +434,8 @@ def test_preload_is_proposed_for_decode_buckets_only(kimi, rules, tmp_path) -> N
                     assert smem_estimate(c) == smem_estimate(plain) + preload_bytes(c) - stage_bytes(plain)
                     why = dict(v.reasons)["preload"]
                     assert f"T<={bucket}" in why and ("prepared once per CTA" if bucket == 1 else "round trip to memory") in why, why
+                    pipe = dict(v.reasons).get("pipeline", "")  # a twin's reasons do not claim the prefetch it lacks
+                    assert "prefetch token t+1" not in pipe or " — not in " in pipe, pipe
                     assert f"_pl{bucket}_" in v.name
 
 

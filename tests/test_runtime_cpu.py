@@ -264,7 +264,13 @@ def test_corrupt_file_names_file_and_digests(fake):
         loader.load(fake)
     msg = str(ei.value)
     assert str(target) in msg and m["files"][rel] in msg and actual in msg and "corrupt" in msg
-    loader.load(fake, verify=False)  # an explicit opt-out still loads
+    lib = loader.load(fake, verify=False)  # an explicit opt-out still loads
+    with pytest.raises(ArtifactError, match="corrupt artifact"):  # ... and a later load asking to verify still does
+        loader.load(fake)
+    target.write_bytes(bytes.fromhex("00"))  # (another wrong byte: checked again, not remembered as checked)
+    with pytest.raises(ArtifactError, match="corrupt artifact"):
+        loader.load(fake, verify=True)
+    assert loader.load(fake, verify=False) is lib
 
 
 @needs_cc

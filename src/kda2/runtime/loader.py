@@ -29,7 +29,8 @@ ENV_LIBRARY = "KDA2_LIBRARY"
 ENV_BUILD_DIR = "KDA2_BUILD_DIR"
 
 _lock = threading.Lock()
-_cache: dict[Path, tuple[str, Library]] = {}  # resolved manifest path -> (manifest sha256, library)
+# resolved manifest path -> [manifest sha256, library, whether its files were verified]
+_cache: dict[Path, list] = {}
 _default: Library | None = None  # the default recurrent library (read directly by the decode hot path)
 _defaults: dict[str, Library] = {}  # family -> default library
 
@@ -69,7 +70,7 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
     directory (the arch is then chosen for the current GPU, or given by `arch`), a bundle made by
     `kda2 vendor` (its directory, holding bundle.json, when it bundles one spec; or its `<spec>` or
     `<spec>/<arch>` directory), or a bare spec name looked up under `$KDA2_BUILD_DIR` (default ./build).
-    `verify` checks every file's sha256.
+    `verify` checks every file's sha256 (also on a cached library loaded before without it).
     Libraries are cached per manifest path: loading twice returns the same object.
     """
     manifest_path = _resolve(Path(manifest_or_spec_dir), arch)
@@ -83,6 +84,9 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
                 raise ArtifactError(f"{manifest_path} changed since it was loaded in this process; "
                                     "restart the process to load the rebuilt library")
             _check_arch(manifest_path, hit[1].arch, arch)   # a cached library answers the same question
+            if verify and not hit[2]:  # loaded with verify=False before: asked now, checked now
+                verify_files(manifest_path, _parse(manifest_path, raw))
+                hit[2] = True
             return hit[1]
         manifest = _parse(manifest_path, raw)
         if "bundle" in manifest and bundle.bundle_root_of(manifest_path) is not None:
@@ -98,7 +102,7 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
             raise ArtifactError(f"missing library {so_path} (listed in {manifest_path}); "
                                 f"{_fix(manifest_path, _HOW_TO_BUILD)}")
         lib = _open_library(manifest_path, manifest, so_path)
-        _cache[manifest_path] = (digest, lib)
+        _cache[manifest_path] = [digest, lib, verify]
         return lib
 
 

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -134,6 +135,43 @@ def cmd_build(args: argparse.Namespace) -> int:
     seen: list[str] = []  # kept for the failure records of a failed build
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     assert proc.stdout is not None
+    # A SIGTERM to kda2 goes on to scons (left running, it finished the tree unattended and raced the next build on
+    # .sconsign); Ctrl-C reaches scons from the terminal itself. Either way scons stops at a node boundary, what it
+    # finished is kept and cached, and its failures are not recorded: an interrupted node failed for no kernel reason.
+    stopped: list[str] = []
+
+    def _forward(signum, _frame) -> None:
+        stopped.append(signal.Signals(signum).name)
+        proc.send_signal(signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _forward)
+    except ValueError:  # not the main thread (kda2's main() called from another): the default action stays
+        previous = None
+    try:
+        rc = _follow(proc, staged, seen, counts, start, asking)
+    except KeyboardInterrupt:
+        stopped.append("SIGINT")
+        proc.send_signal(signal.SIGINT)  # already sent where the terminal sent it; a second one is harmless
+        rc = proc.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if stopped:
+        print(f"kda2 build: interrupted ({stopped[0]}) after {time.monotonic() - start:.1f}s; what finished is kept "
+              "and cached: run the same command again to go on", file=sys.stderr)
+        return 130 if stopped[0] == "SIGINT" else 128 + signal.SIGTERM
+    if asking:   # scons -q builds nothing: its status is the answer
+        print(f"kda2 build: {'up to date' if rc == 0 else 'out of date' if rc == 1 else f'FAILED (rc {rc})'} "
+              f"(scons -q, {time.monotonic() - start:.1f}s)")
+        return rc
+    return _after_build(args, top, spec_args, seen, counts, start, rc)
+
+
+def _follow(proc: subprocess.Popen, staged: dict[str, str], seen: list[str], counts: dict[str, int], start: float,
+            asking: bool) -> int:
+    """scons' output as kda2 build's progress lines (one per node), until scons exits; returns its status."""
+    assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip("\n")
         for dest, src in staged.items():  # name the user's spec file, not its staged copy
@@ -150,11 +188,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         elif (not line.startswith("scons: ") or "error" in line.lower() or "***" in line) and not (
                 asking and line == "scons: building terminated because of errors."):
             print(line, flush=True)
-    rc = proc.wait()
-    if asking:   # scons -q builds nothing: its status is the answer
-        print(f"kda2 build: {'up to date' if rc == 0 else 'out of date' if rc == 1 else f'FAILED (rc {rc})'} "
-              f"(scons -q, {time.monotonic() - start:.1f}s)")
-        return rc
+    return proc.wait()
+
+
+def _after_build(args: argparse.Namespace, top: Path, spec_args: list[str], seen: list[str], counts: dict[str, int],
+                 start: float, rc: int) -> int:
+    """A finished build's failure records and summary line."""
     if rc:
         from kda2.tools import feedback
         from kda2.tools.feedback import record_build_failures
@@ -166,7 +205,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                     else f"`kda2 rules propose {f['id']}` makes it a rule")
             print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
                   f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; {then}")
-    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to do"
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or ("nothing to do" if rc == 0 else
+                                                                          "nothing built")
     print(f"kda2 build: {'ok' if rc == 0 else 'FAILED'} in {time.monotonic() - start:.1f}s ({summary})")
     if rc == 0 and args.candidates == "all":
         where = _build_dir(args)
@@ -810,6 +850,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["build"] and "--" in argv:
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
+    if not argv:   # `kda2` alone: the commands and what each does, not argparse's "arguments are required"
+        build_parser().print_help(sys.stderr)   # a usage error: on stderr, exit 2, as argparse's own
+        return 2
     if argv[:1] == ["cache"]:   # `--max-size -1G`: argparse takes a '-' word for an option ("expected one argument")
         argv = _join_dash_values(argv, ("--max-size", "--older-than"))   # the value's own check says what is wrong
     args = build_parser().parse_args(argv)

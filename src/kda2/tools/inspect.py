@@ -181,6 +181,10 @@ def inspect_manifest(artifact: str, variant: str | None = None, reasons: bool = 
     path = Path(artifact)
     manifest = path / "manifest.json" if path.is_dir() else path
     if not manifest.is_file() or manifest.suffix != ".json":
+        archs = sorted(p.parent.name for p in path.glob("*/manifest.json")) if path.is_dir() else []
+        if archs:  # build/<spec>: say which arch directories to inspect (kda2.load picks one for the GPU there)
+            return _fail(f"{artifact}: a spec's build; inspect one arch: "
+                         + " or ".join(f"kda2 inspect {path / a}" for a in archs))
         return _fail(f"{artifact}: not a manifest.json or a build/<spec>/<arch> directory")
     root = manifest.parent
     all_problems: list[str] = []

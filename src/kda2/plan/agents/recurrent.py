@@ -8,6 +8,8 @@ latency of one token step, which grows with v_per_warp, while more, narrower til
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Any, Sequence
 
 from kda2.plan.agents import Candidate
@@ -15,6 +17,15 @@ from kda2.plan.agents.layout import LayoutAgent
 from kda2.plan.hardware import BULK_ARCHS, STATIC_SMEM_PER_BLOCK
 from kda2.plan.model import (DECODE_MAX_T, Resources, bulk_tile_bytes, estimate, occupancy, preload_bytes,
                              register_cap, registers_estimate, registers_floor, smem_budget, smem_estimate, workloads)
+
+
+def without_prefetch(c: Candidate, cause: str) -> Candidate:
+    """`c` where a later agent turns the next-token prefetch off: the pipeline's reason, which proposed it, says
+    so (left as it was, a kernel's reasons claimed a prefetch its config does not have)."""
+    return replace(c, reasons=tuple(
+        (a, f"{r} — not in {cause}" if a == PipelineAgent.name and "prefetch token t+1" in r and " — not in " not in r
+         else r)
+        for a, r in c.reasons))
 
 
 class PipelineAgent:
@@ -92,8 +103,9 @@ class StagingAgent:
                                 "copy engine's per-copy rate), read by the k_map=all lanes"))
             for staging, k_map, why in options:
                 if k_map == "all":  # its token loop has no prefetch pipeline: one kernel for every decode bucket
-                    out.append(c.extend(self.name, why + " (no next-token prefetch in this loop)", staging=staging,
-                                        k_map=k_map, prefetch=False))
+                    out.append(without_prefetch(c, "the k_map=all loop (below)").extend(
+                        self.name, why + " (no next-token prefetch in this loop)", staging=staging, k_map=k_map,
+                        prefetch=False))
                     continue
                 out.append(c.extend(self.name, why, staging=staging, k_map=k_map))
         return out
@@ -248,6 +260,7 @@ class PreloadAgent:
         twins = []
         for c in cands:
             smem = preload_bytes({**c.config, "preload": bucket})
+            c = without_prefetch(c, "the preload twin below: its copies replace the prefetch")
             why = ("the token's gate, norms and q.k prepared once per CTA, not in every warp" if bucket == 1 else
                    "the token chain waits on no global load (each step would otherwise start with a round trip to "
                    "memory); no next-token prefetch")

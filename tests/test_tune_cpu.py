@@ -306,6 +306,78 @@ def test_failed_build_records_its_kernels_and_a_rule_follows(tmp_path) -> None:
     assert sorted(p.name for p in rules.iterdir()) == before
 
 
+def _sm80_variants(tmp_path) -> list:
+    """kimi_linear_recurrent's sm_80 variants, with the plan cache record_build_failures reads under tmp_path/build."""
+    plans, _ = load_plans(str(SPECS), str(REPO / "rules"), str(tmp_path / "build"), ["kimi_linear_recurrent"],
+                          str(REPO / "profiles"), str(REPO / "tuning"))
+    variants = next(x for x in plans if x.arch == "sm_80").variants
+    assert len(variants) >= 3
+    return variants
+
+
+def _nvcc_failure(v, tag: str) -> list[str]:
+    """What a failed `nvcc -dc` of variant v prints (compile/actions.py nvcc_action), its temporaries named by tag
+    (compile/nvcc.py: <pid>.<thread id>)."""
+    obj = f"build/kimi_linear_recurrent/sm_80/{v.name}.o"
+    return [f"kda2: error: nvcc -dc {obj}: `/usr/local/bin/nvcc -std=c++17 -O3 -dc -Iinc0 -keep -keep-dir keep.{tag} "
+            f"-o {v.name}.o.{tag} kernel.cu` exited 2:",
+            "inc0/kda2/recurrent.cuh(1505): error: expected a declaration", "  this is not c++;", "  ^", "",
+            f'1 error detected in the compilation of "/tmp/tmpxft_{tag.split(".")[0]:0>8}_00000000-6_kernel.cpp1.ii".',
+            "", f"scons: *** [{obj}] Error 1"]
+
+
+def test_a_rerun_of_a_failed_build_records_its_failure_once(tmp_path) -> None:
+    """The same failure in two builds (other pids and threads name nvcc's temporaries) is one record, with one id;
+    what it stores names no temporary of either build."""
+    v = _sm80_variants(tmp_path)[0]
+    (first,) = feedback.record_build_failures(_nvcc_failure(v, "5771.140455410755264"), top=tmp_path)
+    (again,) = feedback.record_build_failures(_nvcc_failure(v, "5829.140130116433600"), top=tmp_path)
+    assert first["kind"] == "compile_error" and first["id"] == again["id"]
+    recs = feedback.read_failures(tmp_path / "tuning" / "failures" / "kimi_linear_recurrent.a100.jsonl")
+    assert [r["id"] for r in recs] == [first["id"]]
+    assert "keep.PID.TID" in recs[0]["detail"] and "error: expected a declaration" in recs[0]["detail"]
+    assert not re.search(r"5771|5829|1404|1401", recs[0]["detail"]), recs[0]["detail"]
+
+
+def test_each_build_failure_record_holds_its_own_kernel_s_errors(tmp_path) -> None:
+    """kda2 build -j2 -- -k: messages of several kernels and SCons' lines for them come in any order; each
+    record's detail (and so its kind) is its own kernel's, not the neighbouring one's."""
+    a, b, c = _sm80_variants(tmp_path)[:3]
+    res = "build/kimi_linear_recurrent/sm_80/{}.resources.json"
+    advice = " Lower budget.max_registers / the agents' knobs in the spec, or add a rule that forbids this config."
+    lines = [f"kda2 resources build/kimi_linear_recurrent/sm_80/{a.name}.resources.json",
+             f"kda2: error: {a.name}: kda2_recurrent_{a.id} spills (8 B stores, 8 B loads, 16 B stack frame) and "
+             "budget.allow_spills is false." + advice,
+             f"kda2: error: {b.name}: kda2_recurrent_{b.id} needs 79 registers per thread, more than "
+             "budget.max_registers 72. Raise budget.max_registers to at least 79",
+             f"kda2 nvcc -dc    build/kimi_linear_recurrent/sm_80/{c.name}.o",
+             f"scons: *** [{res.format(a.name)}] Error 1",
+             *_nvcc_failure(c, "5771.140455410755264")[:-1],
+             f"scons: *** [{res.format(b.name)}] Error 1",
+             _nvcc_failure(c, "5771.140455410755264")[-1],
+             "scons: done building targets (errors occurred during build)."]
+    recs = {r["variant"]: r for r in feedback.record_build_failures(lines, top=tmp_path)}
+    assert {k: r["kind"] for k, r in recs.items()} == {a.id: "spill", b.id: "register_budget", c.id: "compile_error"}
+    for v in (a, b, c):
+        detail = recs[v.id]["detail"]
+        assert detail.startswith("kda2: error: ") and v.name in detail, detail
+        assert not any(w.id in detail for w in (a, b, c) if w is not v), detail
+
+
+def test_failures_of_the_environment_are_not_recorded(tmp_path) -> None:
+    """What is not the kernel's code gets no failure record (nor rule advice): an exception that escaped an action
+    (SCons' `[target] <path>: <error>`, e.g. an unwritable staging directory) and a tool killed by a signal."""
+    v = _sm80_variants(tmp_path)[0]
+    obj = f"build/kimi_linear_recurrent/sm_80/{v.name}.o"
+    escaped = [f"scons: *** [{obj}] {tmp_path}/not-a-dir/kda2-src/0123/inc0/kda2: Not a directory"]
+    assert feedback.record_build_failures(escaped, top=tmp_path) == []
+    cubin = f"build/kimi_linear_recurrent/sm_80/{v.name}.cubin"
+    killed = [f"kda2: error: nvlink {cubin}: nvlink -dlto of {obj} exited -9 (killed by signal 9):",
+              f"scons: *** [{cubin}] Error 1"]
+    assert feedback.record_build_failures(killed, top=tmp_path) == []
+    assert not (tmp_path / "tuning").exists()
+
+
 def test_a_kernel_fault_stops_the_run_and_the_rerun_skips_it(built, tmp_path, monkeypatch) -> None:
     d, plan = built
     tuning = tmp_path / "tuning"

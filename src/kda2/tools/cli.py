@@ -203,7 +203,7 @@ def _after_build(args: argparse.Namespace, top: Path, spec_args: list[str], seen
                                        command="kda2 build " + " ".join(sys.argv[2:])):
             then = (feedback.budget_advice(f) if f["kind"] in feedback.SPEC_SCOPED
                     else f"`kda2 rules propose {f['id']}` makes it a rule")
-            print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) recorded in "
+            print(f"kda2 build: failure {f['id']} ({f['kind']}, {f['spec']}/{f['arch']} {f['variant']}) on file in "
                   f"tuning/failures/{f['spec']}.{f['profile']}.jsonl; {then}")
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or ("nothing to do" if rc == 0 else
                                                                           "nothing built")

@@ -230,12 +230,40 @@ def impact(rule_path: str, *, rules_dir: str = "rules", specs_dir: str = "kernel
 
 _FAILED_TARGET = re.compile(r"scons: \*\*\* \[(?P<path>[^\]]+)\] (?P<why>.*)")
 _KERNEL_ID = re.compile(r"_(?P<id>[0-9a-f]{12})\.(?P<ext>o|cubin|ptxas\.log|resources\.json)$")
+#: Names a build gives its temporaries, which differ on every run: `<name>.<pid>.<thread id>` (nvcc.py's keep
+#: dirs, `-o` outputs and `.tmp` files) and nvcc's `tmpxft_<pid>_<n>` files. In a record's detail they would make
+#: the same failure a new id (and a new record) on every rerun, so they are replaced by fixed text.
+_TEMP_NAMES = ((re.compile(r"(?<=\w)\.\d+\.\d{5,}\b"), ".PID.TID"),
+               (re.compile(r"tmpxft_[0-9a-f]+_[0-9a-f]+"), "tmpxft_*"))
+#: A kernel's failure that is not its code's (a tool killed by a signal): no record, since a rule against the
+#: config would not help. (An OSError that escapes an action is not `Error N`: below.)
+_NOT_THE_KERNEL = re.compile(r"exited -\d+\b")
+
+
+def _error_blocks(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """(index, lines) of each `kda2: error:` message with the tool output under it, up to the next kda2 or scons
+    line. Parallel jobs (-j) print a kernel's error before or after other kernels' and `scons: ***` lines in any
+    order, so a failed target's message is found by its name, not by where it is."""
+    out: list[tuple[int, list[str]]] = []
+    cur: list[str] | None = None
+    for i, ln in enumerate(lines):
+        if ln.startswith("kda2: error:"):
+            cur = [ln]
+            out.append((i, cur))
+        elif ln.startswith(("kda2:", "kda2 ", "scons: ", "Retrieved")):
+            cur = None
+        elif cur is not None:
+            cur.append(ln)
+    return out
 
 
 def record_build_failures(lines: list[str], *, top: str | os.PathLike = ".", build_dir: str = "build",
                           tuning_dir: str = "tuning", command: str = "kda2 build") -> list[dict[str, Any]]:
     """Failure records for the kernels a failed build names (`scons: *** [<kernel target>] ...`): nvcc or
-    nvlink errors are `compile_error`, the resource check's refusal `spill` (spills or a register overrun).
+    nvlink errors are `compile_error`, the resource check's refusal `spill` (spills or a register overrun); none for
+    a failure of the environment (an OSError, a tool killed by a signal), which no rule would fix. A record's detail
+    is its kernel's own messages, without the names of the build's temporaries, so a rerun's failure has the same
+    id and is not recorded again.
     Their knobs come from the plan cache (build/.kda2/plan-cache.json); appended to
     tuning/failures/<spec>.<profile>.jsonl like kda2 tune's, so `kda2 rules propose` reads both."""
     import hashlib
@@ -252,10 +280,13 @@ def record_build_failures(lines: list[str], *, top: str | os.PathLike = ".", bui
         for v in p["variants"]:
             by_id[(p["spec"]["name"], p["arch"], v["id"])] = (p, v)
     out: list[dict[str, Any]] = []
+    blocks = _error_blocks(lines)
     for i, line in enumerate(lines):
         m = _FAILED_TARGET.search(line)
         k = _KERNEL_ID.search(m["path"]) if m else None
-        if not k:
+        # SCons says `Error N` when an action returned N after saying why; anything else is an exception that
+        # escaped the action (an OSError, a kda2 bug), which says nothing about the kernel's config
+        if not k or not re.fullmatch(r"Error -?\d+", m["why"].strip()):
             continue
         parts = Path(m["path"]).parts
         spec, arch = (parts[-3], parts[-2]) if len(parts) >= 3 else ("?", "?")
@@ -263,12 +294,21 @@ def record_build_failures(lines: list[str], *, top: str | os.PathLike = ".", bui
         if hit is None:
             continue
         plan, v = hit
-        context = [ln for ln in lines[max(0, i - 12):i] if ln.strip() and not ln.startswith("scons: ")]
-        detail = " | ".join(ln.strip() for ln in context if "error" in ln.lower())[-600:] or m["why"]
+        # this kernel's own messages (their first line names its target or kernel, both end in its id), not the
+        # other kernels' that -k or -j print around it
+        own = [b for j, b in blocks if j < i and re.search(rf"_{k['id']}\b", b[0])]
+        if any(_NOT_THE_KERNEL.search(b[0]) for b in own):
+            continue
+        text = [ln.strip() for b in own for ln in b if ln.strip() and "error" in ln.lower()]
+        for pat, repl in _TEMP_NAMES:
+            text = [pat.sub(repl, ln) for ln in text]
+        detail = " | ".join(text) or m["why"]
         # the resource check's message says which (compile/ptxas.py check): over the register budget, or spills
         kind = ("compile_error" if k["ext"] != "resources.json" else
                 "register_budget" if "more than budget.max_registers" in detail and " spills " not in detail
                 else "spill")
+        # its start names the kernel and the first error (nvcc's root cause); a long one loses its end
+        detail = detail if len(detail) <= 600 else detail[:597] + "..."
         from kda2.spec.knobs import agent_knobs
 
         cfg = v["config"]

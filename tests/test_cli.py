@@ -110,7 +110,7 @@ def test_bench_help_lists_its_commands_and_recurrent_needs_no_out(tmp_path) -> N
 
 ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(True|False) +(\d+(?:x\d)?) +(\d+) +(\d+|-) +(\d+|-) +(smem|direct|bulk) "
                  r"+(strided|blocked|all) "
-                 r"+(butterfly|scatter) +(grid|pers) +(.+)$")
+                 r"+(butterfly|scatter) +(grid|pers) +(final|\+tok) +(.+)$")
 
 
 def routes_and_rules(cell: str) -> tuple[list[str], list[str]]:
@@ -140,12 +140,13 @@ def test_plan_table_has_one_row_per_variant() -> None:
     p = kda2("plan", KIMI, "--rules", RULES)
     assert p.returncode == 0, p.stderr
     spec, rules = load_spec(KIMI), load_rules(RULES)
-    sections = re.split(r"^(?=\S.* / sm_\w+: \d+ kernels)", p.stdout, flags=re.M)
+    sections = re.split(r"^(?=\S.* / sm_\w+: \d+ candidate kernels)", p.stdout, flags=re.M)
     sections = [s for s in sections if s.strip()]
     assert len(sections) == len(spec.archs)
     for arch, text in zip(spec.archs, sections):
         plan = plan_spec(spec, arch, rules, tuned(spec).get(arch))
-        assert text.startswith(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
+        assert text.startswith(f"{spec.name} / {arch}: {len(plan.variants)} candidate kernels, "
+                               f"{len({d['variant'] for d in plan.dispatch})} routed, for {len(plan.dispatch)} "
                                "dispatch rows")
         rows = [ROW.match(line) for line in text.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
         assert all(rows), text
@@ -158,10 +159,11 @@ def test_plan_table_has_one_row_per_variant() -> None:
         for m, v in zip(rows, plan.variants):
             c = v.config
             cols = f"{c['v_per_warp']}" + (f"x{c['lane_cols']}" if c.get("lane_cols", 1) > 1 else "")
-            assert (m[2], m[3] == "True", m[4], int(m[5]), m[6], m[7], m[8], m[9], m[10], m[11]) == (
+            assert (m[2], m[3] == "True", m[4], int(m[5]), m[6], m[7], m[8], m[9], m[10], m[11], m[12]) == (
                 c["state_layout"], c["prefetch"], cols, c["warps"], str(c.get("min_ctas", "-")),
-                str(c.get("preload", "-")), c["staging"], c["k_map"], c["reduce"], "pers" if c.get("persistent") else "grid")
-            assert routes_and_rules(m[12]) == (expected_routes(plan, v.id), list(v.rules))
+                str(c.get("preload", "-")), c["staging"], c["k_map"], c["reduce"], "pers" if c.get("persistent") else "grid",
+                "+tok" if c.get("intermediate") else "final")
+            assert routes_and_rules(m[13]) == (expected_routes(plan, v.id), list(v.rules))
 
 
 def test_plan_reasons_and_arch() -> None:
@@ -292,7 +294,7 @@ def test_inspect_tiny_build_is_clean(tiny_build: Path, name: str) -> None:
     p = kda2("inspect", out)
     m = json.loads((out / "manifest.json").read_text())
     (v,) = m["variants"]
-    assert f"{name} / sm_90a: 1 kernels for 3 dispatch rows" in p.stdout  # bucket 1: three decode batch classes
+    assert f"{name} / sm_90a: 1 candidate kernels, 1 routed, for 3 dispatch rows" in p.stdout  # bucket 1: three decode batch classes
     assert re.search(rf"^  {v['name']}\n    routes: v_first T<=1 \(decode-n1, decode-n64, decode-n256\)\n    sm_90a  bf16 in, fp32 state  regs +\d+  smem +0 B  stack 0 B  "
                      rf"spills 0/0 B  v_first direct blocked v/warp 4 warps 4$", p.stdout, re.M), p.stdout
     assert v["name"].endswith(v["id"]) and v["name"].startswith(f"kda2_recurrent_sm_90a_k{TINY[name]}v{TINY[name]}_vf")
@@ -461,7 +463,8 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
     for arch in spec.archs:
         plan = plan_spec(spec, arch, rules, tuned=tuned(spec).get(arch),  # as the CLI: routed by the tuning record
                          tuned_splits=tuned_split(spec).get(arch))
-        section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} kernels for {len(plan.dispatch)} "
+        section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} candidate kernels, "
+                                 f"{len({d['variant'] for d in plan.dispatch})} routed, for {len(plan.dispatch)} "
                                  f"dispatch rows", 1)[1].split("\n\n")[0]
         rows = [CHUNK_ROW.match(line) for line in section.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
         assert rows and all(rows), section

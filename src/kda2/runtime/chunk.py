@@ -77,6 +77,13 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     g [B, T, HV, K] fp32 or q's dtype; beta [B, T, HV] fp32 or q's dtype; A_log [HV], dt_bias [HV*K] fp32 or
     bf16 or fp16 (16-bit ones read from an fp32 copy: kda2.runtime.params); states fp32 [N, HV, K, V]
     ([N, HV, V, K] with state_v_first). Returns (o [B, T, HV, V] in q's dtype, final_state or None).
+    Gate (as FLA): use_gate_in_kernel=False takes g as the log decay itself (gate mode `precomputed`); True with
+    lower_bound=None is the softplus gate g' = -exp(A_log)·softplus(g + dt_bias) (needs A_log; dt_bias optional);
+    True with lower_bound is the bounded gate lower_bound·sigmoid(exp(A_log)·(g + dt_bias)) (x alone without A_log).
+    Each needs its mode in the spec's features.gate_modes. scale defaults
+    to K ** -0.5. Varlen: q etc. [1, total, ...] with cu_seqlens int32 / int64 [N + 1] on q's device (nothing read
+    back). Raises KDA2InputError (a ValueError) naming a wrong argument and what is allowed, before any launch;
+    ArtifactError where no built library fits; TypeError for an unknown keyword.
 
     The positional parameters are FLA's, in FLA's order; `A_log` / `dt_bias` are keywords (FLA takes them from
     **kwargs). FLA's own: `chunk_size` (64 only), `disable_recompute` (ignored: forward only),

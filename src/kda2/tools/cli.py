@@ -252,7 +252,8 @@ _PLAN_COLUMNS = {
                   ("preload", ">7", lambda c: c.get("preload", "-")),
                   ("staging", "<7", lambda c: c["staging"]), ("k_map", "<8", lambda c: c["k_map"]),
                   ("reduce", "<9", lambda c: c["reduce"]),
-                  ("sched", "<5", lambda c: "pers" if c.get("persistent") else "grid")],
+                  ("sched", "<5", lambda c: "pers" if c.get("persistent") else "grid"),
+                  ("states", "<6", lambda c: "+tok" if c.get("intermediate") else "final")],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
               ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
               ("mma", "<8", _chunk_mma), ("smem prep/state B", "<17", _chunk_smem)],
@@ -355,9 +356,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             split = f",split<={d['split']}:{d['split_by']}" if spec.family == "chunk" else ""
             routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
                                                        f"<={d['bucket']}/{d['class']}({d['routed_by']}{split})")
-        print(f"{spec.name} / {p.arch}: {len(p.variants)} kernels for {len(p.dispatch)} dispatch rows "
+        print(f"{spec.name} / {p.arch}: {len(p.variants)} candidate kernels, {len(routed)} routed, for "
+              f"{len(p.dispatch)} dispatch rows "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "
-              f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}; rules {rules_dir}; tuning record "
+              f"{p.profile.cite('gpu', 'sm_count', 'smem_per_block_bytes')}; rules directory {rules_dir}; tuning record "
               + (f"{tuning_dir}/{spec.name}.{p.profile.name}.json" if p.arch in baselines else
                  f"none in {tuning_dir if tuned else f'{tuning_dir} (no such directory)'}: routes by the model's rank"))
         print(f"  {'id':<12} {'layout':<8} "

@@ -100,13 +100,9 @@ def _stage_spec_files(args: argparse.Namespace, top: Path) -> tuple[list[str], d
 
 def _jobs(text: str) -> int:
     """-j's type: scons' parallel jobs, a whole number >= 1 (0 and negative counts went to scons unchecked)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a whole number of jobs >= 1")
-    return value
+    from kda2.tools import count_arg
+
+    return count_arg(text, "a whole number of jobs >= 1")
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -90,16 +90,9 @@ def margin_arg(text: str) -> float:
 
 def workers_arg(text: str) -> int:
     """argparse type of --workers: a whole number of GPUs >= 1 (_executor ran 0 or less as 1, unsaid)."""
-    import argparse
+    from kda2.tools import count_arg
 
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed: a whole number of GPUs >= 1 (1: no Dask; leave "
-                                         "--workers out for every visible GPU)")
-    return value
+    return count_arg(text, "a whole number of GPUs >= 1 (1: no Dask; leave --workers out for every visible GPU)")
 
 
 # ---- what to tune: candidates per dispatch row (CPU only) ------------------------------------------

@@ -883,8 +883,10 @@ def test_build_interrupted_stops_scons_and_says_so(tmp_path, sig, rc) -> None:
     top.mkdir()
     (top / "SConstruct").write_text("")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), str(REPO / "src")])}
+    # SIGINT at its default, as in a terminal (a pytest-xdist worker ignores it, and children inherit that)
     p = subprocess.Popen([sys.executable, "-m", "kda2.tools.cli", "build", "-C", str(top)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: _signal.signal(_signal.SIGINT, _signal.SIG_DFL))
     assert "cubin" in p.stdout.readline()   # scons is running
     p.send_signal(getattr(_signal, sig))
     out, err = p.communicate(timeout=30)

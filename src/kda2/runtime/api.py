@@ -260,6 +260,11 @@ def fused_recurrent_kda_pool(q, k, v, g, beta, state_pool, ssm_state_indices, A_
     unchanged. Multi-token decode (speculative verify): q/k/v/g/beta [N, T, ...] with T = 2..8 reads and
     writes each pool row once; `intermediate_states_out` ([N, T, HV, K, V], the pool's layout and dtype)
     receives the state after every token, so rejected tokens can be rolled back by copying row t - 1 back.
+    The other arguments are fused_recurrent_kda's (scale K ** -0.5 by default; the gate flags, A_log / dt_bias,
+    lower_bound and state_v_first as there; `cu_seqlens` packs N sequences as [1, total, ...]; `max_seqlen` a
+    promise of the longest; `out` preallocated o; `library` a kda2.load(...) result). T runs up to the spec's
+    largest seq_len bucket (Library.max_bucket); intermediate_states_out only up to Library.intermediate_max_t.
+    Raises KDA2InputError (a ValueError) naming a wrong argument before any launch, ArtifactError without a fit.
     """
     torch = _torch or _init_torch()
     if not _v.forward_only_warned and torch.is_grad_enabled():

@@ -70,8 +70,11 @@ def load(manifest_or_spec_dir: str | os.PathLike, arch: str | None = None, verif
     directory (the arch is then chosen for the current GPU, or given by `arch`), a bundle made by
     `kda2 vendor` (its directory, holding bundle.json, when it bundles one spec; or its `<spec>` or
     `<spec>/<arch>` directory), or a bare spec name looked up under `$KDA2_BUILD_DIR` (default ./build).
+    `arch`: a build arch such as "sm_90a" or "sm_80" (default: the best one built for the current GPU).
     `verify` checks every file's sha256 (also on a cached library loaded before without it).
-    Libraries are cached per manifest path: loading twice returns the same object.
+    Libraries are cached per manifest path: loading twice returns the same object. Raises kda2.runtime.errors.ArtifactError
+    (a RuntimeError) naming the file at fault and what to do: no build, a build for
+    another arch or GPU, a corrupt or missing file, a manifest of another schema.
     """
     manifest_path = _resolve(Path(manifest_or_spec_dir), arch)
     raw = _read_bytes(manifest_path, what="manifest")

@@ -54,6 +54,12 @@ def _flag(flag: str) -> str:
     if not re.fullmatch(r"-\S+", flag):
         raise field_problem("must be one nvcc option without spaces", allowed="e.g. -Xptxas=-O3",
                             got=flag)
+    # every kda2 entry has __launch_bounds__, and ptxas then overrides a global register cap with the entry's own
+    # ("Overriding global maxrregcount ..."): the rule would change nothing, unsaid
+    if "maxrregcount" in flag:
+        raise field_problem("is overridden by the kernels' __launch_bounds__ (ptxas sets each entry's cap itself), "
+                            "so it would change nothing", allowed="`set: {min_ctas: N}` (recurrent: launch bounds "
+                            "asking N CTAs per SM, which caps registers), or another nvcc option", got=flag)
     return flag
 
 

@@ -561,10 +561,12 @@ class KDA2RecurrentBackend(_KDA2Backend):
                 return False, f"cu_seqlens with batch size {q.shape[0]}: kda2 takes packed [1, T, ...] inputs"
             # only past every library's largest bucket does `_choose` read the lengths back (a host sync, which
             # a capture forbids); kda2 itself reads nothing back
-            top = max((lib.max_bucket for lib in libraries("recurrent")), default=0)
-            if q.shape[1] > top and _capturing():
-                return False, (f"varlen under CUDA graph capture with {q.shape[1]} packed tokens, past the largest "
-                               f"seq_len bucket ({top}): its longest sequence would be read back (a host sync)")
+            if _capturing():
+                top = max((lib.max_bucket for lib in libraries("recurrent")), default=0)
+                if q.shape[1] > top:
+                    return False, (f"varlen under CUDA graph capture with {q.shape[1]} packed tokens, past the "
+                                   f"largest seq_len bucket ({top}): its longest sequence would be read back (a host "
+                                   "sync)")
         lib, why = _choose("recurrent", q, v, _gate(use_gate_in_kernel, lower_bound), use_qk_l2norm_in_kernel,
                            use_beta_sigmoid_in_kernel, state_v_first, cu_seqlens)
         if lib is None:

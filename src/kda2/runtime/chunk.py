@@ -106,8 +106,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     if not _v.forward_only_warned and torch.is_grad_enabled():
         _v.warn_forward_only("chunk_kda", q, k, v, g, beta, A_log, dt_bias, initial_state)
     # FLA's keywords and safe_gate need no library: checked before it is looked up
-    state_v_first = _v.chunk_kwargs(kwargs, state_v_first, disable_recompute, return_intermediate_states, cp_context,
-                                    use_graph, max_num_seqs)
+    state_v_first = _v.chunk_kwargs(kwargs, state_v_first, return_intermediate_states, cp_context, max_num_seqs)
     _v.check_safe_gate(safe_gate, use_gate_in_kernel, lower_bound)
     lib = _v.looked_up(
         lambda: _v.library_arg(library, "chunk") if library is not None else _v.default_for("chunk", q, v),

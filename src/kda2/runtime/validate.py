@@ -235,9 +235,10 @@ def prepare(lib: Library, q, k, v, g, beta, A_log, dt_bias, scale, use_qk_l2norm
                             "(use_gate_in_kernel=True, lower_bound=None) needs A_log")
         else:
             mode = abi.GATE_LOWER_BOUND
-            lb = real("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
+            lb_allowed = "a finite negative float such as -5.0 (gates must be <= 0)"
+            lb = real("lower_bound", lower_bound, lb_allowed)
             if not (lb < 0.0 and math.isfinite(lb)):
-                raise fail("lower_bound", lower_bound, "a finite negative float such as -5.0 (gates must be <= 0)")
+                raise fail("lower_bound", lower_bound, lb_allowed)
         # Gate parameters: fp32 or bf16 (recurrent) / fp32 (chunk) here, read as fp32 by the kernels; the callers
         # convert the other float dtypes FLA takes first (kda2.runtime.params).
         params = (_F32, _BF16) if family == "recurrent" else (_F32,)
@@ -427,23 +428,20 @@ def legacy_kwargs(kwargs: dict, state_v_first: bool, api: str = "fused_recurrent
     return state_v_first
 
 
-def chunk_kwargs(kwargs: dict, state_v_first: bool, disable_recompute: Any = False,
-                 return_intermediate_states: Any = False, cp_context: Any = None, use_graph: Any = False,
-                 max_num_seqs: Any = None) -> bool:
-    """chunk_kda's FLA parameters kda2 has no use for (checked) and its keywords from `kwargs` (consumed);
-    returns state_v_first."""
+def chunk_kwargs(kwargs: dict, state_v_first: bool, return_intermediate_states: Any = False,
+                 cp_context: Any = None, max_num_seqs: Any = None) -> bool:
+    """chunk_kda's FLA parameters kda2 cannot honour or ignores (checked) and its keywords from `kwargs`
+    (consumed); returns state_v_first. (disable_recompute, a knob of FLA's backward, and use_graph, FLA's CUDA graph
+    of its own launches, need no check: a kda2 call is forward-only and can be captured as it is.)"""
     chunk_size = kwargs.pop("chunk_size", abi.CHUNK)
     if chunk_size != abi.CHUNK:
         if chunk_size == 32:
             raise KDA2InputError("chunk_size=32: the kda2 chunk kernels use 64-token chunks; pass chunk_size=64 "
                                  "(the same result up to rounding)")
         raise fail("chunk_size", chunk_size, "64 (FLA also allows 32; kda2 builds 64 only)")
-    # disable_recompute: a training-memory knob of FLA's backward, nothing to do forward-only; use_graph and
-    # max_num_seqs: FLA's CUDA graph of its own launches (a kda2 call can be captured as it is)
-    del disable_recompute, use_graph
-    if max_num_seqs is not None and (isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int)
-                                     or max_num_seqs < 1):
-        raise fail("max_num_seqs", repr(max_num_seqs), "None or an int >= 1 (FLA's graph sizing; kda2 ignores it)")
+    seqs_allowed = "None or an int >= 1 (FLA's graph sizing; kda2 ignores it)"
+    if max_num_seqs is not None and whole("max_num_seqs", max_num_seqs, seqs_allowed) < 1:
+        raise fail("max_num_seqs", repr(max_num_seqs), seqs_allowed)
     if return_intermediate_states:
         raise KDA2InputError("return_intermediate_states=True is not supported: the kda2 chunk kernels keep chunk "
                              "states on chip; use return_intermediate_states=False")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from kda2 import reference as ref                      # noqa: E402
 from kda2.bench.cases import CASES, Case, draw         # noqa: E402
+from kda2.reference.rounding import bf16, bfs_chunk, fp16, tf32   # noqa: E402
 
 LOG2E = 1.4426950408889634
 DIAG_RANGE = 96.0
@@ -45,23 +45,6 @@ F32 = np.float32
 
 
 # ---- rounding ------------------------------------------------------------------------------------
-
-def bf16(x):
-    """Round-to-nearest-even to bfloat16, returned as float32 (cvt.rn.bf16)."""
-    u = np.ascontiguousarray(x, dtype=F32).view(np.uint32)
-    u = (u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-    return u.view(F32)
-
-
-def fp16(x):
-    return np.asarray(x, dtype=F32).astype(np.float16).astype(F32)
-
-
-def tf32(x):
-    """cvt.rna.tf32.f32: round to nearest, ties away, 10 mantissa bits."""
-    u = np.ascontiguousarray(x, dtype=F32).view(np.uint32)
-    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(F32)
-
 
 #: rounding points whose rounding is replaced (--round POINT=fp32|tf32|16): an error budget, or a cheaper type
 ROUND: dict = {}
@@ -206,22 +189,10 @@ def prep(qc, kc, vc, gc, bc, scale, E, C, wu):
     else:
         # bfs-16: every operand 16-bit; bfs-tf32: every operand tf32; bfs-mixed: the K' products 16-bit, the T_II
         # product tf32 (its residual and T_II diag β)
-        opK = tf32 if wu == "bfs-tf32" else E
-        opT = E if wu == "bfs-16" else tf32
-        outs = []
-        for X in (k2g, vc):
-            Ys, Yop = [], []
-            for I in range(nb):
-                rows = slice(16 * I, 16 * I + 16)
-                R = X[:, rows].astype(F32)
-                for J in range(I):
-                    R = R - mm(opK(Kp[:, rows, 16 * J:16 * J + 16]), Yop[J])
-                TD = opT(Tdiag[I] * bc[:, None, rows])
-                Y = mm(TD, opT(R))
-                Ys.append(Y)
-                Yop.append(opK(Y))
-            outs.append(rnd("wu", E)(np.concatenate(Ys, axis=1)))
-        w, u = outs
+        op_k = tf32 if wu == "bfs-tf32" else E
+        op_t = E if wu == "bfs-16" else tf32
+        Td = np.concatenate([Tdiag[I][:, :, :] for I in range(nb)], axis=1)         # [HV, C, 16]
+        w, u = (rnd("wu", E)(bfs_chunk(Kp, Td, bc, X, op_k=op_k, op_t=op_t)) for X in (k2g, vc))
     return dict(w=w, u=u, qg=qg, kg=kg, Aqk=Aqk, glast=glast)
 
 

@@ -1,4 +1,5 @@
-"""kda2/wgmma.cuh on the GPU (sm_90a): the warpgroup MMA wrappers the fused chunk kernel builds on.
+"""kda2/wgmma.cuh on the GPU (sm_90a): the warpgroup MMA wrappers the fused chunk kernel builds on, and the blocked
+substitution of a chunk's w / u on them (tests/kernels/bfs_check.cu).
 
 tests/kernels/wgmma_check.cu runs one warpgroup: D[64][N] = (accumulate ? D : 0) + A[64][128] · B[N][128]ᵀ (B
 K-major, smem_desc_k128) or A[64][64] · B[64][N] (B N-major, smem_desc_mn128), A fragments from registers, B in
@@ -21,18 +22,17 @@ SRC = ROOT / "tests" / "kernels" / "wgmma_check.cu"
 INCLUDE = ROOT / "src" / "kda2" / "codegen" / "include"
 
 
-@pytest.fixture(scope="module")
-def wgmma(torch_cuda, tmp_path_factory):
-    """(driver module, function lookup) of the check kernels, compiled for sm_90a and loaded in torch's context."""
-    torch = torch_cuda
+def _check_module(torch, tmp_path_factory, src: Path):
+    """(function lookup, checked-call helper, driver module, unload) of a check kernel file, compiled for sm_90a and
+    loaded in torch's context."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip(f"wgmma needs sm_90a (a Hopper GPU); this GPU is sm_{''.join(map(str, torch.cuda.get_device_capability()))}")
     from kda2.compile.toolchain import _which_nvcc
 
-    cubin = tmp_path_factory.mktemp("wgmma") / "wgmma_check.cubin"
+    cubin = tmp_path_factory.mktemp(src.stem) / f"{src.stem}.cubin"
     proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", f"-I{INCLUDE}",
-                           "-o", str(cubin), str(SRC)], capture_output=True, text=True)
-    assert proc.returncode == 0, f"nvcc failed on {SRC.name}: {proc.stderr.strip()[:2000]}"
+                           "-o", str(cubin), str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, f"nvcc failed on {src.name}: {proc.stderr.strip()[:2000]}"
     from cuda.bindings import driver as cu
 
     def ok(res, what):
@@ -41,10 +41,25 @@ def wgmma(torch_cuda, tmp_path_factory):
         return vals[0] if vals else None
 
     torch.zeros(1, device="cuda")  # torch's primary context is current from here on
-    image = cubin.read_bytes()
-    module = ok(cu.cuModuleLoadData(image), "cuModuleLoadData")
-    yield lambda name: ok(cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction {name}"), ok, cu
-    ok(cu.cuModuleUnload(module), "cuModuleUnload")
+    module = ok(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
+    get = lambda name: ok(cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction {name}")  # noqa: E731
+    return get, ok, cu, lambda: ok(cu.cuModuleUnload(module), "cuModuleUnload")
+
+
+@pytest.fixture(scope="module")
+def wgmma(torch_cuda, tmp_path_factory):
+    """The wgmma_check.cu kernels: (function lookup, checked-call helper, driver module)."""
+    get, ok, cu, unload = _check_module(torch_cuda, tmp_path_factory, SRC)
+    yield get, ok, cu
+    unload()
+
+
+@pytest.fixture(scope="module")
+def bfs(torch_cuda, tmp_path_factory):
+    """The bfs_check.cu kernels: (function lookup, checked-call helper, driver module)."""
+    get, ok, cu, unload = _check_module(torch_cuda, tmp_path_factory, ROOT / "tests" / "kernels" / "bfs_check.cu")
+    yield get, ok, cu
+    unload()
 
 
 @pytest.mark.parametrize("accumulate", [False, True], ids=["set", "accumulate"])
@@ -75,3 +90,39 @@ def test_wgmma_matches_fp64(wgmma, torch_cuda, kernel: str, accumulate: bool):
     # a wrong swizzle or fragment map permutes whole rows or columns: every element, not just the norm
     worst = (d.double() - ref).abs().max().item()
     assert worst < 1e-3 * ref.abs().max().item(), f"{kernel}: max abs error {worst:.3e}"
+
+
+@pytest.mark.parametrize("kernel", ["bf16_c128", "f16_c128", "bf16_c64"])
+@pytest.mark.parametrize("seed", [11, 12])
+def test_blocked_substitution_matches_its_rounding_model_and_fp64(bfs, torch_cuda, kernel: str, seed: int):
+    """One warpgroup solves a chunk's (I + diag β K') Y = diag β X by blocked substitution (bfs_check.cu): register-A
+    m64n16k16 wgmmas on 16-bit swizzled panels of −K', then tf32 mma.sync fed from the wgmma accumulators in permuted
+    k order. Held to the numpy model of the same rounding order (kda2.reference.rounding.bfs_chunk) tightly — a wrong
+    panel swizzle, fragment map or k permutation moves Y by the off-diagonal coupling, 5-10 %, or leaves NaN — and
+    to the fp64 solve at 16-bit rounding level."""
+    import numpy as np
+
+    from kda2.reference.rounding import bf16, bfs_chunk, bfs_system, fp16
+
+    torch = torch_cuda
+    get, ok, cu = bfs
+    fn = get(f"kda2_bfs_check_{kernel}")
+    e16 = bf16 if kernel.startswith("bf16") else fp16
+    C = int(kernel.split("_c")[1])
+    Kp, Td, beta, X, Y = bfs_system(seed, C, e16)
+    dev = lambda a, dt=torch.float32: torch.from_numpy(np.ascontiguousarray(a)).to("cuda", dt)  # noqa: E731
+    t_kp, t_td, t_b = dev(Kp), dev(Td), dev(beta)
+    t_x = dev(X, torch.bfloat16 if e16 is bf16 else torch.float16)
+    y = torch.full((64, C), float("nan"), device="cuda")
+    args = ((t_kp.data_ptr(), t_td.data_ptr(), t_b.data_ptr(), t_x.data_ptr(), y.data_ptr()),
+            (ctypes.c_void_p,) * 5)
+    stream = torch.cuda.current_stream().cuda_stream
+    ok(cu.cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, stream, args, 0), "cuLaunchKernel")
+    ok(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    got = y.double().cpu().numpy()
+    assert np.isfinite(got).all(), f"{kernel}: {int((~np.isfinite(got)).sum())} elements not written"
+    model = bfs_chunk(Kp.astype(np.float32), Td.astype(np.float32), beta.astype(np.float32), X.astype(np.float32),
+                      op_k=e16).astype(np.float64)
+    rel = lambda a, b: float(np.linalg.norm(a - b) / np.linalg.norm(b))  # noqa: E731
+    assert rel(got, model) < 1e-4, f"{kernel} seed {seed}: relative L2 {rel(got, model):.3e} vs its rounding model"
+    assert rel(got, Y) < 1e-3, f"{kernel} seed {seed}: relative L2 {rel(got, Y):.3e} vs the fp64 solve"

@@ -24,7 +24,7 @@ SPECS = REPO / "kernel_specs"
 KIMI = SPECS / "kimi_linear_recurrent.yaml"
 KIMI_CHUNK = Path(__file__).resolve().parent / "specs" / "two_tiles" / "kimi_linear_chunk.yaml"  # pinned knob lists
 AGENTS = ("layout", "pipeline", "staging", "tile", "reduce", "preload", "schedule", "occupancy", "budget")
-CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "state_mma", "budget")
+CHUNK_AGENTS = ("layout", "chunk", "tile", "stages", "state_mma", "prep_wu", "budget")
 
 
 @pytest.fixture(scope="module")
@@ -709,3 +709,31 @@ def test_a_record_whose_winners_are_gone_warns_once(kimi, rules) -> None:
     d0 = plan.dispatch[0]
     kept = plan_spec(kimi, "sm_90a", rules, tuned={f"{d0['state_layout']}:{d0['bucket']}": d0["candidates"][-1]})
     assert not kept.warnings
+
+
+def test_prep_wu_agent_twins_bfs_on_sm90a_only_when_asked(rules, tmp_path) -> None:
+    """agents.chunk.prep_wu [levels, bfs]: on sm_90a every levels candidate gets a bfs twin after all levels ones (the
+    routed variants stay levels until the tuner says otherwise), the A100 plan none; without bfs in the spec (the
+    default) the plan is the one it was: no config names prep_wu, so every variant id stands."""
+    spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    before = plan_spec(spec, "sm_90a", rules)
+    assert spec.agents.chunk.prep_wu == ["levels"] and not any("prep_wu" in v.config for v in before.variants)
+    text, n = re.subn(r"^(  chunk: \{[^}]*)\}", r"\1, prep_wu: [levels, bfs]}", (SPECS / "kimi_linear_chunk.yaml")
+                      .read_text(), flags=re.M)
+    assert n == 1
+    (tmp_path / "kimi_linear_chunk.yaml").write_text(text)
+    both = load_spec(tmp_path / "kimi_linear_chunk.yaml")
+    p90, p80 = plan_spec(both, "sm_90a", rules), plan_spec(both, "sm_80", rules)
+    assert not any(v.config.get("prep_wu") for v in p80.variants)
+    bfs = [v for v in p90.variants if v.config.get("prep_wu") == "bfs"]
+    levels = [v for v in p90.variants if "prep_wu" not in v.config]
+    assert bfs and {v.id for v in levels} == {v.id for v in before.variants}
+    # each bfs twin is a levels candidate's config plus the knob
+    strip = lambda c: {k: x for k, x in c.items() if k != "prep_wu"}  # noqa: E731
+    assert all(strip(v.config) in [lv.config for lv in levels] for v in bfs)
+    for layout in ("k_first", "v_first"):
+        order = [v.config.get("prep_wu", "levels") for v in p90.variants if v.config["state_layout"] == layout]
+        assert order == sorted(order, key=["levels", "bfs"].index)
+    assert all("bfs (profile h200" in dict(v.reasons)["prep_wu"] for v in bfs)
+    # the routes (rank 1 per row) are levels variants
+    assert all(p90.variants[d["index"]].config.get("prep_wu") is None for d in p90.dispatch)

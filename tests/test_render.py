@@ -908,6 +908,19 @@ def test_chunk_fp16_entries_and_entry_table() -> None:
         assert "prep<__nv_bfloat16>(a, nullptr);" in render_variant(other, p_other)
 
 
+def test_chunk_bfs_variant_renders_and_compiles_for_its_arch() -> None:
+    """prep_wu bfs: the config struct says so, the variant is built for its arch's own features (no LTO link: its
+    prep issues wgmma) and its SASS must hold HGMMA; the levels variant's struct says false."""
+    from kda2.compile.nvcc import uses_arch_features
+    from kda2.compile.sass import expected_for
+
+    bfs = dict(CHUNK_CFG, prep_wu="bfs")
+    assert "static constexpr bool PREP_BFS = true;" in render_variant(bfs, plan_variant(bfs, 232448))
+    assert "static constexpr bool PREP_BFS = false;" in render_variant(CHUNK_CFG, plan_variant(CHUNK_CFG, 232448))
+    assert uses_arch_features(bfs) and not uses_arch_features(CHUNK_CFG)
+    assert "HGMMA" in expected_for("chunk", "sm_90a", bfs) and "HGMMA" not in expected_for("chunk", "sm_90a", CHUNK_CFG)
+
+
 def test_chunk_wgmma_variant_renders_and_splits() -> None:
     """A wgmma state variant: its config struct says so (the header dispatches its state and fold entries to
     state_wg), and its library row says it runs the exact split like an mma_sync one; kda2_fwd keeps the redirect of
@@ -993,7 +1006,7 @@ def test_spills_name_allow_spills_and_the_other_ways_out(tmp_path, capsys) -> No
                                 "kda2_chunk_sm_90a_k128v128_kf_c64bv64s2_abc", False, 255, capsys)
     assert rc == 1 and err.count("\n") == 1
     assert ("Set budget.allow_spills: true in the spec to accept the local memory; or narrow the agents' knobs "
-            "(agents.chunk: block_v, stages, state_mma) (configs that hold fewer registers); or add a rule that "
+            "(agents.chunk: block_v, stages, state_mma, prep_wu) (configs that hold fewer registers); or add a rule that "
             "forbids this config") in err, err
     assert "action: flags" in err and "max_registers" not in err.split(". ", 1)[1]
     # both at once: both problems, both remedies

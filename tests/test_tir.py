@@ -969,3 +969,18 @@ def test_chunk_wgmma_state_plan():
         plan_variant(chunk_cfg(block_v=64, state_mma="wgmma"), BUDGET, enable_pass=False)
     with pytest.raises(TirConfigError, match="'state_mma'"):
         plan_variant(chunk_cfg(state_mma="hgmma"), BUDGET)
+
+
+def test_chunk_prep_wu_bfs_is_sm90a_only_and_plans_like_levels():
+    """prep_wu bfs: warpgroup MMAs, so sm_90a only (named, with what runs elsewhere); its shared memory and layouts are
+    the levels variant's (the panels and the u staging live in the Γ tile the prep has anyway: kda2/chunk.cuh)."""
+    for k in (64, 128, 256):
+        shape = dict(k=k, v=k, block_v=32 if k < 256 else 16, stages=2 if k < 256 else 1)
+        bfs = plan_variant(chunk_cfg(**shape, prep_wu="bfs"), BUDGET)
+        lev = plan_variant(chunk_cfg(**shape), BUDGET)
+        assert {x: bfs[x] for x in ("prep_smem_bytes", "lds_kv", "lds_g", "lds_t", "lds_u")} == \
+            {x: lev[x] for x in ("prep_smem_bytes", "lds_kv", "lds_g", "lds_t", "lds_u")}
+    with pytest.raises(TirConfigError, match="'prep_wu': bfs runs on warpgroup MMAs, which need arch sm_90a"):
+        plan_variant(chunk_cfg(arch="sm_80", prep_wu="bfs"), BUDGET)
+    with pytest.raises(TirConfigError, match="'prep_wu'"):
+        plan_variant(chunk_cfg(prep_wu="wgmma"), BUDGET)

@@ -128,8 +128,9 @@ def test_blocked_substitution_model_solves_the_chunk(C):
 
 @pytest.mark.compile
 def test_bfs_check_kernel_compiles_to_hgmma_and_tf32_mma(tmp_path):
-    """tests/kernels/bfs_check.cu: per entry of C channels, Σ_I I·(C/64) register-A m64n16k16 wgmmas (the K'
-    products) and 4·2·(C/64)·2 tf32 m16n8k8 (the diagonal products), no local memory."""
+    """tests/kernels/bfs_check.cu (kda2/bfs.cuh bfs_solve): per entry of C channels, Σ_I (I + 1)·(C/64) register-A
+    m64n16k16 wgmmas (the identity seeding X_Iᵀ, the K' products) and 4·2·(C/64)·2 tf32 m16n8k8 (the diagonal
+    products), no local memory."""
     from kda2.compile.sass import sass_opcodes
     from kda2.compile.toolchain import _which_nvcc
 
@@ -143,6 +144,33 @@ def test_bfs_check_kernel_compiles_to_hgmma_and_tf32_mma(tmp_path):
     assert "serializ" not in proc.stderr.lower(), proc.stderr
     ops = sass_opcodes(cubin)
     tiles = 2 + 2 + 1   # C = 128 (bf16, fp16), C = 64
-    assert sum(v for op, v in ops.items() if op.startswith("HGMMA.64")) == 6 * tiles, ops
+    assert sum(v for op, v in ops.items() if op.startswith("HGMMA.64")) == 10 * tiles, ops
     assert ops.get("HMMA.1688.F32.TF32") == 16 * tiles, ops
+    assert not any(op.split(".")[0] in ("LDL", "STL") for op in ops), ops
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("k", [64, 128, 256])
+def test_bfs_prep_variants_compile_without_spills(k, tmp_path):
+    """A rendered prep_wu bfs chunk variant at each head dim (kda2/chunk.cuh prep_wu_bfs: the panels and the u
+    staging in the Γ tile, static_asserts) compiles for sm_90a with no local memory in any entry, and its prep issues
+    the substitution's wgmmas: Σ_I (I + 1) per 64 channels, per warpgroup, per prep entry (one input dtype)."""
+    from kda2.codegen.render import INCLUDE_DIR, render_variant
+    from kda2.compile.sass import sass_opcodes
+    from kda2.compile.toolchain import _which_nvcc
+    from kda2.tir.plan import plan_variant
+
+    cfg = {"family": "chunk", "arch": "sm_90a", "k": k, "v": k, "state_layout": "k_first", "chunk": 64,
+           "block_v": 32 if k < 256 else 16, "stages": 2 if k < 256 else 1, "gate_modes": ["softplus"],
+           "dtypes": ["bf16"], "prep_wu": "bfs"}
+    src = tmp_path / "bfs_variant.cu"
+    src.write_text(render_variant(cfg, plan_variant(cfg, 232448)))
+    cubin = tmp_path / "bfs_variant.cubin"
+    proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+                           f"-I{INCLUDE_DIR}", "-o", str(cubin), str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    spills = [ln for ln in proc.stderr.splitlines() if "bytes spill stores" in ln]
+    assert spills and all(" 0 bytes spill stores, 0 bytes spill loads" in ln for ln in spills), spills
+    ops = sass_opcodes(cubin)
+    assert sum(v for op, v in ops.items() if op.startswith("HGMMA.64")) == 10 * (k // 64), ops
     assert not any(op.split(".")[0] in ("LDL", "STL") for op in ops), ops

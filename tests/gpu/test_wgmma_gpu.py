@@ -95,11 +95,11 @@ def test_wgmma_matches_fp64(wgmma, torch_cuda, kernel: str, accumulate: bool):
 @pytest.mark.parametrize("kernel", ["bf16_c128", "f16_c128", "bf16_c64"])
 @pytest.mark.parametrize("seed", [11, 12])
 def test_blocked_substitution_matches_its_rounding_model_and_fp64(bfs, torch_cuda, kernel: str, seed: int):
-    """One warpgroup solves a chunk's (I + diag β K') Y = diag β X by blocked substitution (bfs_check.cu): register-A
-    m64n16k16 wgmmas on 16-bit swizzled panels of −K', then tf32 mma.sync fed from the wgmma accumulators in permuted
-    k order. Held to the numpy model of the same rounding order (kda2.reference.rounding.bfs_chunk) tightly — a wrong
+    """One warpgroup solves a chunk's (I + diag β K') Y = diag β X by blocked substitution (bfs_check.cu, the prep's
+    kda2/bfs.cuh bfs_solve): register-A m64n16k16 wgmmas on 16-bit swizzled panels (an identity seeding X_Iᵀ, −K'),
+    then tf32 mma.sync fed from the wgmma accumulators in permuted k order. Held to the numpy model of the same rounding order (kda2.reference.rounding.bfs_chunk) tightly — a wrong
     panel swizzle, fragment map or k permutation moves Y by the off-diagonal coupling, 5-10 %, or leaves NaN — and
-    to the fp64 solve at 16-bit rounding level."""
+    to the fp64 solve at 16-bit rounding level (Y is returned rounded to the input dtype, as the prep stages it)."""
     import numpy as np
 
     from kda2.reference.rounding import bf16, bfs_chunk, bfs_system, fp16
@@ -121,8 +121,10 @@ def test_blocked_substitution_matches_its_rounding_model_and_fp64(bfs, torch_cud
     ok(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
     got = y.double().cpu().numpy()
     assert np.isfinite(got).all(), f"{kernel}: {int((~np.isfinite(got)).sum())} elements not written"
-    model = bfs_chunk(Kp.astype(np.float32), Td.astype(np.float32), beta.astype(np.float32), X.astype(np.float32),
-                      op_k=e16).astype(np.float64)
+    # Y as the prep stores it: rounded to the input dtype (an fp32 difference of accumulation order can flip a rare
+    # element by one 16-bit step: far below the bound, far above it for a layout error)
+    model = e16(bfs_chunk(Kp.astype(np.float32), Td.astype(np.float32), beta.astype(np.float32), X.astype(np.float32),
+                          op_k=e16)).astype(np.float64)
     rel = lambda a, b: float(np.linalg.norm(a - b) / np.linalg.norm(b))  # noqa: E731
-    assert rel(got, model) < 1e-4, f"{kernel} seed {seed}: relative L2 {rel(got, model):.3e} vs its rounding model"
-    assert rel(got, Y) < 1e-3, f"{kernel} seed {seed}: relative L2 {rel(got, Y):.3e} vs the fp64 solve"
+    assert rel(got, model) < 2e-4, f"{kernel} seed {seed}: relative L2 {rel(got, model):.3e} vs its rounding model"
+    assert rel(got, Y) < 3e-3, f"{kernel} seed {seed}: relative L2 {rel(got, Y):.3e} vs the fp64 solve"

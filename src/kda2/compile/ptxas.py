@@ -59,8 +59,8 @@ def advice(kernel: str, res: dict[str, dict[str, Any]], *, allow_spills: bool, m
 
     A register overrun is fixed by a budget of at least what ptxas used (lowering it only widens the gap), or by
     leaving the config out; spills by accepting them, or by a config that holds fewer registers."""
-    knobs = ("narrow the agents' knobs (agents.chunk: block_v, stages, state_mma)" if kernel.startswith("kda2_chunk_")
-             else "ask the agents for fewer value columns per warp (agents.tile.v_per_warp)")
+    knobs = ("narrow the agents' knobs (agents.chunk: block_v, stages, state_mma, prep_wu)"
+             if kernel.startswith("kda2_chunk_") else "ask the agents for fewer value columns per warp (agents.tile.v_per_warp)")
     forbid = "add a rule that forbids this config (rules/NNNN-slug.yaml, action: forbid)"
     out = []
     need = max((r["registers"] for r in res.values()), default=0)

@@ -66,8 +66,8 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         expected += ["LDS.128", "STS.128"]
     if config.get("preload"):  # every token's inputs arrive by cp.async, beside the state loads
         expected += ["LDGSTS"]
-    if family == "chunk" and config.get("state_mma") == "wgmma":  # the state pass on warpgroup MMAs (sm_90a)
-        expected += ["HGMMA"]
+    if family == "chunk" and (config.get("state_mma") == "wgmma" or config.get("prep_wu") == "bfs"):
+        expected += ["HGMMA"]   # the state pass's or the prep's products on warpgroup MMAs (sm_90a)
     if family == "recurrent" and config.get("persistent"):
         # the state comes in by cp.async into the next-tile copy buffer (no L2 cache hint: recurrent.cuh,
         # cp_async), and is read back from shared memory

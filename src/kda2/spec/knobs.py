@@ -80,6 +80,9 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     "stages": (1, 2),                    # cp.async pipeline depth of the state kernel
     # how the state kernel multiplies (plan/smem.py STATE_MMAS): absent = "mma_sync", so other ids are unchanged
     "state_mma": ("mma_sync", "wgmma"),
+    # how the prep makes w and u: T by block levels then mma.sync products, or blocked substitution on warpgroup MMAs
+    # (sm_90a; docs/DESIGN.md §1): absent = "levels", so other ids are unchanged
+    "prep_wu": ("levels", "bfs"),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with a prep + state entry each (fold, combine shared)
     # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
@@ -102,11 +105,11 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 AGENT_KNOBS = {
     "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
                   "min_ctas", "preload", "persistent"),
-    "chunk": ("state_layout", "chunk", "block_v", "stages", "state_mma"),
+    "chunk": ("state_layout", "chunk", "block_v", "stages", "state_mma", "prep_wu"),
 }
 #: Knobs a config leaves out where they hold this value (so the ids of the variants before the knob stand):
 #: failure records name them with it, and a rule matching on it matches the configs that leave it out.
-ABSENT_KNOB_DEFAULTS = {"chunk": {"state_mma": "mma_sync"}}
+ABSENT_KNOB_DEFAULTS = {"chunk": {"state_mma": "mma_sync", "prep_wu": "levels"}}
 
 
 def knob(config: Mapping[str, Any], name: str) -> Any:

@@ -404,16 +404,20 @@ class Agents(_Strict):
 
 
 class ChunkTile(_Strict):
-    """Chunk kernel shapes the planner may try. Defaults: block_v [32, 64], stages [2], state_mma [mma_sync].
+    """Chunk kernel shapes the planner may try. Defaults: block_v [32, 64], stages [2], state_mma [mma_sync],
+    prep_wu [levels].
 
     block_v: value columns per CTA of the state kernel (mma_sync: warps = block_v / 8; wgmma: a warpgroup per 64);
     stages: load pipeline depth of the state kernel; state_mma: how the state kernel multiplies — mma_sync (every
-    arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates).
+    arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates); prep_wu: how
+    the prep makes w and u — levels (every arch) or bfs, blocked substitution on warpgroup MMAs (sm_90a; planned
+    beside the levels candidates; not yet measured on a GPU, docs/DESIGN.md §1).
     """
 
     block_v: Choices[Literal[CHUNK_FIELDS["block_v"]]] = [32, 64]  # type: ignore[valid-type]
     stages: Choices[Literal[CHUNK_FIELDS["stages"]]] = [2]  # type: ignore[valid-type]
     state_mma: Choices[Literal[CHUNK_FIELDS["state_mma"]]] = ["mma_sync"]  # type: ignore[valid-type]
+    prep_wu: Choices[Literal[CHUNK_FIELDS["prep_wu"]]] = ["levels"]  # type: ignore[valid-type]
 
 
 class ChunkAgents(_Strict):
@@ -430,7 +434,7 @@ class Budget(_Strict):
 
     max_candidates counts per seq_len bucket and state layout, and separately for the preload candidates of a
     multi-token decode bucket (agents.inputs: measured beside the per-token ones, not instead of them) and for the
-    chunk family's wgmma state candidates (agents.chunk.state_mma).
+    chunk family's wgmma state candidates (agents.chunk.state_mma) and for each prep_wu choice.
     """
 
     max_candidates: Annotated[int, Field(ge=1)]

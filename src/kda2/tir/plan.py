@@ -51,6 +51,10 @@ def check_chunk_config(c: Mapping[str, Any]) -> dict:
             raise TirConfigError(f"config field 'state_mma': wgmma needs block_v a multiple of {WG_COLS} (one warpgroup "
                                  f"per {WG_COLS} value columns) and arch sm_90a, got block_v {out['block_v']}, arch "
                                  f"{c.get('arch')!r}")
+    out["prep_wu"] = _choice({"prep_wu": knob({"family": "chunk", **c}, "prep_wu")}, "prep_wu", CHUNK_FIELDS["prep_wu"])
+    if out["prep_wu"] == "bfs" and c.get("arch") != "sm_90a":
+        raise TirConfigError(f"config field 'prep_wu': bfs runs on warpgroup MMAs, which need arch sm_90a, got arch "
+                             f"{c.get('arch')!r} (levels runs everywhere)")
     return out
 
 

@@ -6,7 +6,7 @@ state kernel then walks the chunks of one (sequence, head, V-slice) in order, th
 of the algorithm (docs/DESIGN.md §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (bulk copies
 on sm_90, cp.async on sm_80, `stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
 how wide a V-slice one state CTA owns (block_v), how deep its load pipeline is (stages), and (sm_90a) whether its
-products run on mma.sync or on warpgroup MMAs (state_mma).
+products run on mma.sync or on warpgroup MMAs (state_mma), and whether the prep's w / u do (prep_wu).
 """
 from __future__ import annotations
 
@@ -123,6 +123,26 @@ class StateMmaAgent:
         return out
 
 
+class PrepWuAgent:
+    """How the prep makes w and u: every candidate as it is (T by block levels, then mma.sync products), then (where the
+    spec asks for bfs and the arch is sm_90a) its twin solving them by blocked substitution on warpgroup MMAs, one
+    warpgroup each (kda2/chunk.cuh prep_wu_bfs): two CTA barriers fewer, and T diag β never rounded to 16 bits as a
+    whole (o's error 3 % lower on average, experiments/2026-12-05-prep-numerics). The twins come after: their speed
+    is not yet measured (the static instruction count is about even at K = 128), the tuner decides."""
+    name = "prep_wu"
+
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+        allowed = spec.agents.chunk.prep_wu
+        out = [c.extend(self.name, "levels: T = (I + A)^-1 by two block levels, w and u by mma.sync products")
+               for c in cands] if "levels" in allowed else []
+        if "bfs" not in allowed or hw.arch != "sm_90a":   # warpgroup MMAs are sm_90a's own
+            return out
+        return out + [c.extend(self.name, f"bfs ({hw.cite('arch')}): w and u by blocked substitution over the four "
+                                          "sub-chunks, one warpgroup each (16-bit K' products on wgmma, the diagonal "
+                                          "product in tf32); ranked after the levels candidates",
+                               prep_wu="bfs") for c in cands]
+
+
 class BudgetAgent:
     """Drops candidates whose shared memory exceeds the arch (or spec) limit, keeps the best `max_candidates`."""
     name = "budget"
@@ -142,7 +162,7 @@ class BudgetAgent:
             if max(prep, state) > limit:
                 continue
             occ = occupancy(estimate_resources(cfg), hw)
-            group = kept.setdefault((cfg["state_layout"], mma), [])
+            group = kept.setdefault((cfg["state_layout"], mma, knob(cfg, "prep_wu")), [])
             if len(group) < b.max_candidates:
                 group.append(c.extend(self.name, f"~{prep} B smem prep ({PREP_THREADS} threads), ~{state} B smem "
                                       f"state ({state_threads(cfg['block_v'], mma)} threads, {occ.ctas_per_sm} CTA/SM, "
@@ -177,4 +197,4 @@ CHUNK_AGENTS = (
                         "slice as K rows of block_v*4 contiguous bytes",
                 v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); the "
                         "state kernel's V-slice is block_v rows of K*4 contiguous bytes"),
-    ChunkSizeAgent(), TileAgent(), StagesAgent(), StateMmaAgent(), BudgetAgent())
+    ChunkSizeAgent(), TileAgent(), StagesAgent(), StateMmaAgent(), PrepWuAgent(), BudgetAgent())

@@ -56,6 +56,8 @@
 //   bool HAS_SOFTPLUS, HAS_LOWER_BOUND    gate activations compiled in (precomputed needs no code)
 //   bool V_FIRST                          states [V, K] (else [K, V])
 //   bool BULK                             sm_90 bulk copies on an mbarrier (else cp.async)
+//   bool PREP_BFS                         the prep's w / u by blocked substitution on warpgroup MMAs (sm_90a; the
+//                                         plan's prep_wu knob "bfs"), else T by block levels and mma.sync products
 //   bool PREP_TMA                         the prep's q / k / v and fp32 raw-gate tiles by tensor copies (the plan's
 //                                         prep_tma: sm_90, strides that fit a box row); its entry takes PrepMaps
 #pragma once
@@ -63,6 +65,7 @@
 #include <cuda.h>   // CUtensorMap (the prep's PrepMaps)
 #include <cuda_bf16.h>
 #include "kda2/abi.h"
+#include "kda2/bfs.cuh"
 #include "kda2/elem16.cuh"
 #include "kda2/gate.cuh"
 #include "kda2/mma.cuh"
@@ -215,6 +218,11 @@ struct Kernels {
   // instructions, H200, P1, ncu: experiments/2026-12-03-pipes). Same bits, P1–P5 1.3–1.9 % faster (docs/DESIGN.md §1).
   // A 16-bit raw gate still comes by cp.async (its rows would be 2·LDS_G 16-bit elements a box row).
   static constexpr bool PREP_TMA = Cfg::PREP_TMA;
+  // sm_90a: w and u by blocked forward substitution over the four sub-chunks, one warpgroup each, instead of step 5's
+  // block levels and step 6's mma.sync products (docs/DESIGN.md §1, "What each of those changes costs in accuracy":
+  // the K' products in 16 bits on register-A wgmma, the diagonal T_II diag β product in tf32; prep_wu_bfs).
+  static constexpr bool PREP_BFS = Cfg::PREP_BFS;
+  static_assert(!PREP_BFS || BULK, "blocked substitution: sm_90a warpgroup MMAs");
   static_assert(!PREP_TMA || (BULK && LDS_KV <= 256 && LDS_G <= 256 && LDS_KV * 2 % 16 == 0 && LDS_G * 4 % 16 == 0),
                 "tensor-copied prep tiles: sm_90, a padded row one box row (at most 256 elements, 16-byte multiple)");
   // Head dims (spec/knobs.py CHUNK_HEAD_DIMS): K = V, a multiple of 32 (the prep's two K halves of 16-column
@@ -263,6 +271,11 @@ struct Kernels {
   static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
   static_assert(P_SCR + V * LDS_U * 2 <= P_T, "uᵀ staging fits in Γ after T (w's is over k, the same size)");
   static_assert(LDS_T16 % 8 == 0 && BT * LDS_T16 * 2 <= BT * LDS_T * 4, "16-bit T (16-byte rows) fits over the dead A tile");
+  // PREP_BFS: the 16-bit −K' panels (three row blocks of 16 rows × 64 k, 128-byte swizzled, the wgmma's B) and then
+  // the uᵀ staging in the Γ tile, dead once step 4 is done; the panels' 1024-byte alignment is taken inside the first
+  // 7 KB (the dynamic shared memory starts after the static barriers, so it is only 128-byte aligned).
+  static constexpr int P_BFS_U = P_G + BFS_PANELS_BYTES + 1024;
+  static_assert(!PREP_BFS || P_BFS_U + V * LDS_U * 2 <= P_T, "the -K' panels and the u staging fit in the dead Γ tile");
   // Where element (i, j), j < i, of A lies in the A tile from step 3 on: reflected through the tile's centre, in the
   // strict upper triangle (prep_item step 3: the two K halves hand over at once).
   static __device__ __forceinline__ int a_refl(int i, int j) { return (BT - 1 - i) * LDS_T + BT - 1 - j; }
@@ -396,6 +409,24 @@ struct Kernels {
   // One (chunk c, value head hv, sequence n) of the prep; nothing for a chunk past the sequence's end.
   template <class E>
   static __device__ __forceinline__ void prep_item(const KDA2RecurrentArgs a, int c, int hv, int n, const PrepMaps* maps);
+  // The end of a prep item: w (staged [token][LDS_KV]) and uᵀ (staged [channel][LDS_U]) to the slot, 16-byte pieces.
+  template <class E>
+  static __device__ __forceinline__ void copy_wu(uint8_t* slot, const E* sStW, const E* sStU, int tid) {
+    E* gW = reinterpret_cast<E*>(slot + OFF_W);
+    for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
+      const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
+      *reinterpret_cast<uint4*>(gW + swz<SWZ_W>(i, d, K)) = *reinterpret_cast<const uint4*>(sStW + i * LDS_KV + d);
+    }
+    uint4* gU = reinterpret_cast<uint4*>(slot + OFF_U);
+    for (int p = tid; p < V * BT / 8; p += PREP_THREADS) {
+      const int vv = p / (BT / 8), i = (p - vv * (BT / 8)) * 8;
+      gU[p] = *reinterpret_cast<const uint4*>(sStU + vv * LDS_U + i);
+    }
+  }
+  // PREP_BFS: the prep item's steps 5 and 6 — w and u by blocked substitution, staged and copied to the slot.
+  template <class E>
+  // slot_sh: the shared word holding the slot's address (read after the last barrier).
+  static __device__ __forceinline__ void prep_wu_bfs(uint8_t* smem, uint8_t* const* slot_sh);
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,
   // ((K + V) / BLOCK_V, HV, N · split) for FOLD.
@@ -1036,7 +1067,9 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
         if (nt >= nt_lo && nt < nt_hi) {
           const int j = 8 * nt + 2 * t4;
           add_r(o0, o1, j, accK[nt]);
-          put_r(o0, o1, j, {ob_lo * accK[nt][0], ob_lo * accK[nt][1], ob_hi * accK[nt][2], ob_hi * accK[nt][3]});
+          // (PREP_BFS: K' itself, without β — the substitution's off-diagonal operand; β comes in with T_II)
+          if constexpr (PREP_BFS) put_r(o0, o1, j, accK[nt]);
+          else put_r(o0, o1, j, {ob_lo * accK[nt][0], ob_lo * accK[nt][1], ob_hi * accK[nt][2], ob_hi * accK[nt][3]});
         }
       }
 #pragma unroll
@@ -1159,14 +1192,28 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
       }
       // both warps have read their A_II (reflected: block I's upper part holds block 3 − I's) before any T_II is written
       asm volatile("bar.sync %0, 64;\n" ::"n"(DIAG_PAIR_BAR) : "memory");
+      if constexpr (PREP_BFS) {   // the substitution's diagonal operand: T_II diag β as tf32 bits (prep_wu_bfs)
+        const float bc = sB[r0 + col];
 #pragma unroll
-      for (int i = 0; i < 16; ++i) sT[(r0 + i) * LDS_T + r0 + col] = Tc[i];
+        for (int i = 0; i < 16; ++i) sT[(r0 + i) * LDS_T + r0 + col] = __uint_as_float(tf32_operand(Tc[i] * bc));
+      } else {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) sT[(r0 + i) * LDS_T + r0 + col] = Tc[i];
+      }
     }
     __syncthreads();   // steps 3 and 4 done: A complete and its diagonal blocks inverted, q and k read for the last time
     // k 2^Γ over q; step 5 writes over k and Γ and reads A only, and its first barrier orders these stores before
     // step 6
 #pragma unroll
     for (int m = 0; m < ITEMS; ++m) *reinterpret_cast<uint4*>(sQ + item_row(m) * LDS_KV + d) = kes[m];
+  }
+  if constexpr (PREP_BFS) {
+    // the slot's address through shared memory: kept in registers across the substitution (which runs at the
+    // register cap), one of its halves spilled
+    __shared__ uint8_t* bfs_slot;
+    if (tid == 0) bfs_slot = slot;
+    prep_wu_bfs<E>(smem, &bfs_slot);
+    return;
   }
 
   // ---- 5. T = (I + A)^-1, blockwise (k is no longer needed: T lives over it) ------------------------------
@@ -1379,17 +1426,58 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 #endif
     }
     __syncthreads();   // both stagings complete
-    E* gW = reinterpret_cast<E*>(slot + OFF_W);
-    for (int p = tid; p < BT * K / 8; p += PREP_THREADS) {
-      const int i = p / (K / 8), d = (p - i * (K / 8)) * 8;
-      *reinterpret_cast<uint4*>(gW + swz<SWZ_W>(i, d, K)) = *reinterpret_cast<const uint4*>(sStW + i * LDS_KV + d);
-    }
-    uint4* gU = reinterpret_cast<uint4*>(slot + OFF_U);
-    for (int p = tid; p < V * BT / 8; p += PREP_THREADS) {
-      const int vv = p / (BT / 8), i = (p - vv * (BT / 8)) * 8;
-      gU[p] = *reinterpret_cast<const uint4*>(sStU + vv * LDS_U + i);
+    copy_wu(slot, sStW, sStU, tid);
+  }
+}
+
+// PREP_BFS: steps 5 and 6 as a blocked forward substitution (docs/DESIGN.md §1; the rounding order of
+// kda2/reference/rounding.py bfs_chunk, checked on its own by tests/kernels/bfs_check.cu). With K' = the off-diagonal
+// sums step 3 left (reflected, fp32, without β) and T_II the diagonal inverses pair 1 left, per sub-chunk I:
+//   R_I = X_I − Σ_{J<I} K'_IJ Y_J    Y_I = (T_II diag β_I) R_I,   X = k 2^Γ (over q) for w, v for u
+// transposed, so that the channels are the MMA's M: warpgroup 0 solves w, warpgroup 1 u, each thread holding its
+// warp's 16 rows of every 64-channel tile. The K' products are register-A wgmma m64n16k16 (A = Y_Jᵀ, the earlier
+// stages' results packed to 16 bits in registers; B = the −K'_IJ panel), the diagonal one tf32 mma.sync fed from the
+// same accumulators (kda2/bfs.cuh tf32_afrag_from_acc): T diag β is never rounded to 16 bits as a whole, which makes
+// this order the more accurate one (experiments/2026-12-05-prep-numerics: o error 3 % lower on average).
+template <class Cfg>
+template <class E>
+__device__ __forceinline__ void Kernels<Cfg>::prep_wu_bfs(uint8_t* smem, uint8_t* const* slot_sh) {
+  using TC = Tc16<E>;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, lr = lane & 7, lm = lane >> 3;
+  const float* sT = reinterpret_cast<const float*>(smem + P_T);
+  const uint32_t panels = (smem_u32(smem + P_G) + 1023u) & ~1023u;   // the wgmma's swizzle atoms: 1024-byte aligned
+  E* sP = reinterpret_cast<E*>(smem + (panels - smem_u32(smem)));
+  // −K'_IJ (J < I) into the panels, a 16-byte piece (8 k) a thread: row 16 + q % 48 (sub-chunk I = row / 16), piece
+  // q / 48 < 2I; the reflected A tile holds the piece's 8 values reversed and contiguous (a_refl)
+#pragma unroll
+  for (int q = tid; q < 48 * 6; q += PREP_THREADS) {
+    const int row = 16 + q % 48, c = q / 48;
+    if (c < 2 * (row >> 4)) {
+      const float4 hi = *reinterpret_cast<const float4*>(sT + a_refl(row, 8 * c + 7));   // k 8c+7 .. 8c+4
+      const float4 lo = *reinterpret_cast<const float4*>(sT + a_refl(row, 8 * c + 3));   // k 8c+3 .. 8c
+      *reinterpret_cast<uint4*>(sP + ((row >> 4) - 1) * BFS_PANEL_ELEMS + panel128_offset(row & 15, 8 * c, 16)) =
+          make_uint4(TC::pack(-lo.w, -lo.z), TC::pack(-lo.y, -lo.x), TC::pack(-hi.w, -hi.z), TC::pack(-hi.y, -hi.x));
     }
   }
+  bfs_write_identity(sP, tid);
+  fence_proxy_async();   // ordinary stores, read by the async proxy
+  __syncthreads();       // the panels, and k 2^Γ over q, complete
+
+  static_assert(K == V && K % 64 == 0, "whole 64-channel tiles per warpgroup");
+  const int wg = warp >> 2;
+  E* sStW = reinterpret_cast<E*>(smem + P_K);       // w [token][LDS_KV] over k (dead since step 4)
+  E* sStU = reinterpret_cast<E*>(smem + P_BFS_U);   // uᵀ [channel][LDS_U] in Γ after the panels
+  const int chw = 16 * (warp & 3);
+  // warpgroup 0: w from k 2^Γ (over q), staged transposed to [token][channel] by stmatrix.trans; warpgroup 1: u from v,
+  // staged as uᵀ [channel][token]; lane 8m + rr addresses row rr of matrix m
+  bfs_solve<E, K / 64>(reinterpret_cast<const E*>(smem + (wg ? P_V : P_Q)), LDS_KV, panels,
+                       reinterpret_cast<const uint32_t*>(sT), LDS_T, 16, [&](int I, int mt, const uint32_t (&r4)[4]) {
+    const int chb = 64 * mt + chw;
+    if (wg == 0) stsm_x4_t(r4, smem_u32(sStW + (16 * I + 8 * (lm >> 1) + lr) * LDS_KV + chb + 8 * (lm & 1)));
+    else stsm_x4(r4, smem_u32(sStU + (chb + 8 * (lm & 1) + lr) * LDS_U + 16 * I + 8 * (lm >> 1)));
+  });
+  __syncthreads();   // both stagings complete (and the slot's address, written long before)
+  copy_wu(*slot_sh, sStW, sStU, tid);
 }
 
 // =============================================================================================

@@ -6,7 +6,7 @@
 //   Y_I = (T_II diag β_I) R_I          mma.sync m16n8k8 tf32, A = R_Iᵀ straight from the wgmma accumulators
 // so Y = (I + diag β K')⁻¹ diag β X = T diag β X. Inputs: K' [64][64] fp32 (strictly lower; the A tile without β),
 // T_II [64][16] fp32 (row 16I + i holds T_II's row i), β [64], X [64][C] 16-bit token-major; output Y [64][C]
-// rounded to the input dtype as the prep stores it, returned as fp32. The −K'_IJ blocks go into 16-bit 128-byte-
+// rounded to the input dtype as the prep stores it, returned as fp32. The K'_IJ blocks go into 16-bit 128-byte-
 // swizzled K-major panels (one per sub-chunk I ≥ 1: 16 rows of 64 k, k = the column token; the identity that seeds
 // each stage in panel 0's last 16 k), the wgmma's B operands. tests/test_wgmma.py compiles it (HGMMA, no local
 // memory), tests/gpu/test_wgmma_gpu.py compares it with the rounding model and with an fp64 solve.
@@ -27,9 +27,9 @@ __device__ void bfs(const float* __restrict__ Kp, const float* __restrict__ Tdia
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, lr = lane & 7, lm = lane >> 3;
   for (int p = tid; p < 3 * 16 * 48; p += 128) {
     const int I = p / (16 * 48) + 1, i = p / 48 % 16, j = p % 48;
-    if (j < 16 * I) sP[(I - 1) * kda2::BFS_PANEL_ELEMS + kda2::panel128_offset(i, j, 16)] = TC::from_f(-Kp[(16 * I + i) * 64 + j]);
+    if (j < 16 * I) sP[(I - 1) * kda2::BFS_PANEL_ELEMS + kda2::panel128_offset(i, j, 16)] = TC::from_f(Kp[(16 * I + i) * 64 + j]);
   }
-  for (int tq = tid; tq < 256; tq += 128) kda2::bfs_write_identity(sP, tq);
+  if (tid < 32) kda2::bfs_identity_piece(sP, tid);
   for (int p = tid; p < 64 * C; p += 128) sX[p / C * LDX + p % C] = X[p];
   for (int p = tid; p < 64 * 16; p += 128) sTD[p] = kda2::tf32_operand(Tdiag[p] * beta[p / 256 * 16 + p % 16]);
   kda2::fence_proxy_async();   // ordinary stores, read by the async proxy

@@ -13,32 +13,35 @@
 
 namespace kda2 {
 
-// D (+)= A · B, m64n16k16 (kda2/wgmma.cuh WgmmaRS: A from registers, B by descriptor, fp32 accumulate; 8
-// accumulators a thread).
-#define KDA2_WGMMA_RS_N16(TY)                                                                                         \
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %13, 0;\n"                                                         \
-               "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " {"                                           \
-               "%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, %14;\n}\n"                                   \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])       \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)),             \
-                 "n"(TRANS_B ? 1 : 0))
-template <bool TRANS_B>
-struct WgmmaRS<__nv_bfloat16, 16, TRANS_B> {
-  static __device__ __forceinline__ void run(float (&d)[8], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) {
+// D (+)= ±A · B, m64n16k16: A (T: bf16 or fp16) from registers, B K-major by descriptor, fp32 accumulate, 8
+// accumulators a thread (the layouts of kda2/wgmma.cuh WgmmaRS). NEG: the product subtracted (the instruction's
+// imm-scale-b −1), which is how R_I = X_I − Σ K'_IJ Y_J takes K' as it is, with no negation pass.
+template <class T, bool NEG>
+struct WgmmaRS16;
+#define KDA2_WGMMA_RS16(CT, TY)                                                                                       \
+  template <bool NEG>                                                                                                 \
+  struct WgmmaRS16<CT, NEG> {                                                                                         \
+    static __device__ __forceinline__ void run(float (&d)[8], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) { \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %13, 0;\n"                                                     \
+                   "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " {%0,%1,%2,%3,%4,%5,%6,%7}, "              \
+                   "{%8,%9,%10,%11}, %12, p, 1, %14, 0;\n}\n"                                                          \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])   \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(scale_d)),         \
+                     "n"(NEG ? -1 : 1));                                                                              \
+    }                                                                                                                 \
+  };
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    KDA2_WGMMA_RS_N16("bf16");
-#endif
-  }
+KDA2_WGMMA_RS16(__nv_bfloat16, "bf16")
+KDA2_WGMMA_RS16(__half, "f16")
+#else   // compiles to nothing below sm_90 (callers are sm_90a-only)
+template <class CT, bool NEG>
+struct WgmmaRS16NoOp {
+  static __device__ __forceinline__ void run(float (&)[8], const uint32_t (&)[4], uint64_t, bool) {}
 };
-template <bool TRANS_B>
-struct WgmmaRS<__half, 16, TRANS_B> {
-  static __device__ __forceinline__ void run(float (&d)[8], const uint32_t (&a)[4], uint64_t desc_b, bool scale_d) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    KDA2_WGMMA_RS_N16("f16");
+template <bool NEG> struct WgmmaRS16<__nv_bfloat16, NEG> : WgmmaRS16NoOp<__nv_bfloat16, NEG> {};
+template <bool NEG> struct WgmmaRS16<__half, NEG> : WgmmaRS16NoOp<__half, NEG> {};
 #endif
-  }
-};
-#undef KDA2_WGMMA_RS_N16
+#undef KDA2_WGMMA_RS16
 
 // The m16n8k8 tf32 A fragment of k-step s (columns 8s .. 8s + 7) of an fp32 accumulator pair c[8] (an m16n16 tile in
 // mma / wgmma accumulator order: c[4j + e] at row g + 8 (e / 2), column 8j + 2t + e % 2), with no data movement: the
@@ -53,17 +56,20 @@ __device__ __forceinline__ void tf32_afrag_from_acc(const float (&c)[8], int s, 
 }
 
 // The substitution's shared operands: three 16-row × 64-k panels of the input dtype, 128-byte swizzled (kda2/wgmma.cuh
-// panel128_offset), 2 KB each from a 1024-byte aligned base. Panel I − 1 (sub-chunk I = 1..3) holds −K'_IJ at k = 16J + j
+// panel128_offset), 2 KB each from a 1024-byte aligned base. Panel I − 1 (sub-chunk I = 1..3) holds K'_IJ at k = 16J + j
 // (row i, the token 16I + i; J < I); panel 0's k BFS_IDENTITY_K .. + 15 hold the 16 × 16 identity, the B operand that
 // seeds a stage's accumulators with X_Iᵀ (an exact product, instead of unpacking every element).
 constexpr int BFS_PANEL_ELEMS = 16 * 64, BFS_PANELS_BYTES = 3 * 2 * BFS_PANEL_ELEMS, BFS_IDENTITY_K = 48;
 
+// Piece q (0..31) of the identity: row q / 2, k BFS_IDENTITY_K + 8 (q % 2) .. + 7, one 16-byte store.
 template <class E>
-__device__ __forceinline__ void bfs_write_identity(E* panels, int tid) {
-  if (tid < 16 * 16) {
-    const int i = tid >> 4, j = tid & 15;
-    panels[panel128_offset(i, BFS_IDENTITY_K + j, 16)] = Tc16<E>::from_f(i == j ? 1.f : 0.f);
-  }
+__device__ __forceinline__ void bfs_identity_piece(E* panels, int q) {
+  const int i = q >> 1, k0 = 8 * (q & 1);
+  uint32_t w[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    w[e] = Tc16<E>::pack(i == k0 + 2 * e ? 1.f : 0.f, i == k0 + 2 * e + 1 ? 1.f : 0.f);
+  *reinterpret_cast<uint4*>(panels + panel128_offset(i, BFS_IDENTITY_K + k0, 16)) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // One warpgroup's blocked substitution over a 64-token chunk (the rounding order of kda2/reference/rounding.py
@@ -95,18 +101,18 @@ __device__ __forceinline__ void bfs_solve(const E* X, int ldx, uint32_t panels, 
       xa[mt][2] = b[1];
       xa[mt][3] = b[3];
     }
-    // R_I = X_Iᵀ · I − Σ_{J<I} Y_Jᵀ K'_IJᵀ (the panels hold −K'), one group
+    // R_I = X_Iᵀ · I − Σ_{J<I} Y_Jᵀ K'_IJᵀ, one group
     float r[MT][8];
     wgmma_fence();   // xa and ya were written by ordinary instructions
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
-      WgmmaRS<E, 16, false>::run(r[mt], xa[mt], smem_desc_k128(panels, BFS_IDENTITY_K, 16), false);
+      WgmmaRS16<E, false>::run(r[mt], xa[mt], smem_desc_k128(panels, BFS_IDENTITY_K, 16), false);
 #pragma unroll
     for (int J = 0; J < 3; ++J)
       if (J < I)
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
-          WgmmaRS<E, 16, false>::run(r[mt], ya[J][mt], smem_desc_k128(panels + (I - 1) * 2048, 16 * J, 16), true);
+          WgmmaRS16<E, true>::run(r[mt], ya[J][mt], smem_desc_k128(panels + (I - 1) * 2048, 16 * J, 16), true);
     wgmma_commit();
     wgmma_wait<0>();
 #pragma unroll

@@ -271,11 +271,11 @@ struct Kernels {
   static_assert(LDS_Y % 2 == 0, "float2 rows of the scratch");
   static_assert(P_SCR + V * LDS_U * 2 <= P_T, "uᵀ staging fits in Γ after T (w's is over k, the same size)");
   static_assert(LDS_T16 % 8 == 0 && BT * LDS_T16 * 2 <= BT * LDS_T * 4, "16-bit T (16-byte rows) fits over the dead A tile");
-  // PREP_BFS: the 16-bit −K' panels (three row blocks of 16 rows × 64 k, 128-byte swizzled, the wgmma's B) and then
+  // PREP_BFS: the 16-bit K' panels (three row blocks of 16 rows × 64 k, 128-byte swizzled, the wgmma's B) and then
   // the uᵀ staging in the Γ tile, dead once step 4 is done; the panels' 1024-byte alignment is taken inside the first
   // 7 KB (the dynamic shared memory starts after the static barriers, so it is only 128-byte aligned).
   static constexpr int P_BFS_U = P_G + BFS_PANELS_BYTES + 1024;
-  static_assert(!PREP_BFS || P_BFS_U + V * LDS_U * 2 <= P_T, "the -K' panels and the u staging fit in the dead Γ tile");
+  static_assert(!PREP_BFS || P_BFS_U + V * LDS_U * 2 <= P_T, "the K' panels and the u staging fit in the dead Γ tile");
   // Where element (i, j), j < i, of A lies in the A tile from step 3 on: reflected through the tile's centre, in the
   // strict upper triangle (prep_item step 3: the two K halves hand over at once).
   static __device__ __forceinline__ int a_refl(int i, int j) { return (BT - 1 - i) * LDS_T + BT - 1 - j; }
@@ -1436,7 +1436,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
 //   R_I = X_I − Σ_{J<I} K'_IJ Y_J    Y_I = (T_II diag β_I) R_I,   X = k 2^Γ (over q) for w, v for u
 // transposed, so that the channels are the MMA's M: warpgroup 0 solves w, warpgroup 1 u, each thread holding its
 // warp's 16 rows of every 64-channel tile. The K' products are register-A wgmma m64n16k16 (A = Y_Jᵀ, the earlier
-// stages' results packed to 16 bits in registers; B = the −K'_IJ panel), the diagonal one tf32 mma.sync fed from the
+// stages' results packed to 16 bits in registers; B = the K'_IJ panel, subtracted), the diagonal one tf32 mma.sync fed from the
 // same accumulators (kda2/bfs.cuh tf32_afrag_from_acc): T diag β is never rounded to 16 bits as a whole, which makes
 // this order the more accurate one (experiments/2026-12-05-prep-numerics: o error 3 % lower on average).
 template <class Cfg>
@@ -1447,19 +1447,26 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_wu_bfs(uint8_t* smem, uint8_t
   const float* sT = reinterpret_cast<const float*>(smem + P_T);
   const uint32_t panels = (smem_u32(smem + P_G) + 1023u) & ~1023u;   // the wgmma's swizzle atoms: 1024-byte aligned
   E* sP = reinterpret_cast<E*>(smem + (panels - smem_u32(smem)));
-  // −K'_IJ (J < I) into the panels, a 16-byte piece (8 k) a thread: row 16 + q % 48 (sub-chunk I = row / 16), piece
-  // q / 48 < 2I; the reflected A tile holds the piece's 8 values reversed and contiguous (a_refl)
-#pragma unroll
-  for (int q = tid; q < 48 * 6; q += PREP_THREADS) {
-    const int row = 16 + q % 48, c = q / 48;
-    if (c < 2 * (row >> 4)) {
-      const float4 hi = *reinterpret_cast<const float4*>(sT + a_refl(row, 8 * c + 7));   // k 8c+7 .. 8c+4
-      const float4 lo = *reinterpret_cast<const float4*>(sT + a_refl(row, 8 * c + 3));   // k 8c+3 .. 8c
-      *reinterpret_cast<uint4*>(sP + ((row >> 4) - 1) * BFS_PANEL_ELEMS + panel128_offset(row & 15, 8 * c, 16)) =
-          make_uint4(TC::pack(-lo.w, -lo.z), TC::pack(-lo.y, -lo.x), TC::pack(-hi.w, -hi.z), TC::pack(-hi.y, -hi.x));
+  // K'_IJ (J < I) into the panels, a 16-byte piece (8 k) a thread: threads 0..191 take rows 16..31 (2 pieces each),
+  // 32..47 (4), 48..63 (6); the reflected A tile holds a piece's 8 values reversed and contiguous (a_refl). Threads
+  // 192..223 write the identity.
+  if (tid < 192) {
+    int row, c;
+    if (tid < 32) {
+      row = 16 + (tid >> 1), c = tid & 1;
+    } else if (tid < 96) {
+      row = 32 + ((tid - 32) >> 2), c = (tid - 32) & 3;
+    } else {
+      const int q = tid - 96, r6 = q / 6;
+      row = 48 + r6, c = q - 6 * r6;
     }
+    const float4 hi = *reinterpret_cast<const float4*>(sT + a_refl(row, 8 * c + 7));   // k 8c+7 .. 8c+4
+    const float4 lo = *reinterpret_cast<const float4*>(sT + a_refl(row, 8 * c + 3));   // k 8c+3 .. 8c
+    *reinterpret_cast<uint4*>(sP + ((row >> 4) - 1) * BFS_PANEL_ELEMS + panel128_offset(row & 15, 8 * c, 16)) =
+        make_uint4(TC::pack(lo.w, lo.z), TC::pack(lo.y, lo.x), TC::pack(hi.w, hi.z), TC::pack(hi.y, hi.x));
+  } else if (tid < 224) {
+    bfs_identity_piece(sP, tid - 192);
   }
-  bfs_write_identity(sP, tid);
   fence_proxy_async();   // ordinary stores, read by the async proxy
   __syncthreads();       // the panels, and k 2^Γ over q, complete
 

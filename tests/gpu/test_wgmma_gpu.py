@@ -96,7 +96,7 @@ def test_wgmma_matches_fp64(wgmma, torch_cuda, kernel: str, accumulate: bool):
 @pytest.mark.parametrize("seed", [11, 12])
 def test_blocked_substitution_matches_its_rounding_model_and_fp64(bfs, torch_cuda, kernel: str, seed: int):
     """One warpgroup solves a chunk's (I + diag β K') Y = diag β X by blocked substitution (bfs_check.cu, the prep's
-    kda2/bfs.cuh bfs_solve): register-A m64n16k16 wgmmas on 16-bit swizzled panels (an identity seeding X_Iᵀ, −K'),
+    kda2/bfs.cuh bfs_solve): register-A m64n16k16 wgmmas on 16-bit swizzled panels (an identity seeding X_Iᵀ, K' subtracted),
     then tf32 mma.sync fed from the wgmma accumulators in permuted k order. Held to the numpy model of the same rounding order (kda2.reference.rounding.bfs_chunk) tightly — a wrong
     panel swizzle, fragment map or k permutation moves Y by the off-diagonal coupling, 5-10 %, or leaves NaN — and
     to the fp64 solve at 16-bit rounding level (Y is returned rounded to the input dtype, as the prep stages it)."""

@@ -161,6 +161,9 @@ def test_bound():
     assert cc.verdict(2.2e-3, 1e-3)[0] is False
     assert cc.verdict(float("nan"), None)[0] is False
     assert cc.verdict(4.9e-3, None)[0] is True
+    assert cc.model_verdict(4.2e-3, 4.1e-3) and not cc.model_verdict(4.5e-3, 4.1e-3)   # 5 % over the model
+    assert cc.model_verdict(4.5e-3, None) and cc.model_verdict(None, 4.1e-3)
+    assert not cc.model_verdict(float("nan"), 4.1e-3)
 
 
 def test_results_table_and_append(tmp_path):
@@ -172,7 +175,7 @@ def test_results_table_and_append(tmp_path):
     md = cc.format_table([vars(row), bad])
     lines = md.splitlines()
     assert lines[2].startswith("| spec | case |") and len(lines) == 6
-    assert "| T63 | k_first | 1.50e-03 | 2.00e-03 | 4.10e-03 | – |" in md and "**NO**" in md and "nan" in md
+    assert "| T63 | k_first | 1.50e-03 | – | 2.00e-03 | 4.10e-03 | – | – |" in md and "**NO**" in md and "nan" in md
     p = cc.write_results(tmp_path, [row], {"seed": 7})
     cc.write_results(tmp_path, [bad], {"seed": 8})
     data = json.loads(p.read_text())

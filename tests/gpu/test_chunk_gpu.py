@@ -29,7 +29,7 @@ if str(HERE) not in sys.path:
 
 from feature_matrix import require_built  # noqa: E402
 from kda2.bench.cases import (  # noqa: E402
-    CASES, Case, Row, draw, options, ref_options, to_torch, verdict, write_gpu_results,
+    CASES, MODEL_FACTOR, Case, Row, draw, model_verdict, options, ref_options, to_torch, verdict, write_gpu_results,
 )
 
 pytestmark = pytest.mark.gpu
@@ -112,6 +112,14 @@ def _call(fn, x: dict, c: Case, **kw):
               cu_seqlens=x["cu_seqlens"], A_log=x["A_log"], dt_bias=x["dt_bias"], **options(c), **kw)
 
 
+def _modelled_prep_wu(lib) -> str | None:
+    """The prep_wu every variant of the library shares (the rounding model takes one), or None when they differ."""
+    from kda2.spec.knobs import knob
+
+    kinds = {knob(v["config"], "prep_wu") for v in lib.manifest["variants"]}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
 def _rel(ref, got, want) -> float:
     return ref.relative_l2(got.double().cpu().numpy(), want)
 
@@ -181,6 +189,15 @@ def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, fla_cases, ref, torc
         **ref_options(case))
     row.ours_o = _rel(ref, o, o_ref)
     row.ours_state = _rel(ref, ht, ht_ref) if case.final else None
+    prep_wu = _modelled_prep_wu(lib)
+    if prep_wu is not None:   # the kernels' own rounding model on the same inputs (kda2.reference.chunk_model)
+        from kda2.reference import chunk_model
+
+        o_m, ht_m = chunk_model.forward(x["q"], x["k"], x["v"], x["g"], x["beta"], dtype=case.dtype, A_log=x["A_log"],
+                                        dt_bias=x["dt_bias"], initial_state=x["initial_state"],
+                                        cu_seqlens=x["cu_seqlens"], prep_wu=prep_wu, **ref_options(case))
+        row.model_o = ref.relative_l2(o_m, o_ref)
+        row.model_state = ref.relative_l2(ht_m, ht_ref) if case.final else None
 
     fla, status = fla_chunk
     row.fla_status = status
@@ -204,11 +221,15 @@ def test_matches_reference(chunk_lib, chunk_kda, fla_chunk, fla_cases, ref, torc
 
     ok_o, row.bound_o = verdict(row.ours_o, row.fla_o)
     ok_s, row.bound_state = verdict(row.ours_state, row.fla_state) if case.final else (True, None)
-    row.ok = ok_o and ok_s
+    ok_m = model_verdict(row.ours_o, row.model_o) and model_verdict(row.ours_state, row.model_state)
+    row.ok = ok_o and ok_s and ok_m
     assert ok_o, (f"{ctx}: o relative L2 {row.ours_o:.3e} > bound {row.bound_o:.3e} "
                   f"(FLA {row.fla_o if row.fla_o is None else f'{row.fla_o:.3e}'}, {row.fla_status})")
     assert ok_s, (f"{ctx}: final state relative L2 {row.ours_state:.3e} > bound {row.bound_state:.3e} "
                   f"(FLA {row.fla_state if row.fla_state is None else f'{row.fla_state:.3e}'}, {row.fla_status})")
+    assert ok_m, (f"{ctx}: o / final state relative L2 {row.ours_o:.3e} / {row.ours_state} over {MODEL_FACTOR} x the "
+                  f"rounding model's {row.model_o:.3e} / {row.model_state} (prep_wu {prep_wu}): the kernel does not "
+                  "round where its design says (kda2/reference/chunk_model.py), or one of them changed alone")
 
 
 # ---- API behaviour -------------------------------------------------------------------------------

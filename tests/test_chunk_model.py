@@ -1,0 +1,87 @@
+"""kda2.reference.chunk_model, the chunk kernels' rounding model that the GPU tests hold every chunk library to.
+
+Two properties make it usable: with its roundings removed it is the float64 reference's algorithm (so it models the
+kernels' arithmetic, not something else), and with them it gives the errors the H200 measured on the same inputs
+(stored in bench/results; the GPU test fails a kernel whose error is 5 % over the model's)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kda2 import reference as ref
+from kda2.bench.cases import CASES, as_passed, draw, ref_options
+from kda2.reference import chunk_model
+
+REPO = Path(__file__).resolve().parents[1]
+MEASURED = REPO / "bench/results/h200-2026-12-05-checks/call3/chunk_kimi_linear_chunk/chunk-accuracy.json"
+
+
+def _inputs(case, seed):
+    return as_passed(draw(case, seed, 128, 128), case)
+
+
+def _errors(case, seed, **kw):
+    x = _inputs(case, seed)
+    common = dict(A_log=x["A_log"], dt_bias=x["dt_bias"], initial_state=x["initial_state"], **ref_options(case))
+    o_ref, ht_ref = ref.recurrent_kda_ref(x["q"], x["k"], x["v"], x["g"], x["beta"], output_final_state=True,
+                                          cu_seqlens=None if case.cu is None else list(case.cu), **common)
+    o, ht = chunk_model.forward(x["q"], x["k"], x["v"], x["g"], x["beta"], dtype=case.dtype,
+                                cu_seqlens=x["cu_seqlens"], **common, **kw)
+    return ref.relative_l2(o, o_ref), ref.relative_l2(ht, ht_ref)
+
+
+def _case(cid):
+    return next(c for c in CASES if c.id == cid), 20261130 + [c.id for c in CASES].index(cid)
+
+
+@pytest.mark.parametrize("prep_wu", chunk_model.PREP_WU)
+def test_without_its_roundings_the_model_is_the_reference(prep_wu):
+    """Every rounding point fp32: the chunkwise algorithm of the kernels in fp32 against the token loop in fp64 —
+    varlen with a length-15 sequence, GVA 2, softplus gate in the kernel, h0, V-first states."""
+    case, seed = _case("varlen-256-500-1000-lowerbound-gva2-kf")
+    exact = {p: "fp32" for p in chunk_model.POINTS}
+    eo, es = _errors(case, seed, prep_wu=prep_wu, rounding=exact)
+    assert eo < 2e-5 and es < 2e-5, (eo, es)
+    # and the roundings are what makes its error: the kernels' own are ~100x that
+    ko, ks = _errors(case, seed, prep_wu=prep_wu)
+    assert 1e-3 < ko < 5e-3 and 1e-3 < ks < 5e-3, (ko, ks)
+
+
+@pytest.mark.parametrize("cid", ["T63-precomputed-kf", "T65-lowerbound-noAlog-H3-kf", "fp16-T65-precomputed-nofinal-kf",
+                                 "stress-g-20-precomputed-kf", "varlen-15-100-300-softplus-gva8-H1-kf"])
+def test_the_model_gives_the_errors_the_h200_measured(cid):
+    """The H200's errors on these very inputs (bench/results, 2026-12-05; the levels prep) within 1.5 %."""
+    measured = {r["case"]: r for r in json.loads(MEASURED.read_text())["sessions"][-1]["rows"]}[cid]
+    case, seed = _case(cid)
+    assert measured["seed"] == seed
+    eo, es = _errors(case, seed)
+    assert eo == pytest.approx(measured["ours_o"], rel=0.015)
+    if case.final:
+        assert es == pytest.approx(measured["ours_state"], rel=0.015)
+
+
+def test_the_blocked_substitution_is_modelled_more_accurate_and_a_bf16_diagonal_less():
+    """What experiments/2026-12-05-prep-numerics read off the model, on the strong-decay stress case: the bfs prep's
+    order beats the levels' (T diag β is never rounded to 16 bits whole), an all-16-bit substitution and a 16-bit
+    diagonal lose to it, and a 16-bit diagonal does not fit fp16's range."""
+    case, seed = _case("stress-g-blockedge-precomputed-vf")
+    lev, bfs = _errors(case, seed)[0], _errors(case, seed, prep_wu="bfs")[0]
+    assert bfs < 0.97 * lev
+    assert _errors(case, seed, prep_wu="bfs", rounding={"bfs_t": "16"})[0] > lev
+    assert _errors(case, seed, rounding={"diag": "16"})[0] > 1.04 * lev
+    f16, f16_seed = _case("fp16-T500-softplus-f16g-kf")
+    assert not np.isfinite(_errors(f16, f16_seed, rounding={"diag": "16"})[0])
+
+
+def test_bad_arguments_are_named():
+    case, seed = _case("T63-precomputed-kf")
+    for kw, msg in ((dict(prep_wu="wgmma"), "prep_wu 'wgmma'; allowed: levels, bfs"),
+                    (dict(rounding={"tile": "fp32"}), "no point tile"),
+                    (dict(rounding={"o": "fp8"}), "rounding\\['o'\\]: 'fp8'; allowed"),
+                    (dict(chunk=48), "chunk 48"), (dict(dtype="fp32"), "dtype 'fp32'")):
+        with pytest.raises(ValueError, match=msg):
+            x = _inputs(case, seed)
+            chunk_model.forward(x["q"], x["k"], x["v"], x["g"], x["beta"], **{"dtype": "bf16", **kw})

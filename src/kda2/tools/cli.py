@@ -239,6 +239,12 @@ def _chunk_mma(c: dict) -> str:
     return knob(c, "state_mma")
 
 
+def _chunk_prep(c: dict) -> str:
+    from kda2.spec.knobs import knob
+
+    return knob(c, "prep_wu")
+
+
 #: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
 _PLAN_COLUMNS = {
     "recurrent": [("prefetch", "<8", lambda c: c["prefetch"]),
@@ -252,7 +258,7 @@ _PLAN_COLUMNS = {
                   ("states", "<6", lambda c: "+tok" if c.get("intermediate") else "final")],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
               ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
-              ("mma", "<8", _chunk_mma), ("smem prep/state B", "<17", _chunk_smem)],
+              ("mma", "<8", _chunk_mma), ("prep", "<6", _chunk_prep), ("smem prep/state B", "<17", _chunk_smem)],
 }
 
 

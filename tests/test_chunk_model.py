@@ -81,7 +81,8 @@ def test_bad_arguments_are_named():
     for kw, msg in ((dict(prep_wu="wgmma"), "prep_wu 'wgmma'; allowed: levels, bfs"),
                     (dict(rounding={"tile": "fp32"}), "no point tile"),
                     (dict(rounding={"o": "fp8"}), "rounding\\['o'\\]: 'fp8'; allowed"),
-                    (dict(chunk=48), "chunk 48"), (dict(dtype="fp32"), "dtype 'fp32'")):
+                    (dict(chunk=48), "chunk 48"), (dict(dtype="fp32"), "dtype 'fp32'"),
+                    (dict(offdiag_right="shared"), "offdiag_right 'shared'; allowed: direct, shared16")):
         with pytest.raises(ValueError, match=msg):
             x = _inputs(case, seed)
             chunk_model.forward(x["q"], x["k"], x["v"], x["g"], x["beta"], **{"dtype": "bf16", **kw})

@@ -5,8 +5,9 @@ Why: no GPU could be had on 2026-12-05 (twice), and issue 12's next prep changes
 draw, same seeds), so a variant's error against the fp64 reference can be read before its kernel exists; the H200's
 measured errors on those inputs (bench/results/h200-2026-12-05-checks/call3) sit beside it, which says how far to
 trust it. What is modelled: kda2/reference/chunk_model.py's docstring. Variants: today (prep_wu levels), bfs-mixed
-(prep_wu bfs), bfs-16 and bfs-tf32 (bfs with other operand types), each @16 / @32 for a state step of that many
-tokens (study §5.4); --round moves any rounding point.
+(prep_wu bfs), bfs-16 and bfs-tf32 (bfs with other operand types), shared16 and bfs-shared16 (study §5.2's shared
+off-diagonal right factors, rounded twice), each @16 / @32 for a state step of that many tokens (study §5.4);
+--round moves any rounding point.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from kda2.reference import chunk_model                 # noqa: E402
 F32 = np.float32
 #: a variant's name -> (prep_wu, rounding overrides) of kda2.reference.chunk_model
 VARIANTS = {"today": ("levels", {}), "bfs-mixed": ("bfs", {}), "bfs-16": ("bfs", {"bfs_t": "16"}),
-            "bfs-tf32": ("bfs", {"bfs_k": "tf32"})}
+            "bfs-tf32": ("bfs", {"bfs_k": "tf32"}), "shared16": ("levels", {}), "bfs-shared16": ("bfs", {})}
 
 
 # ---- inputs as the GPU test passes them -----------------------------------------------------------
@@ -55,6 +56,7 @@ def model(c: Case, r, variant: str = "today", chunk: int = 64, rounding=None):
     prep_wu, over = VARIANTS[variant]
     return chunk_model.forward(r["q"], r["k"], r["v"], r["g"], r["beta"], dtype=c.dtype, initial_state=r["h0"],
                                cu_seqlens=r["cu"], prep_wu=prep_wu, chunk=chunk, rounding={**over, **(rounding or {})},
+                               offdiag_right="shared16" if variant.endswith("shared16") else "direct",
                                **{**options(c), "A_log": r["A_log"], "dt_bias": r["dt_bias"]})
 
 
@@ -72,7 +74,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--variants", default="today,bfs-16,bfs-tf32",
-                    help="comma list of VARIANT[@C]: VARIANT in today, bfs-16, bfs-tf32, bfs-mixed; C the state step in tokens "
+                    help=f"comma list of VARIANT[@C]: VARIANT in {', '.join(VARIANTS)}; C the state step in tokens "
                          "(16, 32, 64; default 64). Default: %(default)s")
     ap.add_argument("--cases", default="all", help="comma list of case ids (kda2/bench/cases.py), or all (default)")
     ap.add_argument("--seed", type=int, default=20261130, help="base seed, as the GPU test's --seed (default %(default)s)")
@@ -88,7 +90,7 @@ def main(argv=None):
     for v in args.variants.split(","):
         name, _, cs = v.partition("@")
         if name not in VARIANTS or (cs and cs not in ("16", "32", "64")):
-            ap.error(f"--variants: bad entry {v!r} (VARIANT in today, bfs-16, bfs-tf32, bfs-mixed; @16, @32 or @64)")
+            ap.error(f"--variants: bad entry {v!r} (VARIANT in {', '.join(VARIANTS)}; @16, @32 or @64)")
         variants.append((v, name, int(cs or 64)))
     rounding = {}
     for item in filter(None, args.round.split(",")):

@@ -77,7 +77,7 @@ def _fsub(A):
     return T
 
 
-def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str) -> dict:
+def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str, right: str) -> dict:
     """One chunk of C tokens (padded), all value heads: what the prep writes to its workspace slot."""
     E = R.e16
     HV, _, K = kc.shape
@@ -94,7 +94,13 @@ def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str) -> 
             off = R("offdiag", E)
             lk = off(kc[:, rows] * np.exp2(gi - Gam[:, r:r + 1]))
             lq = off(qc[:, rows] * np.exp2(gi - Gam[:, r:r + 1]))
-            rt = off(kc[:, cols] * np.exp2(Gam[:, r:r + 1] - Gam[:, cols]))
+            if right == "direct":
+                rt = off(kc[:, cols] * np.exp2(Gam[:, r:r + 1] - Gam[:, cols]))
+            else:   # "shared16": each column block's k_j 2^(Γe(J)−Γj) once in 16 bits, times 2^(Γr(I)−Γe(J)), rounded again
+                rt = np.concatenate([off(off(kc[:, 16 * J:16 * J + 16] * np.exp2(Gam[:, 16 * J + 15:16 * J + 16]
+                                                                                   - Gam[:, 16 * J:16 * J + 16]))
+                                         * np.exp2(Gam[:, r:r + 1] - Gam[:, 16 * J + 15:16 * J + 16]))
+                                     for J in range(I)], axis=1)
             Aacc[:, rows, cols] = _mm(lk, rt.transpose(0, 2, 1))
             Qacc[:, rows, cols] = _mm(lq, rt.transpose(0, 2, 1))
         ok = np.maximum(Gam[:, r] - Gam[:, m], Gam[:, m] - Gam[:, e]) <= DIAG_RANGE     # [HV, K]
@@ -141,7 +147,7 @@ def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str) -> 
     return dict(w=w, u=u, qg=qg, kg=kg, Aqk=Aqk, glast=glast)
 
 
-def _seq(R: _Round, q, k, v, g2, b, S, scale: float, C: int, prep_wu: str):
+def _seq(R: _Round, q, k, v, g2, b, S, scale: float, C: int, prep_wu: str, right: str):
     """One sequence, all value heads: q, k, g2 [HV, L, K], v [HV, L, V], b [HV, L], S [HV, K, V] -> (o, S)."""
     E = R.e16
     L = q.shape[1]
@@ -152,7 +158,7 @@ def _seq(R: _Round, q, k, v, g2, b, S, scale: float, C: int, prep_wu: str):
         def pad(x):
             return np.pad(x[:, c0:c0 + n], [(0, 0), (0, C - n)] + [(0, 0)] * (x.ndim - 2))
 
-        s = _prep(R, pad(q), pad(k), pad(v), pad(g2), pad(b), scale, C, prep_wu)
+        s = _prep(R, pad(q), pad(k), pad(v), pad(g2), pad(b), scale, C, prep_wu, right)
         Sb = R("Sb", E)(S)
         vn = R("vnew", E)(s["u"] - _mm(s["w"], Sb))
         O = _mm(s["qg"], Sb) + _mm(s["Aqk"], vn)
@@ -165,12 +171,14 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
             cu_seqlens: Any = None, use_qk_l2norm_in_kernel: bool = False, use_gate_in_kernel: bool = False,
             use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False, A_log: Any = None,
             dt_bias: Any = None, lower_bound: Optional[float] = None, state_v_first: bool = False,
-            prep_wu: str = "levels", chunk: int = 64,
+            prep_wu: str = "levels", chunk: int = 64, offdiag_right: str = "direct",
             rounding: Optional[Mapping[str, str]] = None) -> tuple[np.ndarray, np.ndarray]:
     """The chunk kernels' forward as they round it: `(o [B, T, HV, V], final state)` as float32, the state in the
     layout `state_v_first` names. Inputs as the kernels get them (already in their dtypes: q/k/v in `dtype`, "bf16"
     or "fp16"); options as `kda2.reference.chunk_kda_ref`'s. `prep_wu`: the prep's w / u ("levels" or "bfs", the
     variant knob); `chunk`: tokens per state step (64 is what the kernels build; 16 / 32 price a design);
+    `offdiag_right`: the off-diagonal blocks' right factors as the kernels form them ("direct": k_j 2^(Γr−Γj) per
+    tile) or shared per column block and rescaled in 16 bits ("shared16", a design priced here: two roundings);
     `rounding`: {point: "fp32" | "tf32" | "16"} overrides (POINTS)."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype {dtype!r}; allowed: {', '.join(_DTYPES)}")
@@ -178,6 +186,8 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
         raise ValueError(f"prep_wu {prep_wu!r}; allowed: {', '.join(PREP_WU)}")
     if chunk not in (16, 32, 64):
         raise ValueError(f"chunk {chunk!r}; allowed: 16, 32, 64")
+    if offdiag_right not in ("direct", "shared16"):
+        raise ValueError(f"offdiag_right {offdiag_right!r}; allowed: direct, shared16")
     R = _Round(_DTYPES[dtype], rounding)
     q, k, v, g, beta = (_f64(x, n).astype(F32) for x, n in ((q, "q"), (k, "k"), (v, "v"), (g, "g"), (beta, "beta")))
     B, T, H, K = q.shape
@@ -210,7 +220,7 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
             def hm(x):
                 return np.ascontiguousarray(x[b, s0:s1].swapaxes(0, 1))
             os_, S = _seq(R, hm(q), hm(k), hm(v), hm(g2), np.ascontiguousarray(beta[b, s0:s1].T), S, scale, chunk,
-                          prep_wu)
+                          prep_wu, offdiag_right)
             o[b, s0:s1] = os_.swapaxes(0, 1)
         finals.append(S)
     ht = np.stack(finals)

@@ -10,9 +10,9 @@
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-O=/tmp/o; rm -rf $O; mkdir -p $O
+O=/tmp/ob; mkdir -p $O   # kept across rounds (call1c.sh runs one round a call)
 tar xJf build/_ab/vbfs.tar.xz -C /tmp || exit 3
-save() { tar czf "$OUT/prep1b.tgz" -C /tmp o 2>/dev/null; }
+save() { tar czf "$OUT/prep1b.tgz" -C /tmp ob 2>/dev/null; }
 run() {  # name, timeout, pytest args...
   local n=$1 t=$2; shift 2
   mkdir -p $O/$n
@@ -36,7 +36,7 @@ rows = {}
 for kind in ("lev", "bfs"):
     for r in (1, 2):
         try:
-            d = json.load(open(f"/tmp/o/bench_{kind}_{r}/bench_chunk.json"))
+            d = json.load(open(f"/tmp/ob/bench_{kind}_{r}/bench_chunk.json"))
         except (OSError, ValueError) as e:
             print(kind, r, "no results:", e); continue
         for row in d.get("rows", []):

@@ -901,14 +901,9 @@ def test_build_interrupted_stops_scons_and_says_so(tmp_path, sig, rc) -> None:
 
 
 def test_plan_names_each_candidates_prep(tmp_path) -> None:
-    """A spec asking for both prep_wu choices plans a bfs twin of each levels candidate (sm_90a): the plan table's prep
-    column tells the two apart (their other columns are the same)."""
-    text = KIMI_CHUNK.read_text()
-    text, n = re.subn(r"state_mma: \[mma_sync, wgmma\]\}", "state_mma: [mma_sync, wgmma], prep_wu: [levels, bfs]}", text)
-    assert n == 1
-    spec = tmp_path / "kimi_linear_chunk.yaml"
-    spec.write_text(text)
-    p = kda2("plan", spec, "--rules", RULES, "--arch", "sm_90a")
+    """The Kimi spec asks for both prep_wu choices, so it plans a bfs twin of each levels candidate (sm_90a): the plan
+    table's prep column tells the two apart (their other columns are the same)."""
+    p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_90a")
     assert p.returncode == 0, p.stderr
     rows = [CHUNK_ROW.match(line) for line in p.stdout.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
     assert rows and all(rows), p.stdout

@@ -605,16 +605,18 @@ def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
     spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
     p90, p80 = plan_spec(spec, "sm_90a", rules), plan_spec(spec, "sm_80", rules)
     assert not any(v.config.get("state_mma") for v in p80.variants)
-    wg = [v for v in p90.variants if v.config.get("state_mma") == "wgmma"]
+    # (the levels candidates: the spec also asks for each one's bfs twin, test_prep_wu_agent_twins_bfs_...)
+    wg = [v for v in p90.variants if v.config.get("state_mma") == "wgmma" and "prep_wu" not in v.config]
     assert {(v.config["block_v"], v.config["stages"]) for v in wg} == {(64, 2), (64, 1), (128, 2), (128, 1)} and \
         len(wg) == 8
-    order = [v.config.get("state_mma", "mma_sync") for v in p90.variants if v.config["state_layout"] == "k_first"]
+    order = [v.config.get("state_mma", "mma_sync") for v in p90.variants
+             if v.config["state_layout"] == "k_first" and "prep_wu" not in v.config]
     assert order == sorted(order, key=["mma_sync", "wgmma"].index)  # every mma_sync candidate first
     for v in wg:
         assert "wgmma (profile h200" in dict(v.reasons)["state_mma"] and "arch=sm_90a" in dict(v.reasons)["state_mma"]
     # K = 64 asks for them too: V = 64 is one warpgroup's columns, so the twin at block_v 64 is also the whole-V one
     small = plan_spec(load_spec(SPECS / "small_head_chunk.yaml"), "sm_90a", rules)
-    wg64 = [v for v in small.variants if v.config.get("state_mma") == "wgmma"]
+    wg64 = [v for v in small.variants if v.config.get("state_mma") == "wgmma" and "prep_wu" not in v.config]
     assert sorted((v.config["state_layout"], v.config["block_v"], v.config["stages"]) for v in wg64) == \
         [(layout, 64, s) for layout in ("k_first", "v_first") for s in (1, 2)]
     text = (SPECS / "large_head_chunk.yaml").read_text()
@@ -712,17 +714,16 @@ def test_a_record_whose_winners_are_gone_warns_once(kimi, rules) -> None:
 
 
 def test_prep_wu_agent_twins_bfs_on_sm90a_only_when_asked(rules, tmp_path) -> None:
-    """agents.chunk.prep_wu [levels, bfs]: on sm_90a every levels candidate gets a bfs twin after all levels ones (the
-    routed variants stay levels until the tuner says otherwise), the A100 plan none; without bfs in the spec (the
-    default) the plan is the one it was: no config names prep_wu, so every variant id stands."""
-    spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
-    before = plan_spec(spec, "sm_90a", rules)
-    assert spec.agents.chunk.prep_wu == ["levels"] and not any("prep_wu" in v.config for v in before.variants)
-    text, n = re.subn(r"^(  chunk: \{[^}]*)\}", r"\1, prep_wu: [levels, bfs]}", (SPECS / "kimi_linear_chunk.yaml")
-                      .read_text(), flags=re.M)
+    """agents.chunk.prep_wu [levels, bfs] (the Kimi spec asks for both): on sm_90a every levels candidate gets a bfs
+    twin after all levels ones (the routed variants stay levels until the tuner says otherwise), the A100 plan none;
+    asked for levels alone the plan is the levels half of it, with the same ids (no config names prep_wu there)."""
+    both = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    assert both.agents.chunk.prep_wu == ["levels", "bfs"]
+    text, n = re.subn(r"prep_wu: \[levels, bfs\]", "prep_wu: [levels]", (SPECS / "kimi_linear_chunk.yaml").read_text())
     assert n == 1
     (tmp_path / "kimi_linear_chunk.yaml").write_text(text)
-    both = load_spec(tmp_path / "kimi_linear_chunk.yaml")
+    before = plan_spec(load_spec(tmp_path / "kimi_linear_chunk.yaml"), "sm_90a", rules)
+    assert not any("prep_wu" in v.config for v in before.variants)
     p90, p80 = plan_spec(both, "sm_90a", rules), plan_spec(both, "sm_80", rules)
     assert not any(v.config.get("prep_wu") for v in p80.variants)
     bfs = [v for v in p90.variants if v.config.get("prep_wu") == "bfs"]

@@ -407,7 +407,7 @@ def test_chunk_spec_loads() -> None:
     assert (spec.budget.max_registers, spec.budget.max_smem_bytes, spec.budget.allow_spills,
             spec.budget.max_candidates) == (255, 232448, False, 6)
     assert spec.canonical()["agents"] == {"chunk": {"block_v": [16, 32, 64], "stages": [1, 2],
-                                                    "state_mma": ["mma_sync", "wgmma"], "prep_wu": ["levels"]}}
+                                                    "state_mma": ["mma_sync", "wgmma"], "prep_wu": ["levels", "bfs"]}}
     assert validate_spec(yaml.safe_load(CHUNK.read_text())).digest() == spec.digest()
     assert [s.name for s in load_specs(REPO / "kernel_specs")].count("kimi_linear_chunk") == 1
 

@@ -6,21 +6,8 @@
 #      their accuracy tables to compare with the model's prediction (NOTES.md, variants.json: bfs-mixed).
 #   3. the A/B: `kda2 bench chunk` on the K = 128 levels and bfs libraries (the same untuned planner routes, the knob
 #      alone differs), P1-P6 both gates and K1-K10, alternating lev, bfs, lev, bfs on the same warm GPU.
-# Everything under $OUT/prep1.tgz (saved as it goes). call1a.sh / call1b.sh: its steps 1-2 and 3 as two calls.
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-O=/tmp/o; rm -rf $O; mkdir -p $O
-tar xJf build/_ab/vbfs.tar.xz -C /tmp || exit 3
-save() { tar czf "$OUT/prep1.tgz" -C /tmp o 2>/dev/null; }
-run() {  # name, timeout, pytest args...
-  local n=$1 t=$2; shift 2
-  mkdir -p $O/$n
-  timeout "$t" python3 -m pytest -m gpu -q --require-gpu -rs -p no:cacheprovider --results-dir $O/$n "$@" \
-    > $O/$n.log 2>&1
-  echo "$n rc $?" >> $O/rc.txt
-}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee $O/gpu.txt
+# This file: steps 1-2, under $OUT/prep1.tgz (saved as it goes); call1b.sh step 3; call1c.sh both in one call.
+O=/tmp/o; rm -rf $O; TGZ=prep1.tgz; . experiments/2026-12-05-prep-numerics/setup.sh
 el "1. the substitution alone"
 run wgmma 200 tests/gpu/test_wgmma_gpu.py
 echo "== wgmma: $(tail -1 $O/wgmma.log)"; grep -E "^FAILED|^ERROR|Error" $O/wgmma.log | head -10; save

@@ -1,26 +1,9 @@
 #!/usr/bin/env bash
-# Device call 1 (H200), carry ["build/_ab/vbfs.tar.xz"]: the prep_wu bfs variants on a GPU for the first time.
-#   1. tests/gpu/test_wgmma_gpu.py: the blocked substitution alone (tests/kernels/bfs_check.cu, kda2/bfs.cuh bfs_solve)
-#      against its rounding model and an fp64 solve; if it fails, nothing after it means anything.
-#   2. the chunk GPU tests (36 cases, fp64 reference, FLA compared on none) on the bfs libraries of K = 64, 128, 256,
-#      their accuracy tables to compare with the model's prediction (NOTES.md, variants.json: bfs-mixed).
-#   3. the A/B: `kda2 bench chunk` on the K = 128 levels and bfs libraries (the same untuned planner routes, the knob
-#      alone differs), P1-P6 both gates and K1-K10, alternating lev, bfs, lev, bfs on the same warm GPU.
+# Device call 1, step 3 (call1a.sh says what the call is): the A/B, `kda2 bench chunk` on the K = 128 levels and bfs
+# libraries (the same untuned planner routes, the knob alone differs), P1-P6 both gates and K1-K10, alternating lev,
+# bfs per round (ROUNDS, default "1 2"; the folder is kept, so a later round's table takes the medians of all).
 # Everything under $OUT/prep1b.tgz (saved as it goes).
-set -u -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-O=/tmp/ob; mkdir -p $O   # kept across rounds (call1c.sh runs one round a call)
-tar xJf build/_ab/vbfs.tar.xz -C /tmp || exit 3
-save() { tar czf "$OUT/prep1b.tgz" -C /tmp ob 2>/dev/null; }
-run() {  # name, timeout, pytest args...
-  local n=$1 t=$2; shift 2
-  mkdir -p $O/$n
-  timeout "$t" python3 -m pytest -m gpu -q --require-gpu -rs -p no:cacheprovider --results-dir $O/$n "$@" \
-    > $O/$n.log 2>&1
-  echo "$n rc $?" >> $O/rc.txt
-}
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee $O/gpu.txt
+O=/tmp/ob; TGZ=prep1b.tgz; . experiments/2026-12-05-prep-numerics/setup.sh   # kept across rounds
 el "3. A/B, K = 128: levels vs bfs, alternating"
 for round in ${ROUNDS:-1 2}; do
   for kind in lev bfs; do

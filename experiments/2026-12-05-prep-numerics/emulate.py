@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from kda2 import reference as ref                      # noqa: E402
-from kda2.bench.cases import CASES, Case, as_passed, draw   # noqa: E402
+from kda2.bench.cases import CASES, Case, as_passed, draw, ref_options   # noqa: E402
 from kda2.reference import chunk_model                 # noqa: E402
 
 F32 = np.float32
@@ -39,17 +39,10 @@ def inputs(c: Case, seed: int, K: int = 128, V: int = 128):
     return dict(r, h0=r["initial_state"], cu=r["cu_seqlens"])
 
 
-def options(c: Case) -> dict:
-    return dict(scale=c.scale, use_qk_l2norm_in_kernel=c.l2, use_gate_in_kernel=c.in_kernel_gate,
-                use_beta_sigmoid_in_kernel=c.bsig, allow_neg_eigval=c.neg,
-                lower_bound=c.lower_bound if c.gate == "lower_bound" else None, state_v_first=c.v_first,
-                A_log=None, dt_bias=None)
-
-
 def reference(c: Case, r):
     return ref.recurrent_kda_ref(r["q"], r["k"], r["v"], r["g"], r["beta"], initial_state=r["h0"],
                                  output_final_state=True, cu_seqlens=list(c.cu) if c.cu else None,
-                                 **{**options(c), "A_log": r["A_log"], "dt_bias": r["dt_bias"]})
+                                 A_log=r["A_log"], dt_bias=r["dt_bias"], **ref_options(c))
 
 
 def model(c: Case, r, variant: str = "today", chunk: int = 64, rounding=None):
@@ -57,7 +50,7 @@ def model(c: Case, r, variant: str = "today", chunk: int = 64, rounding=None):
     return chunk_model.forward(r["q"], r["k"], r["v"], r["g"], r["beta"], dtype=c.dtype, initial_state=r["h0"],
                                cu_seqlens=r["cu"], prep_wu=prep_wu, chunk=chunk, rounding={**over, **(rounding or {})},
                                offdiag_right="shared16" if variant.endswith("shared16") else "direct",
-                               **{**options(c), "A_log": r["A_log"], "dt_bias": r["dt_bias"]})
+                               A_log=r["A_log"], dt_bias=r["dt_bias"], **ref_options(c))
 
 
 # ---- driver --------------------------------------------------------------------------------------

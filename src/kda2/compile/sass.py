@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
+from kda2.compile.nvcc import uses_arch_features
+
 EXPECTED_SASS = {
     # recurrent: warp-shuffle reductions and streaming (evict-first) state loads/stores; the vector width
     # follows the layout (16 B at K=128 lanes-over-K, 8 B at K=64, 4 B with one column per lane), so the
@@ -66,7 +68,7 @@ def expected_for(family: str, arch: str, config: Mapping[str, Any]) -> list[str]
         expected += ["LDS.128", "STS.128"]
     if config.get("preload"):  # every token's inputs arrive by cp.async, beside the state loads
         expected += ["LDGSTS"]
-    if family == "chunk" and (config.get("state_mma") == "wgmma" or config.get("prep_wu") == "bfs"):
+    if family == "chunk" and uses_arch_features(config):
         expected += ["HGMMA"]   # the state pass's or the prep's products on warpgroup MMAs (sm_90a)
     if family == "recurrent" and config.get("persistent"):
         # the state comes in by cp.async into the next-tile copy buffer (no L2 cache hint: recurrent.cuh,

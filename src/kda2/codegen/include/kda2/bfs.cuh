@@ -86,7 +86,7 @@ __device__ __forceinline__ void bfs_solve(const E* X, int ldx, uint32_t panels, 
   using TC = Tc16<E>;
   const int lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
   const int lr = lane & 7, lm = lane >> 3;
-  uint32_t ya[3][MT][4];   // Y_J (J < 3) as 16-bit A fragments, k = the tokens of J
+  uint32_t ya[4][MT][4];   // Y_J as 16-bit A fragments, k = the tokens of J (Y_3's are never read)
 #pragma unroll
   for (int I = 0; I < 4; ++I) {
     // X_Iᵀ as A fragments: ldmatrix.trans of the [token][channel] block gives lane (g, t) the tokens 2t, 2t + 1 of
@@ -142,10 +142,8 @@ __device__ __forceinline__ void bfs_solve(const E* X, int ldx, uint32_t panels, 
       // Y_I in the input dtype: the later stages' A fragments, and the caller's staging
       const uint32_t r4[4] = {TC::pack(y[0][0], y[0][1]), TC::pack(y[0][2], y[0][3]), TC::pack(y[1][0], y[1][1]),
                               TC::pack(y[1][2], y[1][3])};
-      if (I < 3) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) ya[I < 3 ? I : 0][mt][e] = r4[e];   // (the select keeps I = 3's dead index in range)
-      }
+      for (int e = 0; e < 4; ++e) ya[I][mt][e] = r4[e];
       store(I, mt, r4);
     }
   }

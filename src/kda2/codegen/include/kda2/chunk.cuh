@@ -423,9 +423,9 @@ struct Kernels {
       gU[p] = *reinterpret_cast<const uint4*>(sStU + vv * LDS_U + i);
     }
   }
-  // PREP_BFS: the prep item's steps 5 and 6 — w and u by blocked substitution, staged and copied to the slot.
-  template <class E>
+  // PREP_BFS: the prep item's steps 5 and 6 — w and u by blocked substitution, staged and copied to the slot;
   // slot_sh: the shared word holding the slot's address (read after the last barrier).
+  template <class E>
   static __device__ __forceinline__ void prep_wu_bfs(uint8_t* smem, uint8_t* const* slot_sh);
   // State pass: one CTA per (column slice, value head, sequence × segment); STATE_THREADS threads,
   // STATE_SMEM_BYTES of dynamic shared memory, grid (V / BLOCK_V, HV, N · split) for EMIT,

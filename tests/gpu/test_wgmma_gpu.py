@@ -10,46 +10,21 @@ with NaN before a plain run, so an element the accumulator layout misses shows u
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 
 import pytest
+from _check_kernels import check_module
 
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "tests" / "kernels" / "wgmma_check.cu"
-INCLUDE = ROOT / "src" / "kda2" / "codegen" / "include"
-
-
-def _check_module(torch, tmp_path_factory, src: Path):
-    """(function lookup, checked-call helper, driver module, unload) of a check kernel file, compiled for sm_90a and
-    loaded in torch's context."""
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip(f"wgmma needs sm_90a (a Hopper GPU); this GPU is sm_{''.join(map(str, torch.cuda.get_device_capability()))}")
-    from kda2.compile.toolchain import _which_nvcc
-
-    cubin = tmp_path_factory.mktemp(src.stem) / f"{src.stem}.cubin"
-    proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", f"-I{INCLUDE}",
-                           "-o", str(cubin), str(src)], capture_output=True, text=True)
-    assert proc.returncode == 0, f"nvcc failed on {src.name}: {proc.stderr.strip()[:2000]}"
-    from cuda.bindings import driver as cu
-
-    def ok(res, what):
-        err, *vals = res if isinstance(res, tuple) else (res,)
-        assert err == cu.CUresult.CUDA_SUCCESS, f"{what}: {err}"
-        return vals[0] if vals else None
-
-    torch.zeros(1, device="cuda")  # torch's primary context is current from here on
-    module = ok(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
-    get = lambda name: ok(cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction {name}")  # noqa: E731
-    return get, ok, cu, lambda: ok(cu.cuModuleUnload(module), "cuModuleUnload")
 
 
 @pytest.fixture(scope="module")
 def wgmma(torch_cuda, tmp_path_factory):
     """The wgmma_check.cu kernels: (function lookup, checked-call helper, driver module)."""
-    get, ok, cu, unload = _check_module(torch_cuda, tmp_path_factory, SRC)
+    get, ok, cu, unload = check_module(torch_cuda, SRC, tmp_path_factory.mktemp("wgmma"))
     yield get, ok, cu
     unload()
 
@@ -57,7 +32,8 @@ def wgmma(torch_cuda, tmp_path_factory):
 @pytest.fixture(scope="module")
 def bfs(torch_cuda, tmp_path_factory):
     """The bfs_check.cu kernels: (function lookup, checked-call helper, driver module)."""
-    get, ok, cu, unload = _check_module(torch_cuda, tmp_path_factory, ROOT / "tests" / "kernels" / "bfs_check.cu")
+    get, ok, cu, unload = check_module(torch_cuda, ROOT / "tests" / "kernels" / "bfs_check.cu",
+                                       tmp_path_factory.mktemp("bfs"))
     yield get, ok, cu
     unload()
 

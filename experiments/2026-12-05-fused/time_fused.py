@@ -1,0 +1,70 @@
+"""The fused 16-token chunk kernel (kda2/fused.cuh via tests/kernels/fused_check.cu) against the routed chunk library,
+same inputs, same process, alternating: `kda2.bench.chunk`'s shapes, input sets and timer (bf16 q/k/v and raw gate,
+gate / l2norm / β sigmoid in the kernel, fp32 V-first states). Prints one line per (shape, gate) and writes JSON.
+
+usage: python time_fused.py LIBRARY OUT.json [SHAPE ...]   (LIBRARY: a vendored chunk bundle's manifest or folder)
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "gpu")]
+
+from _check_kernels import Fused16  # noqa: E402
+
+from kda2.bench import chunk as bc  # noqa: E402
+from kda2.bench.timing import Timer  # noqa: E402
+from kda2.runtime import load  # noqa: E402
+
+lib_path, out_json = sys.argv[1], Path(sys.argv[2])
+want = sys.argv[3:] or [s.id for s in bc.SHAPES]
+shapes = bc.resolve_shapes(want)
+fused = Fused16(torch, Path(tempfile.mkdtemp()))
+lib = load(lib_path)
+ours = bc.Ours(lib)
+timer = Timer(torch)
+l2 = torch.cuda.get_device_properties(0).L2_cache_size
+rows = []
+for s in shapes:
+    R = bc.n_sets(s, l2)
+    sets, shared = bc.make_sets(torch, s, R, True, seed=4321 + s.tokens + s.H)
+    outs = [torch.empty_like(x["v"]) for x in sets]
+    hts = [torch.empty_like(x["h0"]) for x in sets]
+    fo = [torch.empty_like(x["v"]) for x in sets]
+    fh = [torch.empty_like(x["h0"]) for x in sets]
+    gates = bc.gates_for(s, None)
+    for gate in gates:
+        lb = bc.GATE_OPTIONS[gate]["lower_bound"]
+
+        def run_fused(i, gate=gate, lb=lb):
+            x = sets[i]
+            fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=fo[i], h0=x["h0"], ht=fh[i], A_log=shared["A_log"],
+                  dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"], gate=gate,
+                  lower_bound=-5.0 if lb is None else lb, v_first=True)
+        run_lib = ours.call(sets, shared, gate, True, outs, hts)
+        run_fused(0)
+        run_lib(0)
+        torch.cuda.synchronize()
+        agree = {"o": bc.rel_l2(torch, fo[0], outs[0]), "ht": bc.rel_l2(torch, fh[0], hts[0]),
+                 "nonfinite": bc.nonfinite(torch, fo[0]) + bc.nonfinite(torch, fh[0])}
+        t = {}
+        for rnd in (1, 2):
+            for name, fn in (("library", run_lib), ("fused", run_fused)):
+                st = timer.kernel(fn, R, 20, warmup=3)
+                t.setdefault(name, []).append(st.median_ms)
+        row = dict(id=s.id, label=s.label, gate=gate, library_ms=t["library"], fused_ms=t["fused"], agree=agree,
+                   route=bc.route_of(lib, s, True))
+        rows.append(row)
+        print(f"{s.label:<40} {gate:<12} library {t['library'][0]:.3f} / {t['library'][1]:.3f} ms   fused "
+              f"{t['fused'][0]:.3f} / {t['fused'][1]:.3f} ms   fused/library "
+              f"{min(t['fused']) / min(t['library']):.2f}   agree o {agree['o']:.2e} ht {agree['ht']:.2e} "
+              f"nonfinite {agree['nonfinite']}", flush=True)
+    del sets, shared, outs, hts, fo, fh
+    torch.cuda.empty_cache()
+out_json.write_text(json.dumps(dict(gpu=torch.cuda.get_device_name(), rows=rows), indent=1))

@@ -1,0 +1,452 @@
+// KDA² fused chunk forward for sm_90a, 16-token steps (issue 12; docs/DESIGN.md §1, "A fused kernel"): one CTA per
+// (sequence, value head) walks the whole chain, and nothing lands in HBM between the inputs and o / ht — no workspace.
+// Per 16-token chunk c (tokens i, j = 0..15, key channel d, Γ the in-chunk cumulative gate in log2 units):
+//   producer phases, all 8 warps:
+//     1. the gate activation and Γ (warpgroup 0, a thread per channel); l2norm of q and k, β (warpgroup 1)
+//     2. A' = [k_i·(k_j ⊙ 2^(Γi−Γj))] and Aqk' = [q_i·(k_j ⊙ 2^(Γi−Γj))] on tf32 mma.sync, each warp 16 channels,
+//        against the chunk's middle row m = 8: 2^(Γi−Γm)·(1 / 2^(Γj−Γm)), both factors within 2^±DIAG_RANGE while the
+//        channel's decay over either half is; a channel beyond that is left out of the mma and summed pairwise,
+//        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp;
+//        qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), 2^Γ15 (element-wise)
+//     3. the 8 warps' partial sums added; A = diag β A' (strictly lower), Aqk = scale Aqk' (j ≤ i)
+//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column)
+//     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
+//   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in the accumulators of register-A wgmma,
+//     v_newᵀ = uᵀ − Sᵀ wᵀ, oᵀ = Sᵀ qgᵀ + v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
+// The inputs of chunk c + 1 land (cp.async) while chunk c is computed. This is the first form, phases in sequence:
+// tests/kernels/fused_check.cu runs it, tests/gpu/test_fused_gpu.py holds it to the fp64 reference.
+// K = V = 128, 16-bit inputs E (bf16 or fp16); the gate modes, l2norm, β sigmoid, varlen, GVA, h0 / ht in both
+// layouts as KDA2RecurrentArgs asks (no split: a.split is not read).
+#pragma once
+#include <stdint.h>
+
+#include "kda2/abi.h"
+#include "kda2/bfs.cuh"
+#include "kda2/chunk.cuh"
+#include "kda2/elem16.cuh"
+#include "kda2/gate.cuh"
+#include "kda2/mma.cuh"
+#include "kda2/wgmma.cuh"
+
+namespace kda2::fused {
+
+template <class E>
+struct Fused16 {
+  static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32;
+  // log2 decay over half a chunk up to which a channel's A / Aqk factors stay on tensor cores (kda2/chunk.cuh step 3)
+  static constexpr float DIAG_RANGE = 96.f;
+  // row strides: q / k / v tiles (E), Γ (fp32), uᵀ (fp32), A and T̃ (fp32)
+  static constexpr int LQ = K + 8, LG = K + 4, LU = C + 4, LA = C + 1;
+  // factor tiles, per buffer (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in
+  // 128-byte-swizzled 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32
+  static constexpr int F_W = 0, F_QG = F_W + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
+                       F_UT = F_AQ + C * 64 * 2, F_GL = F_UT + V * LU * 4, F_BYTES = (F_GL + K * 4 + 1023) / 1024 * 1024;
+  // inputs as they land, per buffer: q, k, v (E), the raw gate (fp32, or E at the start of each row), β
+  static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_V = R_K + C * LQ * 2, R_G = R_V + C * LQ * 2,
+                       R_B = R_G + C * LG * 4, R_BYTES = (R_B + C * 4 + 127) / 128 * 128;
+  static constexpr int RAW0 = 2 * F_BYTES, PART = RAW0 + 2 * R_BYTES, S_A = PART + WARPS * 2 * C * C * 4,
+                       S_T = S_A + (C * LA * 4 + 127) / 128 * 128, S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128,
+                       SMEM_BYTES = S_MASK + 128;
+  static_assert(F_BYTES % 1024 == 0 && F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0,
+                "descriptor tiles at 1024-byte boundaries");
+
+  static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a);
+};
+
+template <class E>
+__device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
+  using X = Elem16<E>;
+  using TC = Tc16<E>;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int HV = a.HV, hv = blockIdx.x % HV, n = blockIdx.x / HV;
+  const int h = HV == a.H ? hv : hv / (HV / a.H);
+  const chunk::SeqBounds sb = chunk::seq_bounds(a, n);
+  const int64_t nch = (sb.len + C - 1) / C;
+  const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0, beta16 = (a.flags & KDA2_BETA_BF16) != 0;
+  const float scale = a.scale;
+  if (tid == 0 && (smem_u32(smem) & 1023)) __trap();   // the descriptors' swizzle atoms need 1024-byte alignment
+
+  // ---- the chunk's inputs into raw buffer b (cp.async, 16-byte pieces; rows past the sequence zero) and β into a
+  //      register of threads 0..15, a chunk ahead
+  auto rows_of = [&](int64_t c) { return static_cast<int>(sb.len - C * c < C ? sb.len - C * c : C); };
+  auto issue = [&](int64_t c, int b, uint32_t& bnext) {
+    uint8_t* raw = smem + RAW0 + b * R_BYTES;
+    const int rows = rows_of(c);
+    const int64_t t0 = sb.bos + C * c;
+    const int gp = g_bf16 ? C * K / 8 : C * K / 4;
+    for (int p = tid; p < 3 * C * K / 8 + gp; p += THREADS) {
+      uint8_t* dst;
+      const void* src;
+      int r;
+      if (p < 3 * C * K / 8) {
+        const int which = p / (C * K / 8), pc = p % (K / 8);
+        r = p / (K / 8) % C;
+        dst = raw + (which == 0 ? R_Q : which == 1 ? R_K : R_V) + (r * LQ + 8 * pc) * 2;
+        src = which == 2 ? static_cast<const E*>(a.v) + ((t0 + r) * HV + hv) * V + 8 * pc
+                         : static_cast<const E*>(which == 0 ? a.q : a.k) + ((t0 + r) * a.H + h) * K + 8 * pc;
+      } else {
+        const int pp = p - 3 * C * K / 8;
+        if (g_bf16) {
+          r = pp / (K / 8);
+          dst = raw + R_G + r * LG * 4 + (pp % (K / 8)) * 16;
+          src = static_cast<const E*>(a.g) + ((t0 + r) * HV + hv) * K + 8 * (pp % (K / 8));
+        } else {
+          r = pp / (K / 4);
+          dst = raw + R_G + r * LG * 4 + (pp % (K / 4)) * 16;
+          src = static_cast<const float*>(a.g) + ((t0 + r) * HV + hv) * K + 4 * (pp % (K / 4));
+        }
+      }
+      if (r < rows) cp_async16(smem_u32(dst), src);
+      else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    }
+    if (tid < C && tid < rows) {
+      const int64_t off = (t0 + tid) * HV + hv;
+      bnext = beta16 ? static_cast<uint32_t>(static_cast<const uint16_t*>(a.beta)[off])
+                     : static_cast<const uint32_t*>(a.beta)[off];
+    }
+  };
+
+  // ---- Sᵀ: S[4j + e] = Sᵀ[vr + 8·(e / 2)][8j + 2t + e % 2], warpgroup wg's value rows 64 wg .. 64 wg + 63
+  const int vr = 64 * (warp >> 2) + 16 * (warp & 3) + g;
+  const int64_t srow = (static_cast<int64_t>(n) * HV + hv) * K * V;
+  float S[K / 2];
+#pragma unroll
+  for (int j = 0; j < K / 8; ++j) {
+    const int k = 8 * j + 2 * t;
+    if (!a.h0) {
+      S[4 * j] = S[4 * j + 1] = S[4 * j + 2] = S[4 * j + 3] = 0.f;
+    } else if (a.state_v_first) {
+      const float2 lo = *reinterpret_cast<const float2*>(a.h0 + srow + vr * K + k);
+      const float2 hi = *reinterpret_cast<const float2*>(a.h0 + srow + (vr + 8) * K + k);
+      S[4 * j] = lo.x; S[4 * j + 1] = lo.y; S[4 * j + 2] = hi.x; S[4 * j + 3] = hi.y;
+    } else {
+      const float* h0 = a.h0 + srow;
+      S[4 * j] = h0[k * V + vr];
+      S[4 * j + 1] = h0[(k + 1) * V + vr];
+      S[4 * j + 2] = h0[k * V + vr + 8];
+      S[4 * j + 3] = h0[(k + 1) * V + vr + 8];
+    }
+  }
+
+  // per-channel gate parameters of warpgroup 0's channel
+  float a_log = 0.f, bias = 0.f;
+  if (tid < K && a.gate_mode != KDA2_GATE_PRECOMPUTED) {
+    if (a.flags & KDA2_HAS_A_LOG) a_log = a.A_log[hv];
+    if (a.flags & KDA2_HAS_DT_BIAS) bias = a.dt_bias[hv * K + tid];
+  }
+  float* part = reinterpret_cast<float*>(smem + PART);
+  float* sA = reinterpret_cast<float*>(smem + S_A);
+  float* sTT = reinterpret_cast<float*>(smem + S_T);
+  uint32_t* mask = reinterpret_cast<uint32_t*>(smem + S_MASK);
+  E* o = static_cast<E*>(a.o);
+
+  uint32_t bnext = 0u;
+  if (nch > 0) issue(0, 0, bnext);
+  cp_async_commit();
+  for (int64_t c = 0; c < nch; ++c) {
+    const int b = static_cast<int>(c & 1);
+    const uint32_t bcur = bnext;
+    bnext = 0u;
+    if (c + 1 < nch) issue(c + 1, b ^ 1, bnext);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();   // chunk c's inputs have landed
+    const int rows = rows_of(c);
+    uint8_t* raw = smem + RAW0 + b * R_BYTES;
+    uint8_t* fac = smem + b * F_BYTES;
+    E* sQ = reinterpret_cast<E*>(raw + R_Q);
+    E* sK = reinterpret_cast<E*>(raw + R_K);
+    const E* sV = reinterpret_cast<const E*>(raw + R_V);
+    float* sG = reinterpret_cast<float*>(raw + R_G);
+    float* sB = reinterpret_cast<float*>(raw + R_B);
+
+    // ---- 1. gate and Γ (warpgroup 0: thread d owns channel d); β; l2norm of q and k (warpgroup 1)
+    if (tid < K) {
+      const int d = tid;
+      float x[C];
+#pragma unroll
+      for (int r = 0; r < C; ++r)
+        x[r] = g_bf16 ? X::to_f(reinterpret_cast<const E*>(sG + r * LG)[d]) : sG[r * LG + d];
+      const int mode = a.gate_mode;
+      const float a_scale = (mode != KDA2_GATE_PRECOMPUTED && (a.flags & KDA2_HAS_A_LOG)) ? __expf(a_log) : 1.f;
+      float post = 1.f;
+      if (mode == KDA2_GATE_SOFTPLUS) {
+        const float bias2 = bias * LOG2E;
+        post = -a_scale;
+#pragma unroll
+        for (int r = 0; r < C; ++r) x[r] = softplus2(fmaf(x[r], LOG2E, bias2));
+      } else if (mode == KDA2_GATE_LOWER_BOUND) {
+        const float lb2 = a.lower_bound * LOG2E;
+#pragma unroll
+        for (int r = 0; r < C; ++r) x[r] = lb2 * sigmoid_fast(a_scale * (x[r] + bias));
+      } else {
+#pragma unroll
+        for (int r = 0; r < C; ++r) x[r] *= LOG2E;
+      }
+      // a 16-bit raw row is overwritten by fp32 Γ: every gate thread has read its raw values first
+      if (g_bf16) asm volatile("bar.sync 1, %0;\n" ::"n"(K) : "memory");
+      float acc = 0.f;
+#pragma unroll
+      for (int r = 0; r < C; ++r) {
+        acc += r < rows ? x[r] : 0.f;
+        sG[r * LG + d] = acc * post;
+      }
+      if (tid < C) {
+        float bi = beta16 ? X::lo(bcur) : __uint_as_float(bcur);
+        if (a.flags & KDA2_BETA_SIGMOID) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
+        sB[tid] = tid < rows ? bi : 0.f;
+      }
+      if (tid < 4) mask[tid] = 0u;
+    } else if (a.flags & KDA2_QK_L2NORM) {
+      const int u = tid - K, row = u >> 2, s = u & 3;   // rows 0..15 q, 16..31 k; 4 lanes a row
+      E* xr = (row < C ? sQ + row * LQ : sK + (row - C) * LQ);
+      uint4 x4[4];
+      float ss = 0.f;
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        x4[m] = *reinterpret_cast<const uint4*>(xr + 8 * (s + 4 * m));
+        const uint32_t* xw = reinterpret_cast<const uint32_t*>(&x4[m]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); ss += f.x * f.x + f.y * f.y; }
+      }
+      ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+      ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+      const float rn = rsqrtf(ss + 1e-6f);
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        uint32_t* xw = reinterpret_cast<uint32_t*>(&x4[m]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) { const float2 f = X::unpack(xw[e]); xw[e] = X::pack(f.x * rn, f.y * rn); }
+        *reinterpret_cast<uint4*>(xr + 8 * (s + 4 * m)) = x4[m];
+      }
+    }
+    __syncthreads();   // Γ, β, q and k final
+
+    // ---- 2. partial A' / Aqk' over this warp's 16 channels (two tf32 k-steps of 8), middle-row anchor
+    {
+      float dA[2][4] = {}, dQ[2][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        const int da = 16 * warp + 8 * ks + t, db = da + 4;
+        const float ga0 = sG[da], gam = sG[8 * LG + da], gae = sG[15 * LG + da];
+        const float gb0 = sG[db], gbm = sG[8 * LG + db], gbe = sG[15 * LG + db];
+        const bool oka = fmaxf(ga0 - gam, gam - gae) <= DIAG_RANGE, okb = fmaxf(gb0 - gbm, gbm - gbe) <= DIAG_RANGE;
+        if ((!oka || !okb) && g == 0) atomicOr(mask + (da >> 5), (!oka ? 1u << (da & 31) : 0u) | (!okb ? 1u << (db & 31) : 0u));
+        float kl[2][2], ql[2][2], kr[2][2];   // [row g, g + 8][channel da, db]
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int i = g + 8 * hr;
+          const float ma = ex2(sG[i * LG + da] - gam), mb = ex2(sG[i * LG + db] - gbm);
+          const float ka = X::to_f(sK[i * LQ + da]), kb = X::to_f(sK[i * LQ + db]);
+          const float qa = X::to_f(sQ[i * LQ + da]), qb = X::to_f(sQ[i * LQ + db]);
+          kl[hr][0] = oka ? ka * ma : 0.f; kl[hr][1] = okb ? kb * mb : 0.f;
+          ql[hr][0] = oka ? qa * ma : 0.f; ql[hr][1] = okb ? qb * mb : 0.f;
+          kr[hr][0] = oka ? ka * rcp_normal(ma) : 0.f; kr[hr][1] = okb ? kb * rcp_normal(mb) : 0.f;
+        }
+        const uint32_t aK[4] = {tf32_operand(kl[0][0]), tf32_operand(kl[1][0]), tf32_operand(kl[0][1]), tf32_operand(kl[1][1])};
+        const uint32_t aQ[4] = {tf32_operand(ql[0][0]), tf32_operand(ql[1][0]), tf32_operand(ql[0][1]), tf32_operand(ql[1][1])};
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {   // columns j = 8 nt + g: this lane's own rows
+          const uint32_t b0 = tf32_operand(kr[nt][0]), b1 = tf32_operand(kr[nt][1]);
+          mma_tf32(dA[nt], aK, b0, b1);
+          mma_tf32(dQ[nt], aQ, b0, b1);
+        }
+      }
+      float* pa = part + warp * 2 * C * C;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int j = 8 * nt + 2 * t;
+        *reinterpret_cast<float2*>(pa + g * C + j) = make_float2(dA[nt][0], dA[nt][1]);
+        *reinterpret_cast<float2*>(pa + (g + 8) * C + j) = make_float2(dA[nt][2], dA[nt][3]);
+        *reinterpret_cast<float2*>(pa + C * C + g * C + j) = make_float2(dQ[nt][0], dQ[nt][1]);
+        *reinterpret_cast<float2*>(pa + C * C + (g + 8) * C + j) = make_float2(dQ[nt][2], dQ[nt][3]);
+      }
+      // element-wise: qg = scale·q 2^Γ, kg = k 2^(Γ15−Γ) (row tid / 16, channels 8·(tid % 16) .. + 7); 2^Γ15
+      const int i = tid >> 4, d0 = 8 * (tid & 15);
+      const uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LQ + d0);
+      const uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LQ + d0);
+      const uint32_t* qw = reinterpret_cast<const uint32_t*>(&qv);
+      const uint32_t* kw = reinterpret_cast<const uint32_t*>(&kv);
+      uint4 qg, kg;
+      uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
+      uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 gi = *reinterpret_cast<const float2*>(sG + i * LG + d0 + 2 * e);
+        const float2 gl = *reinterpret_cast<const float2*>(sG + 15 * LG + d0 + 2 * e);
+        const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]);
+        qgw[e] = TC::pack(scale * qf.x * ex2(gi.x), scale * qf.y * ex2(gi.y));
+        kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
+      }
+      *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_QG) + panel128_offset(i, d0, C)) = qg;
+      *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_KG) + panel128_offset(i, d0, C)) = kg;
+      if (tid < K) reinterpret_cast<float*>(fac + F_GL)[tid] = ex2(sG[15 * LG + tid]);
+    }
+    __syncthreads();   // partials and the left-out channels' mask
+
+    // ---- 3. A = diag β A' (j < i), Aqk = scale Aqk' (j ≤ i); left-out channels pairwise, exactly
+    {
+      const int i = tid >> 4, j = tid & 15;
+      float sa = 0.f, sq = 0.f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) {
+        sa += part[w * 2 * C * C + tid];
+        sq += part[w * 2 * C * C + C * C + tid];
+      }
+      // (selects, not products: the discarded j > i sums may be infinite)
+#pragma unroll 1
+      for (int wd = 0; wd < K / 32; ++wd) {
+        uint32_t bits = mask[wd];
+        while (bits) {
+          const int d = 32 * wd + __ffs(bits) - 1;
+          bits &= bits - 1;
+          if (j <= i) {
+            const float kj = X::to_f(sK[j * LQ + d]) * ex2(sG[i * LG + d] - sG[j * LG + d]);
+            sa = fmaf(X::to_f(sK[i * LQ + d]), kj, sa);
+            sq = fmaf(X::to_f(sQ[i * LQ + d]), kj, sq);
+          }
+        }
+      }
+      sA[i * LA + j] = j < i ? sB[i] * sa : 0.f;
+      reinterpret_cast<E*>(fac + F_AQ)[panel128_offset(i, j, C)] = X::from_f(j <= i ? scale * sq : 0.f);
+    }
+    __syncthreads();
+
+    // ---- 4. T̃ = (I + A)⁻¹ diag β, column `lane` (warp 0)
+    if (warp == 0 && lane < C) {
+      const int col = lane;
+      float x[C];
+#pragma unroll
+      for (int i = 0; i < C; ++i) {
+        float s0 = i == col ? 1.f : 0.f;
+#pragma unroll
+        for (int j = 0; j < i; ++j) s0 = fmaf(-sA[i * LA + j], x[j], s0);
+        x[i] = s0;
+      }
+      const float bc = sB[col];
+#pragma unroll
+      for (int i = 0; i < C; ++i) sTT[i * LA + col] = x[i] * bc;
+    }
+    __syncthreads();
+
+    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3), u = T̃ v (warps 4..7), 32 channels a warp, tf32
+    {
+      const bool is_u = warp >= 4;
+      uint32_t ta[2][4];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        ta[s][0] = tf32_operand(sTT[g * LA + 8 * s + t]);
+        ta[s][1] = tf32_operand(sTT[(g + 8) * LA + 8 * s + t]);
+        ta[s][2] = tf32_operand(sTT[g * LA + 8 * s + t + 4]);
+        ta[s][3] = tf32_operand(sTT[(g + 8) * LA + 8 * s + t + 4]);
+      }
+      E* sW = reinterpret_cast<E*>(fac + F_W);
+      float* sUT = reinterpret_cast<float*>(fac + F_UT);
+#pragma unroll
+      for (int q4 = 0; q4 < 4; ++q4) {
+        const int ch0 = 32 * (warp & 3) + 8 * q4, ch = ch0 + g;
+        float d4[4] = {};
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          const int j0 = 8 * s + t, j1 = j0 + 4;
+          float x0, x1;
+          if (is_u) {
+            x0 = X::to_f(sV[j0 * LQ + ch]);
+            x1 = X::to_f(sV[j1 * LQ + ch]);
+          } else {
+            x0 = X::to_f(sK[j0 * LQ + ch]) * ex2(sG[j0 * LG + ch]);
+            x1 = X::to_f(sK[j1 * LQ + ch]) * ex2(sG[j1 * LG + ch]);
+          }
+          mma_tf32(d4, ta[s], tf32_operand(x0), tf32_operand(x1));
+        }
+        const int cc = ch0 + 2 * t;
+        if (is_u) {
+          sUT[cc * LU + g] = d4[0];
+          sUT[(cc + 1) * LU + g] = d4[1];
+          sUT[cc * LU + g + 8] = d4[2];
+          sUT[(cc + 1) * LU + g + 8] = d4[3];
+        } else {
+          *reinterpret_cast<uint32_t*>(sW + panel128_offset(g, cc, C)) = TC::pack(d4[0], d4[1]);
+          *reinterpret_cast<uint32_t*>(sW + panel128_offset(g + 8, cc, C)) = TC::pack(d4[2], d4[3]);
+        }
+      }
+    }
+    fence_proxy_async();   // w, qg, kg, Aqk: ordinary stores the wgmmas read
+    __syncthreads();
+
+    // ---- consumer: this warpgroup's 64 value rows of Sᵀ
+    {
+      const uint32_t fb = smem_u32(fac);
+      uint32_t Sb[K / 16][4];
+#pragma unroll
+      for (int ks = 0; ks < K / 16; ++ks) {
+        Sb[ks][0] = TC::pack(S[8 * ks], S[8 * ks + 1]);
+        Sb[ks][1] = TC::pack(S[8 * ks + 2], S[8 * ks + 3]);
+        Sb[ks][2] = TC::pack(S[8 * ks + 4], S[8 * ks + 5]);
+        Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
+      }
+      const float* sUT = reinterpret_cast<const float*>(fac + F_UT);
+      float P[8], O[8];
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {   // P seeded with uᵀ: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
+        const float2 lo = *reinterpret_cast<const float2*>(sUT + vr * LU + 8 * jj + 2 * t);
+        const float2 hi = *reinterpret_cast<const float2*>(sUT + (vr + 8) * LU + 8 * jj + 2 * t);
+        P[4 * jj] = lo.x; P[4 * jj + 1] = lo.y; P[4 * jj + 2] = hi.x; P[4 * jj + 3] = hi.y;
+      }
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < K / 16; ++ks)   // v_newᵀ = uᵀ − Sᵀ wᵀ
+        WgmmaRS16<E, true>::run(P, Sb[ks], smem_desc_k128(fb + F_W, 16 * ks, C), true);
+      wgmma_commit();
+#pragma unroll
+      for (int ks = 0; ks < K / 16; ++ks)   // oᵀ = Sᵀ qgᵀ
+        WgmmaRS16<E, false>::run(O, Sb[ks], smem_desc_k128(fb + F_QG, 16 * ks, C), ks > 0);
+      wgmma_commit();
+      wgmma_wait<1>();
+      wgmma_hold(P);
+      {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
+        const float* gl = reinterpret_cast<const float*>(fac + F_GL);
+#pragma unroll
+        for (int jj = 0; jj < K / 8; ++jj) {
+          const float2 f = *reinterpret_cast<const float2*>(gl + 8 * jj + 2 * t);
+          S[4 * jj] *= f.x; S[4 * jj + 1] *= f.y; S[4 * jj + 2] *= f.x; S[4 * jj + 3] *= f.y;
+        }
+      }
+      const uint32_t Vb[4] = {TC::pack(P[0], P[1]), TC::pack(P[2], P[3]), TC::pack(P[4], P[5]), TC::pack(P[6], P[7])};
+      wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
+      WgmmaRS16<E, false>::run(O, Vb, smem_desc_k128(fb + F_AQ, 0, C), true);        // oᵀ += v_newᵀ Aqkᵀ
+      WgmmaRS<E, K, true>::run(S, Vb, smem_desc_mn128(fb + F_KG, 0, C), true);       // Sᵀ += v_newᵀ kg
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_hold(O);
+      wgmma_hold(S);
+      const int64_t t0 = sb.bos + C * c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int tok = 8 * (e >> 2) + 2 * t + (e & 1), v = vr + 8 * ((e >> 1) & 1);
+        if (tok < rows) o[((t0 + tok) * HV + hv) * V + v] = X::from_f(O[e]);
+      }
+    }
+    __syncthreads();   // buffers b are refilled next
+  }
+
+  if (a.ht) {
+    float* ht = a.ht + srow;
+#pragma unroll
+    for (int j = 0; j < K / 8; ++j) {
+      const int k = 8 * j + 2 * t;
+      if (a.state_v_first) {
+        *reinterpret_cast<float2*>(ht + vr * K + k) = make_float2(S[4 * j], S[4 * j + 1]);
+        *reinterpret_cast<float2*>(ht + (vr + 8) * K + k) = make_float2(S[4 * j + 2], S[4 * j + 3]);
+      } else {
+        ht[k * V + vr] = S[4 * j];
+        ht[(k + 1) * V + vr] = S[4 * j + 1];
+        ht[k * V + vr + 8] = S[4 * j + 2];
+        ht[(k + 1) * V + vr + 8] = S[4 * j + 3];
+      }
+    }
+  }
+}
+
+}  // namespace kda2::fused

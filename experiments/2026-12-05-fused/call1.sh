@@ -15,8 +15,8 @@ timeout 200 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require
 grep -E "^fused16" $F/test_fused.log | sed 's/^fused16 //' | head -40; tail -3 $F/test_fused.log
 grep -E "^E  |Error" $F/test_fused.log | head -12
 el "fused timing"
-timeout 200 python3 experiments/2026-12-05-fused/time_fused.py /tmp/vall/kimi_linear_chunk/sm_90a $F/time_fused.json \
-  P1 P2 P3 P4 P5 P6 > $F/time_fused.log 2>&1; echo "timing rc $?"; cat $F/time_fused.log | tail -16
+timeout 260 python3 experiments/2026-12-05-fused/time_fused.py /tmp/vall/kimi_linear_chunk/sm_90a $F/time_fused.json \
+  P1 P2 P3 P4 P5 P6 K1 K2 K3 K4 K5 K6 K7 K8 K9 K10 > $F/time_fused.log 2>&1; echo "timing rc $?"; cat $F/time_fused.log | tail -30
 cp -r $F $OUT/fused
 el "tune + ncu"
 [ $(( $(date +%s) - T0 )) -lt 250 ] && timeout 330 bash experiments/2026-12-05-tunebfs/call1.sh 2>&1 | tail -80

@@ -13,8 +13,9 @@
 //     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in the accumulators of register-A wgmma,
 //     v_newᵀ = uᵀ − Sᵀ wᵀ, oᵀ = Sᵀ qgᵀ + v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
-// The inputs of chunk c + 1 land (cp.async) while chunk c is computed. This is the first form, phases in sequence:
-// tests/kernels/fused_check.cu runs it, tests/gpu/test_fused_gpu.py holds it to the fp64 reference.
+// The inputs of chunk c + 1 land (cp.async) while chunk c is computed. PIPE: the producer phases of chunk c + 1 run
+// while chunk c's first wgmma groups are in flight (two factor buffers); else producer and consumer take turns.
+// tests/kernels/fused_check.cu runs both, tests/gpu/test_fused_gpu.py holds them to the fp64 reference.
 // K = V = 128, 16-bit inputs E (bf16 or fp16); the gate modes, l2norm, β sigmoid, varlen, GVA, h0 / ht in both
 // layouts as KDA2RecurrentArgs asks (no split: a.split is not read).
 #pragma once
@@ -30,7 +31,7 @@
 
 namespace kda2::fused {
 
-template <class E>
+template <class E, bool PIPE>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32;
   // log2 decay over half a chunk up to which a channel's A / Aqk factors stay on tensor cores (kda2/chunk.cuh step 3)
@@ -53,8 +54,8 @@ struct Fused16 {
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a);
 };
 
-template <class E>
-__device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
+template <class E, bool PIPE>
+__device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a) {
   using X = Elem16<E>;
   using TC = Tc16<E>;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -144,14 +145,16 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   uint32_t bnext = 0u;
   if (nch > 0) issue(0, 0, bnext);
   cp_async_commit();
-  for (int64_t c = 0; c < nch; ++c) {
+  // The factors of chunk c into factor buffer c % 2 from raw buffer c % 2, the inputs of chunk c + 1 issued first.
+  // Ends with the fence that makes its tiles visible to the wgmmas; the caller's barrier publishes them.
+  auto produce = [&](int64_t c) {
     const int b = static_cast<int>(c & 1);
     const uint32_t bcur = bnext;
     bnext = 0u;
     if (c + 1 < nch) issue(c + 1, b ^ 1, bnext);
     cp_async_commit();
     cp_async_wait<1>();
-    __syncthreads();   // chunk c's inputs have landed
+    __syncthreads();   // chunk c's inputs have landed; everyone is past its reads of raw buffer b ^ 1's last use
     const int rows = rows_of(c);
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
     uint8_t* fac = smem + b * F_BYTES;
@@ -373,62 +376,86 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       }
     }
     fence_proxy_async();   // w, qg, kg, Aqk: ordinary stores the wgmmas read
-    __syncthreads();
+  };
 
-    // ---- consumer: this warpgroup's 64 value rows of Sᵀ
-    {
-      const uint32_t fb = smem_u32(fac);
-      uint32_t Sb[K / 16][4];
+  // ---- consumer: this warpgroup's 64 value rows of Sᵀ. consume_issue(c) starts v_newᵀ = uᵀ − Sᵀwᵀ and oᵀ = Sᵀqgᵀ
+  //      (two groups in flight); consume_finish(c) waits for them and runs oᵀ += v_newᵀ Aqkᵀ, Sᵀ += v_newᵀ kg, o out.
+  uint32_t Sb[K / 16][4];
+  float P[8], O[8];
+  auto consume_issue = [&](int64_t c) {
+    const uint8_t* fac = smem + (c & 1) * F_BYTES;
+    const uint32_t fb = smem_u32(fac);
 #pragma unroll
-      for (int ks = 0; ks < K / 16; ++ks) {
-        Sb[ks][0] = TC::pack(S[8 * ks], S[8 * ks + 1]);
-        Sb[ks][1] = TC::pack(S[8 * ks + 2], S[8 * ks + 3]);
-        Sb[ks][2] = TC::pack(S[8 * ks + 4], S[8 * ks + 5]);
-        Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
-      }
-      const float* sUT = reinterpret_cast<const float*>(fac + F_UT);
-      float P[8], O[8];
+    for (int ks = 0; ks < K / 16; ++ks) {
+      Sb[ks][0] = TC::pack(S[8 * ks], S[8 * ks + 1]);
+      Sb[ks][1] = TC::pack(S[8 * ks + 2], S[8 * ks + 3]);
+      Sb[ks][2] = TC::pack(S[8 * ks + 4], S[8 * ks + 5]);
+      Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
+    }
+    const float* sUT = reinterpret_cast<const float*>(fac + F_UT);
 #pragma unroll
-      for (int jj = 0; jj < 2; ++jj) {   // P seeded with uᵀ: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
-        const float2 lo = *reinterpret_cast<const float2*>(sUT + vr * LU + 8 * jj + 2 * t);
-        const float2 hi = *reinterpret_cast<const float2*>(sUT + (vr + 8) * LU + 8 * jj + 2 * t);
-        P[4 * jj] = lo.x; P[4 * jj + 1] = lo.y; P[4 * jj + 2] = hi.x; P[4 * jj + 3] = hi.y;
-      }
-      wgmma_fence();
+    for (int jj = 0; jj < 2; ++jj) {   // P seeded with uᵀ: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
+      const float2 lo = *reinterpret_cast<const float2*>(sUT + vr * LU + 8 * jj + 2 * t);
+      const float2 hi = *reinterpret_cast<const float2*>(sUT + (vr + 8) * LU + 8 * jj + 2 * t);
+      P[4 * jj] = lo.x; P[4 * jj + 1] = lo.y; P[4 * jj + 2] = hi.x; P[4 * jj + 3] = hi.y;
+    }
+    wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < K / 16; ++ks)   // v_newᵀ = uᵀ − Sᵀ wᵀ
-        WgmmaRS16<E, true>::run(P, Sb[ks], smem_desc_k128(fb + F_W, 16 * ks, C), true);
-      wgmma_commit();
+    for (int ks = 0; ks < K / 16; ++ks)   // v_newᵀ = uᵀ − Sᵀ wᵀ
+      WgmmaRS16<E, true>::run(P, Sb[ks], smem_desc_k128(fb + F_W, 16 * ks, C), true);
+    wgmma_commit();
 #pragma unroll
-      for (int ks = 0; ks < K / 16; ++ks)   // oᵀ = Sᵀ qgᵀ
-        WgmmaRS16<E, false>::run(O, Sb[ks], smem_desc_k128(fb + F_QG, 16 * ks, C), ks > 0);
-      wgmma_commit();
-      wgmma_wait<1>();
-      wgmma_hold(P);
-      {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
-        const float* gl = reinterpret_cast<const float*>(fac + F_GL);
+    for (int ks = 0; ks < K / 16; ++ks)   // oᵀ = Sᵀ qgᵀ
+      WgmmaRS16<E, false>::run(O, Sb[ks], smem_desc_k128(fb + F_QG, 16 * ks, C), ks > 0);
+    wgmma_commit();
+  };
+  auto consume_finish = [&](int64_t c) {
+    const uint8_t* fac = smem + (c & 1) * F_BYTES;
+    const uint32_t fb = smem_u32(fac);
+    wgmma_wait<1>();
+    wgmma_hold(P);
+    {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
+      const float* gl = reinterpret_cast<const float*>(fac + F_GL);
 #pragma unroll
-        for (int jj = 0; jj < K / 8; ++jj) {
-          const float2 f = *reinterpret_cast<const float2*>(gl + 8 * jj + 2 * t);
-          S[4 * jj] *= f.x; S[4 * jj + 1] *= f.y; S[4 * jj + 2] *= f.x; S[4 * jj + 3] *= f.y;
-        }
-      }
-      const uint32_t Vb[4] = {TC::pack(P[0], P[1]), TC::pack(P[2], P[3]), TC::pack(P[4], P[5]), TC::pack(P[6], P[7])};
-      wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
-      WgmmaRS16<E, false>::run(O, Vb, smem_desc_k128(fb + F_AQ, 0, C), true);        // oᵀ += v_newᵀ Aqkᵀ
-      WgmmaRS<E, K, true>::run(S, Vb, smem_desc_mn128(fb + F_KG, 0, C), true);       // Sᵀ += v_newᵀ kg
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_hold(O);
-      wgmma_hold(S);
-      const int64_t t0 = sb.bos + C * c;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int tok = 8 * (e >> 2) + 2 * t + (e & 1), v = vr + 8 * ((e >> 1) & 1);
-        if (tok < rows) o[((t0 + tok) * HV + hv) * V + v] = X::from_f(O[e]);
+      for (int jj = 0; jj < K / 8; ++jj) {
+        const float2 f = *reinterpret_cast<const float2*>(gl + 8 * jj + 2 * t);
+        S[4 * jj] *= f.x; S[4 * jj + 1] *= f.y; S[4 * jj + 2] *= f.x; S[4 * jj + 3] *= f.y;
       }
     }
-    __syncthreads();   // buffers b are refilled next
+    const uint32_t Vb[4] = {TC::pack(P[0], P[1]), TC::pack(P[2], P[3]), TC::pack(P[4], P[5]), TC::pack(P[6], P[7])};
+    wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
+    WgmmaRS16<E, false>::run(O, Vb, smem_desc_k128(fb + F_AQ, 0, C), true);        // oᵀ += v_newᵀ Aqkᵀ
+    WgmmaRS<E, K, true>::run(S, Vb, smem_desc_mn128(fb + F_KG, 0, C), true);       // Sᵀ += v_newᵀ kg
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold(O);
+    wgmma_hold(S);
+    const int rows = rows_of(c);
+    const int64_t t0 = sb.bos + C * c;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int tok = 8 * (e >> 2) + 2 * t + (e & 1), v = vr + 8 * ((e >> 1) & 1);
+      if (tok < rows) o[((t0 + tok) * HV + hv) * V + v] = X::from_f(O[e]);
+    }
+  };
+
+  if constexpr (!PIPE) {
+    for (int64_t c = 0; c < nch; ++c) {
+      produce(c);
+      __syncthreads();   // chunk c's factors are published
+      consume_issue(c);
+      consume_finish(c);
+    }
+  } else {
+    // chunk c + 1's factors are made while chunk c's first products run (its factor and raw buffers are the other
+    // ones: chunk c − 1's consumer and chunk c's producer are past them at the barrier above)
+    if (nch > 0) produce(0);
+    for (int64_t c = 0; c < nch; ++c) {
+      __syncthreads();   // chunk c's factors are published; chunk c − 1's are read
+      consume_issue(c);
+      if (c + 1 < nch) produce(c + 1);
+      consume_finish(c);
+    }
   }
 
   if (a.ht) {

@@ -10,7 +10,7 @@ F=/tmp/f; rm -rf $F; mkdir -p $F
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 tar xJf build/_ab/vall.tar.xz -C /tmp || exit 3
 el "fused GPU tests"
-timeout 200 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider -x \
+timeout 240 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider --maxfail=6 \
   > $F/test_fused.log 2>&1; echo "fused tests rc $?"
 grep -E "^fused16" $F/test_fused.log | sed 's/^fused16 //' | head -40; tail -3 $F/test_fused.log
 grep -E "^E  |Error" $F/test_fused.log | head -12

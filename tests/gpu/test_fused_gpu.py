@@ -15,6 +15,7 @@ from kda2.bench.cases import CASES, TOL, Case, draw, ref_options, to_torch
 pytestmark = pytest.mark.gpu
 
 INPUTS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state")
+_REFS: dict = {}   # (case id, seed) -> the fp64 reference's (o, final state): both forms run each case
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +55,12 @@ def test_fused_matches_reference(fused, torch_cuda, seed, case: Case, pipe: bool
             assert torch.equal(x[n], x0[n]), f"{case.id}: input {n} was modified"
     bad = {name: int((~torch.isfinite(t)).sum()) for name, t in (("o", o), ("ht", ht)) if t is not None}
     assert not any(bad.values()), f"{case.id} seed {seed}: NaN/Inf elements (unwritten or overflowed): {bad}"
-    o_ref, ht_ref = ref.recurrent_kda_ref(
-        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
-        initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
-        **ref_options(case))
+    if (case.id, seed) not in _REFS:
+        _REFS[case.id, seed] = ref.recurrent_kda_ref(
+            x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+            initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
+            **ref_options(case))
+    o_ref, ht_ref = _REFS[case.id, seed]
     e_o = ref.relative_l2(o.double().cpu().numpy(), o_ref)
     e_s = ref.relative_l2(ht.double().cpu().numpy(), ht_ref) if case.final else 0.0
     print(f"fused16{'p' if pipe else ''} {case.id} seed {seed}: o {e_o:.3e} state {e_s:.3e}")

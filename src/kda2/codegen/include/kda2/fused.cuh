@@ -6,10 +6,10 @@
 //     2. A' = [k_i·(k_j ⊙ 2^(Γi−Γj))] and Aqk' = [q_i·(k_j ⊙ 2^(Γi−Γj))] on tf32 mma.sync, each warp 16 channels,
 //        against the chunk's middle row m = 8: 2^(Γi−Γm)·(1 / 2^(Γj−Γm)), both factors within 2^±DIAG_RANGE while the
 //        channel's decay over either half is; a channel beyond that is left out of the mma and summed pairwise,
-//        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp;
-//        qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), 2^Γ15 (element-wise)
+//        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp
 //     3. the 8 warps' partial sums added; A = diag β A' (strictly lower), Aqk = scale Aqk' (j ≤ i)
-//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column)
+//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column); beside it the other
+//        warps' element-wise qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), 2^Γ15
 //     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in the accumulators of register-A wgmma,
 //     v_newᵀ = uᵀ − Sᵀ wᵀ, oᵀ = Sᵀ qgᵀ + v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
@@ -265,26 +265,6 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
         *reinterpret_cast<float2*>(pa + C * C + g * C + j) = make_float2(dQ[nt][0], dQ[nt][1]);
         *reinterpret_cast<float2*>(pa + C * C + (g + 8) * C + j) = make_float2(dQ[nt][2], dQ[nt][3]);
       }
-      // element-wise: qg = scale·q 2^Γ, kg = k 2^(Γ15−Γ) (row tid / 16, channels 8·(tid % 16) .. + 7); 2^Γ15
-      const int i = tid >> 4, d0 = 8 * (tid & 15);
-      const uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LQ + d0);
-      const uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LQ + d0);
-      const uint32_t* qw = reinterpret_cast<const uint32_t*>(&qv);
-      const uint32_t* kw = reinterpret_cast<const uint32_t*>(&kv);
-      uint4 qg, kg;
-      uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
-      uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 gi = *reinterpret_cast<const float2*>(sG + i * LG + d0 + 2 * e);
-        const float2 gl = *reinterpret_cast<const float2*>(sG + 15 * LG + d0 + 2 * e);
-        const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]);
-        qgw[e] = TC::pack(scale * qf.x * ex2(gi.x), scale * qf.y * ex2(gi.y));
-        kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
-      }
-      *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_QG) + panel128_offset(i, d0, C)) = qg;
-      *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_KG) + panel128_offset(i, d0, C)) = kg;
-      if (tid < K) reinterpret_cast<float*>(fac + F_GL)[tid] = ex2(sG[15 * LG + tid]);
     }
     __syncthreads();   // partials and the left-out channels' mask
 
@@ -316,20 +296,46 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
     }
     __syncthreads();
 
-    // ---- 4. T̃ = (I + A)⁻¹ diag β, column `lane` (warp 0)
-    if (warp == 0 && lane < C) {
-      const int col = lane;
-      float x[C];
+    // ---- 4. T̃ = (I + A)⁻¹ diag β, column `lane` of warp 0, four partial sums a row (a chain of ~i / 4 dependent
+    //         FMAs, not i); meanwhile warps 1..7 the element-wise qg = scale·q 2^Γ, kg = k 2^(Γ15−Γ) (16-byte pieces:
+    //         row p / 16, channels 8·(p % 16) .. + 7) and 2^Γ15
+    if (warp == 0) {
+      if (lane < C) {
+        const int col = lane;
+        float x[C];
 #pragma unroll
-      for (int i = 0; i < C; ++i) {
-        float s0 = i == col ? 1.f : 0.f;
+        for (int i = 0; i < C; ++i) {
+          float s4[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int j = 0; j < i; ++j) s0 = fmaf(-sA[i * LA + j], x[j], s0);
-        x[i] = s0;
+          for (int j = 0; j < i; ++j) s4[j & 3] = fmaf(-sA[i * LA + j], x[j], s4[j & 3]);
+          x[i] = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+        }
+        const float bc = sB[col];
+#pragma unroll
+        for (int i = 0; i < C; ++i) sTT[i * LA + col] = x[i] * bc;
       }
-      const float bc = sB[col];
+    } else {
+      for (int p = tid - 32; p < C * K / 8; p += THREADS - 32) {
+        const int i = p >> 4, d0 = 8 * (p & 15);
+        const uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LQ + d0);
+        const uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LQ + d0);
+        const uint32_t* qw = reinterpret_cast<const uint32_t*>(&qv);
+        const uint32_t* kw = reinterpret_cast<const uint32_t*>(&kv);
+        uint4 qg, kg;
+        uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
+        uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
 #pragma unroll
-      for (int i = 0; i < C; ++i) sTT[i * LA + col] = x[i] * bc;
+        for (int e = 0; e < 4; ++e) {
+          const float2 gi = *reinterpret_cast<const float2*>(sG + i * LG + d0 + 2 * e);
+          const float2 gl = *reinterpret_cast<const float2*>(sG + 15 * LG + d0 + 2 * e);
+          const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]);
+          qgw[e] = TC::pack(scale * qf.x * ex2(gi.x), scale * qf.y * ex2(gi.y));
+          kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
+        }
+        *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_QG) + panel128_offset(i, d0, C)) = qg;
+        *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_KG) + panel128_offset(i, d0, C)) = kg;
+      }
+      if (tid >= 32 && tid < 32 + K) reinterpret_cast<float*>(fac + F_GL)[tid - 32] = ex2(sG[15 * LG + tid - 32]);
     }
     __syncthreads();
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = ROOT / "src" / "kda2" / "codegen" / "include"
 
 
-def check_module(torch, src: Path, out_dir: Path):
+def check_module(torch, src: Path, out_dir: Path, flags: tuple[str, ...] = ()):
     """(function lookup, checked-call helper, driver module, unload) of a check kernel file, compiled for sm_90a into
     out_dir and loaded in torch's context."""
     if torch.cuda.get_device_capability() != (9, 0):
@@ -20,7 +20,7 @@ def check_module(torch, src: Path, out_dir: Path):
 
     cubin = Path(out_dir) / f"{src.stem}.cubin"
     proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", f"-I{INCLUDE}",
-                           "-o", str(cubin), str(src)], capture_output=True, text=True)
+                           *flags, "-o", str(cubin), str(src)], capture_output=True, text=True)
     assert proc.returncode == 0, f"nvcc failed on {src.name}: {proc.stderr.strip()[:2000]}"
     from cuda.bindings import driver as cu
 
@@ -41,13 +41,13 @@ class Fused16:
 
     SRC = ROOT / "tests" / "kernels" / "fused_check.cu"
 
-    def __init__(self, torch, out_dir: Path):
+    def __init__(self, torch, out_dir: Path, flags: tuple[str, ...] = ()):
         import ctypes
 
         from kda2.runtime import abi
 
         self.torch, self.ctypes, self.abi = torch, ctypes, abi
-        get, ok, cu, self.unload = check_module(torch, self.SRC, out_dir)
+        get, ok, cu, self.unload = check_module(torch, self.SRC, out_dir, flags)
         self.ok, self.cu = ok, cu
         out = torch.zeros(1, dtype=torch.int32, device="cuda")
         self._launch(get("kda2_fused16_smem"), 1, 1, 0, ((out.data_ptr(),), (ctypes.c_void_p,)))

@@ -1,6 +1,6 @@
 """Fused-kernel calls on one shape for ncu (profile the last with --launch-skip): the kernel compiled with -lineinfo.
 
-usage: python one_call.py SHAPE GATE PIPE CALLS   (SHAPE: a kda2.bench.chunk shape id; PIPE 0 / 1)
+usage: python one_call.py SHAPE GATE CALLS   (SHAPE: a kda2.bench.chunk shape id)
 """
 import sys
 import tempfile
@@ -15,7 +15,7 @@ from _check_kernels import Fused16  # noqa: E402
 
 from kda2.bench import chunk as bc  # noqa: E402
 
-shape, gate, pipe, calls = sys.argv[1], sys.argv[2], bool(int(sys.argv[3])), int(sys.argv[4])
+shape, gate, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 s = bc.resolve_shapes([shape])[0]
 fused = Fused16(torch, Path(tempfile.mkdtemp()), ("-lineinfo",))
 sets, shared = bc.make_sets(torch, s, 1, True, seed=4321)
@@ -23,7 +23,7 @@ x = sets[0]
 o, ht = torch.empty_like(x["v"]), torch.empty_like(x["h0"])
 for _ in range(calls):
     fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o, h0=x["h0"], ht=ht, A_log=shared["A_log"],
-          dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"], gate=gate, v_first=True, pipe=pipe,
+          dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"], gate=gate, v_first=True,
           lower_bound=-5.0)
 torch.cuda.synchronize()
-print("ok", s.label, gate, "pipe" if pipe else "turns", float(o.float().abs().mean()))
+print("ok", s.label, gate, float(o.float().abs().mean()))

@@ -1,7 +1,7 @@
 """The fused 16-token chunk kernel (kda2/fused.cuh via tests/kernels/fused_check.cu) against the routed chunk library,
 same inputs, same process, alternating: `kda2.bench.chunk`'s shapes, input sets and timer (bf16 q/k/v and raw gate,
 gate / l2norm / β sigmoid in the kernel, fp32 V-first states); with the bounded gate also cuDNN-FE's fused Hopper
-kernel where it is importable (`kda2.bench.chunk.bench_cudnn`). Both forms of the fused kernel (turns, pipelined). Prints one line per (shape, gate) and writes JSON.
+kernel where it is importable (`kda2.bench.chunk.bench_cudnn`). Prints one line per (shape, gate) and writes JSON.
 
 usage: python time_fused.py LIBRARY OUT.json [SHAPE ...]   (LIBRARY: a vendored chunk bundle's manifest or folder)
 """
@@ -50,44 +50,39 @@ for s in shapes:
     for gate in gates:
         lb = bc.GATE_OPTIONS[gate]["lower_bound"]
 
-        def run_fused(i, gate=gate, lb=lb, pipe=False):
+        def run_fused(i, gate=gate, lb=lb):
             x = sets[i]
             fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=fo[i], h0=x["h0"], ht=fh[i], A_log=shared["A_log"],
                   dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"], gate=gate,
-                  lower_bound=-5.0 if lb is None else lb, v_first=True, pipe=pipe)
-        run_pipe = lambda i: run_fused(i, pipe=True)  # noqa: E731
+                  lower_bound=-5.0 if lb is None else lb, v_first=True)
         run_lib = ours.call(sets, shared, gate, True, outs, hts)
-        agree = {}
-        for name, fn in (("fused", run_fused), ("pipelined", run_pipe)):
-            fn(0)
-            run_lib(0)
-            torch.cuda.synchronize()
-            agree[name] = {"o": bc.rel_l2(torch, fo[0], outs[0]), "ht": bc.rel_l2(torch, fh[0], hts[0]),
-                           "nonfinite": bc.nonfinite(torch, fo[0]) + bc.nonfinite(torch, fh[0])}
+        run_fused(0)
+        run_lib(0)
+        torch.cuda.synchronize()
+        agree = {"o": bc.rel_l2(torch, fo[0], outs[0]), "ht": bc.rel_l2(torch, fh[0], hts[0]),
+                 "nonfinite": bc.nonfinite(torch, fo[0]) + bc.nonfinite(torch, fh[0])}
         t = {}
         for rnd in (1, 2):
-            for name, fn in (("library", run_lib), ("fused", run_fused), ("pipelined", run_pipe)):
+            for name, fn in (("library", run_lib), ("fused", run_fused)):
                 st = timer.kernel(fn, R, 20, warmup=3)
                 t.setdefault(name, []).append(st.median_ms)
-        row = dict(id=s.id, label=s.label, gate=gate, library_ms=t["library"], fused_ms=t["fused"],
-                   pipelined_ms=t["pipelined"], agree=agree, route=bc.route_of(lib, s, True))
+        row = dict(id=s.id, label=s.label, gate=gate, library_ms=t["library"], fused_ms=t["fused"], agree=agree,
+                   route=bc.route_of(lib, s, True))
         cud = ""
         if cudnn is not None and gate == "lower_bound":
             try:
                 row["cudnn"], _ = bc.bench_cudnn(torch, timer, cudnn, s, sets, shared, gate, True, 20, 3,
                                                  {"kda2": (fo[0], fh[0])})
                 if "ms_median" in row["cudnn"]:
-                    cud = (f"   cuDNN {row['cudnn']['ms_median']:.3f} ms, pipelined/cuDNN "
-                           f"{min(t['pipelined']) / row['cudnn']['ms_median']:.2f}")
+                    cud = (f"   cuDNN {row['cudnn']['ms_median']:.3f} ms, fused/cuDNN "
+                           f"{min(t['fused']) / row['cudnn']['ms_median']:.2f}")
             except Exception as exc:  # noqa: BLE001 - recorded, never fatal
                 row["cudnn"] = {"error": f"{type(exc).__name__}: {exc}"}
                 cud = f"   cuDNN error {exc}"
         rows.append(row)
-        ag = agree["pipelined"]
         print(f"{s.label:<36} {gate:<11} library {t['library'][0]:.3f}/{t['library'][1]:.3f} ms  fused "
-              f"{t['fused'][0]:.3f}/{t['fused'][1]:.3f}  pipelined {t['pipelined'][0]:.3f}/{t['pipelined'][1]:.3f}  "
-              f"pipelined/library {min(t['pipelined']) / min(t['library']):.2f}  vs library o {ag['o']:.1e} "
-              f"ht {ag['ht']:.1e} nonfinite {ag['nonfinite']}{cud}", flush=True)
+              f"{t['fused'][0]:.3f}/{t['fused'][1]:.3f}  fused/library {min(t['fused']) / min(t['library']):.2f}  "
+              f"vs library o {agree['o']:.1e} ht {agree['ht']:.1e} nonfinite {agree['nonfinite']}{cud}", flush=True)
     del sets, shared, outs, hts, fo, fh
     torch.cuda.empty_cache()
 out_json.write_text(json.dumps(dict(gpu=torch.cuda.get_device_name(), rows=rows), indent=1))

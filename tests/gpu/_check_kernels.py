@@ -53,8 +53,7 @@ class Fused16:
         self._launch(get("kda2_fused16_smem"), 1, 1, 0, ((out.data_ptr(),), (ctypes.c_void_p,)))
         torch.cuda.synchronize()
         self.smem = int(out.item())
-        self.fns = {(pipe, dt): get(f"kda2_fused16{'p' if pipe else ''}_{name}")
-                    for pipe in (False, True) for dt, name in ((torch.bfloat16, "bf16"), (torch.float16, "f16"))}
+        self.fns = {torch.bfloat16: get("kda2_fused16_bf16"), torch.float16: get("kda2_fused16_f16")}
         for fn in self.fns.values():
             ok(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      self.smem), "cuFuncSetAttribute")
@@ -65,9 +64,9 @@ class Fused16:
 
     def __call__(self, q, k, v, g, beta, *, o, h0=None, ht=None, A_log=None, dt_bias=None, cu_seqlens=None,
                  scale=None, gate: str = "precomputed", lower_bound: float = -5.0, l2: bool = True, bsig: bool = True,
-                 neg: bool = False, v_first: bool = False, pipe: bool = False) -> None:
+                 neg: bool = False, v_first: bool = False) -> None:
         """o (and ht) written in place; q, k [B, T, H, 128], v [B, T, HV, 128] 16-bit, g and beta fp32 or of q's dtype,
-        A_log / dt_bias fp32. pipe: the pipelined form (kda2/fused.cuh PIPE)."""
+        A_log / dt_bias fp32."""
         torch, abi = self.torch, self.abi
         B, T, H, K = q.shape
         HV = v.shape[2]
@@ -87,4 +86,4 @@ class Fused16:
             lower_bound=lower_bound, gate_mode=mode, flags=flags, state_v_first=int(v_first), split=1, workspace=0,
             workspace_bytes=0, max_seqlen=T, intermediate=0)
         params = (self.ctypes.c_void_p * 1)(self.ctypes.addressof(a))
-        self._launch(self.fns[pipe, e16], N * HV, 256, self.smem, self.ctypes.addressof(params))
+        self._launch(self.fns[e16], N * HV, 256, self.smem, self.ctypes.addressof(params))

@@ -1,17 +1,15 @@
-// The fused 16-token chunk forward (kda2/fused.cuh Fused16; fused16: producer and consumer take turns, fused16p:
-// pipelined) as bare kernels: one CTA of 256 threads per (sequence, value head), Fused16::SMEM_BYTES of dynamic
-// shared memory, the call's KDA2RecurrentArgs by value.
+// The fused 16-token chunk forward (kda2/fused.cuh Fused16) as a bare kernel: one CTA of 256 threads per (sequence,
+// value head), two an SM, Fused16::SMEM_BYTES of dynamic shared memory, the call's KDA2RecurrentArgs by value.
 // tests/test_wgmma.py compiles it (HGMMA, no local memory); tests/gpu/test_fused_gpu.py holds it to the fp64
 // reference on the chunk GPU tests' cases; experiments/2026-12-05-fused times it.
 #include "kda2/fused.cuh"
 
-#define KDA2_FUSED_CHECK(NAME, E, PIPE)                                                                              \
-  extern "C" __global__ void __launch_bounds__(256, 1) NAME(const KDA2RecurrentArgs a) {                              \
-    kda2::fused::Fused16<E, PIPE>::run(a);                                                                            \
+#define KDA2_FUSED_CHECK(NAME, E)                                                                                   \
+  extern "C" __global__ void __launch_bounds__(kda2::fused::Fused16<E>::THREADS, kda2::fused::Fused16<E>::CTAS_PER_SM) \
+      NAME(const KDA2RecurrentArgs a) {                                                                             \
+    kda2::fused::Fused16<E>::run(a);                                                                                \
   }
-KDA2_FUSED_CHECK(kda2_fused16_bf16, __nv_bfloat16, false)
-KDA2_FUSED_CHECK(kda2_fused16_f16, __half, false)
-KDA2_FUSED_CHECK(kda2_fused16p_bf16, __nv_bfloat16, true)
-KDA2_FUSED_CHECK(kda2_fused16p_f16, __half, true)
+KDA2_FUSED_CHECK(kda2_fused16_bf16, __nv_bfloat16)
+KDA2_FUSED_CHECK(kda2_fused16_f16, __half)
 // Its dynamic shared memory in bytes (the launcher asks here rather than keeping a copy of the layout).
-extern "C" __global__ void kda2_fused16_smem(int* out) { *out = kda2::fused::Fused16<__nv_bfloat16, false>::SMEM_BYTES; }
+extern "C" __global__ void kda2_fused16_smem(int* out) { *out = kda2::fused::Fused16<__nv_bfloat16>::SMEM_BYTES; }

@@ -13,9 +13,11 @@
 //     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in the accumulators of register-A wgmma,
 //     v_newᵀ = uᵀ − Sᵀ wᵀ, oᵀ = Sᵀ qgᵀ + v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
-// The inputs of chunk c + 1 land (cp.async) while chunk c is computed. PIPE: the producer phases of chunk c + 1 run
-// while chunk c's first wgmma groups are in flight (two factor buffers); else producer and consumer take turns.
-// tests/kernels/fused_check.cu runs both, tests/gpu/test_fused_gpu.py holds them to the fp64 reference.
+// Producer and consumer take turns; the inputs of chunk c + 1 land (cp.async) while chunk c is computed, and two CTAs
+// share an SM (≤ 128 registers a thread, ≤ 113 KB of shared memory): the consumer reads Sᵀ's 16-bit copy from shared
+// memory (A by descriptor), staged where the producer's partial sums lie. (With the copy in registers, 167 of them, one
+// CTA an SM: 4.4 µs a step on the H100, experiments/2026-12-05-fused.) tests/kernels/fused_check.cu runs it,
+// tests/gpu/test_fused_gpu.py holds it to the fp64 reference.
 // K = V = 128, 16-bit inputs E (bf16 or fp16); the gate modes, l2norm, β sigmoid, varlen, GVA, h0 / ht in both
 // layouts as KDA2RecurrentArgs asks (no split: a.split is not read).
 #pragma once
@@ -31,31 +33,64 @@
 
 namespace kda2::fused {
 
-template <class E, bool PIPE>
+// D (+)= ±A · B, m64n16k16, A and B (T: bf16 or fp16) K-major by descriptor, fp32 accumulate (the accumulator layout
+// of kda2/wgmma.cuh WgmmaRS). NEG: the product subtracted (imm-scale-b −1).
+template <class T, bool NEG>
+struct WgmmaSS16;
+#define KDA2_WGMMA_SS16(CT, TY)                                                                                       \
+  template <bool NEG>                                                                                                 \
+  struct WgmmaSS16<CT, NEG> {                                                                                         \
+    static __device__ __forceinline__ void run(float (&d)[8], uint64_t desc_a, uint64_t desc_b, bool scale_d) {      \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"                                                    \
+                   "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " {%0,%1,%2,%3,%4,%5,%6,%7}, "              \
+                   "%8, %9, p, 1, %11, 0, 0;\n}\n"                                                                   \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])   \
+                   : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(scale_d)), "n"(NEG ? -1 : 1));                   \
+    }                                                                                                                 \
+  };
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+KDA2_WGMMA_SS16(__nv_bfloat16, "bf16")
+KDA2_WGMMA_SS16(__half, "f16")
+#else   // compiles to nothing below sm_90 (callers are sm_90a-only)
+template <bool NEG> struct WgmmaSS16<__nv_bfloat16, NEG> {
+  static __device__ __forceinline__ void run(float (&)[8], uint64_t, uint64_t, bool) {}
+};
+template <bool NEG> struct WgmmaSS16<__half, NEG> {
+  static __device__ __forceinline__ void run(float (&)[8], uint64_t, uint64_t, bool) {}
+};
+#endif
+#undef KDA2_WGMMA_SS16
+
+template <class E>
 struct Fused16 {
-  static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32;
+  static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
   // log2 decay over half a chunk up to which a channel's A / Aqk factors stay on tensor cores (kda2/chunk.cuh step 3)
   static constexpr float DIAG_RANGE = 96.f;
   // row strides: q / k / v tiles (E), Γ (fp32), uᵀ (fp32), A and T̃ (fp32)
   static constexpr int LQ = K + 8, LG = K + 4, LU = C + 4, LA = C + 1;
-  // factor tiles, per buffer (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in
-  // 128-byte-swizzled 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32
+  // factor tiles (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in 128-byte-swizzled
+  // 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32
   static constexpr int F_W = 0, F_QG = F_W + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
                        F_UT = F_AQ + C * 64 * 2, F_GL = F_UT + V * LU * 4, F_BYTES = (F_GL + K * 4 + 1023) / 1024 * 1024;
   // inputs as they land, per buffer: q, k, v (E), the raw gate (fp32, or E at the start of each row), β
   static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_V = R_K + C * LQ * 2, R_G = R_V + C * LQ * 2,
                        R_B = R_G + C * LG * 4, R_BYTES = (R_B + C * 4 + 127) / 128 * 128;
-  static constexpr int RAW0 = 2 * F_BYTES, PART = RAW0 + 2 * R_BYTES, S_A = PART + WARPS * 2 * C * C * 4,
-                       S_T = S_A + (C * LA * 4 + 127) / 128 * 128, S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128,
-                       SMEM_BYTES = S_MASK + 128;
-  static_assert(F_BYTES % 1024 == 0 && F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0,
+  // Sᵀ's 16-bit copy, [v][k] in 64-row panels per warpgroup (the consumer's A operand); the producer's partial sums of
+  // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) lie over it, used only between the consumer's steps
+  static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
+                       PART = S_STG, S_A = S_STG + STG_BYTES, S_T = S_A + (C * LA * 4 + 127) / 128 * 128,
+                       S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128, SMEM_BYTES = S_MASK + 128;
+  static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
+  static_assert(WARPS * 2 * C * C * 4 <= STG_BYTES, "the partial sums fit over the staging");
+  static_assert(CTAS_PER_SM * (SMEM_BYTES + 1024) <= 228 * 1024, "two CTAs an SM (1 KB reserved each, sm_90)");
+  static_assert(C * K / 8 == THREADS, "a thread copies one 16-byte piece of each q / k / v tile");
 
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a);
 };
 
-template <class E, bool PIPE>
-__device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a) {
+template <class E>
+__device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   using X = Elem16<E>;
   using TC = Tc16<E>;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -71,35 +106,38 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
   // ---- the chunk's inputs into raw buffer b (cp.async, 16-byte pieces; rows past the sequence zero) and β into a
   //      register of threads 0..15, a chunk ahead
   auto rows_of = [&](int64_t c) { return static_cast<int>(sb.len - C * c < C ? sb.len - C * c : C); };
+  // Thread tid copies piece tid % 16 of row tid / 16 of q, k and v, and of a 16-bit raw gate; an fp32 raw gate row is 32
+  // pieces, two passes of 8 rows. (A piece index decoded per copy — divisions, selects of the tile — was 14 % of the
+  // first form's instructions, ncu.)
+  const int cr = tid >> 4, cpc = tid & 15;
   auto issue = [&](int64_t c, int b, uint32_t& bnext) {
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
     const int rows = rows_of(c);
     const int64_t t0 = sb.bos + C * c;
-    const int gp = g_bf16 ? C * K / 8 : C * K / 4;
-    for (int p = tid; p < 3 * C * K / 8 + gp; p += THREADS) {
-      uint8_t* dst;
-      const void* src;
-      int r;
-      if (p < 3 * C * K / 8) {
-        const int which = p / (C * K / 8), pc = p % (K / 8);
-        r = p / (K / 8) % C;
-        dst = raw + (which == 0 ? R_Q : which == 1 ? R_K : R_V) + (r * LQ + 8 * pc) * 2;
-        src = which == 2 ? static_cast<const E*>(a.v) + ((t0 + r) * HV + hv) * V + 8 * pc
-                         : static_cast<const E*>(which == 0 ? a.q : a.k) + ((t0 + r) * a.H + h) * K + 8 * pc;
-      } else {
-        const int pp = p - 3 * C * K / 8;
-        if (g_bf16) {
-          r = pp / (K / 8);
-          dst = raw + R_G + r * LG * 4 + (pp % (K / 8)) * 16;
-          src = static_cast<const E*>(a.g) + ((t0 + r) * HV + hv) * K + 8 * (pp % (K / 8));
-        } else {
-          r = pp / (K / 4);
-          dst = raw + R_G + r * LG * 4 + (pp % (K / 4)) * 16;
-          src = static_cast<const float*>(a.g) + ((t0 + r) * HV + hv) * K + 4 * (pp % (K / 4));
-        }
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    const int qo = (cr * LQ + 8 * cpc) * 2;
+    if (cr < rows) {
+      const int64_t qk = ((t0 + cr) * a.H + h) * K + 8 * cpc;
+      cp_async16(smem_u32(raw + R_Q + qo), static_cast<const E*>(a.q) + qk);
+      cp_async16(smem_u32(raw + R_K + qo), static_cast<const E*>(a.k) + qk);
+      cp_async16(smem_u32(raw + R_V + qo), static_cast<const E*>(a.v) + ((t0 + cr) * HV + hv) * V + 8 * cpc);
+    } else {
+      *reinterpret_cast<uint4*>(raw + R_Q + qo) = z;
+      *reinterpret_cast<uint4*>(raw + R_K + qo) = z;
+      *reinterpret_cast<uint4*>(raw + R_V + qo) = z;
+    }
+    if (g_bf16) {
+      uint8_t* dst = raw + R_G + cr * LG * 4 + 16 * cpc;
+      if (cr < rows) cp_async16(smem_u32(dst), static_cast<const E*>(a.g) + ((t0 + cr) * HV + hv) * K + 8 * cpc);
+      else *reinterpret_cast<uint4*>(dst) = z;
+    } else {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const int r = (tid >> 5) + 8 * m, pc = tid & 31;
+        uint8_t* dst = raw + R_G + r * LG * 4 + 16 * pc;
+        if (r < rows) cp_async16(smem_u32(dst), static_cast<const float*>(a.g) + ((t0 + r) * HV + hv) * K + 4 * pc);
+        else *reinterpret_cast<uint4*>(dst) = z;
       }
-      if (r < rows) cp_async16(smem_u32(dst), src);
-      else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
     }
     if (tid < C && tid < rows) {
       const int64_t off = (t0 + tid) * HV + hv;
@@ -145,8 +183,8 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
   uint32_t bnext = 0u;
   if (nch > 0) issue(0, 0, bnext);
   cp_async_commit();
-  // The factors of chunk c into factor buffer c % 2 from raw buffer c % 2, the inputs of chunk c + 1 issued first.
-  // Ends with the fence that makes its tiles visible to the wgmmas; the caller's barrier publishes them.
+  // The factors of chunk c from raw buffer c % 2, the inputs of chunk c + 1 issued first. Ends with the fence that makes
+  // its tiles visible to the wgmmas; the caller's barrier publishes them.
   auto produce = [&](int64_t c) {
     const int b = static_cast<int>(c & 1);
     const uint32_t bcur = bnext;
@@ -154,10 +192,10 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
     if (c + 1 < nch) issue(c + 1, b ^ 1, bnext);
     cp_async_commit();
     cp_async_wait<1>();
-    __syncthreads();   // chunk c's inputs have landed; everyone is past its reads of raw buffer b ^ 1's last use
+    __syncthreads();   // chunk c's inputs have landed; chunk c − 1's consumer is done with the factors and the staging
     const int rows = rows_of(c);
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
-    uint8_t* fac = smem + b * F_BYTES;
+    uint8_t* fac = smem;
     E* sQ = reinterpret_cast<E*>(raw + R_Q);
     E* sK = reinterpret_cast<E*>(raw + R_K);
     const E* sV = reinterpret_cast<const E*>(raw + R_V);
@@ -384,21 +422,26 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
     fence_proxy_async();   // w, qg, kg, Aqk: ordinary stores the wgmmas read
   };
 
-  // ---- consumer: this warpgroup's 64 value rows of Sᵀ. consume_issue(c) starts v_newᵀ = uᵀ − Sᵀwᵀ and oᵀ = Sᵀqgᵀ
-  //      (two groups in flight); consume_finish(c) waits for them and runs oᵀ += v_newᵀ Aqkᵀ, Sᵀ += v_newᵀ kg, o out.
-  uint32_t Sb[K / 16][4];
-  float P[8], O[8];
-  auto consume_issue = [&](int64_t c) {
-    const uint8_t* fac = smem + (c & 1) * F_BYTES;
-    const uint32_t fb = smem_u32(fac);
+  // ---- consumer: this warpgroup's 64 value rows of Sᵀ. Its 16-bit copy goes to the staging (stmatrix: lane 8m + r
+  //      addresses row r of 8 × 8 block m, the rows 8·(m % 2) and columns 8·(m / 2) of a 16 × 16 piece), then
+  //      v_newᵀ = uᵀ − Sᵀwᵀ and oᵀ = Sᵀqgᵀ (two groups); oᵀ += v_newᵀ Aqkᵀ and Sᵀ += v_newᵀ kg (register A); o out.
+  const int wg = warp >> 2, w4 = warp & 3;
+  const uint32_t stg = smem_u32(smem + S_STG + wg * (64 * K * 2));
+  const uint32_t fb = smem_u32(smem);
+  const uint32_t a_lo = desc_k128_lo(stg >> 4), w_lo = desc_k128_lo((fb + F_W) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
+  auto consume = [&](int64_t c) {
 #pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks) {
-      Sb[ks][0] = TC::pack(S[8 * ks], S[8 * ks + 1]);
-      Sb[ks][1] = TC::pack(S[8 * ks + 2], S[8 * ks + 3]);
-      Sb[ks][2] = TC::pack(S[8 * ks + 4], S[8 * ks + 5]);
-      Sb[ks][3] = TC::pack(S[8 * ks + 6], S[8 * ks + 7]);
+    for (int jp = 0; jp < K / 16; ++jp) {
+      const uint32_t r4[4] = {TC::pack(S[8 * jp], S[8 * jp + 1]), TC::pack(S[8 * jp + 2], S[8 * jp + 3]),
+                              TC::pack(S[8 * jp + 4], S[8 * jp + 5]), TC::pack(S[8 * jp + 6], S[8 * jp + 7])};
+      stsm_x4(r4, stg + 2 * panel128_offset(16 * w4 + 8 * ((lane >> 3) & 1) + (lane & 7), 16 * jp + 8 * (lane >> 4), 64));
     }
-    const float* sUT = reinterpret_cast<const float*>(fac + F_UT);
+    fence_proxy_async();   // ordinary stores the wgmmas read
+    // the warpgroup's rows of the staging (immediate barrier ids: a register id makes ptxas reserve all 16)
+    if (wg) asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    else asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    const float* sUT = reinterpret_cast<const float*>(smem + F_UT);
+    float P[8], O[8];
 #pragma unroll
     for (int jj = 0; jj < 2; ++jj) {   // P seeded with uᵀ: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
       const float2 lo = *reinterpret_cast<const float2*>(sUT + vr * LU + 8 * jj + 2 * t);
@@ -408,20 +451,18 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < K / 16; ++ks)   // v_newᵀ = uᵀ − Sᵀ wᵀ
-      WgmmaRS16<E, true>::run(P, Sb[ks], smem_desc_k128(fb + F_W, 16 * ks, C), true);
+      WgmmaSS16<E, true>::run(P, desc128(a_lo + k128_slice_bytes(16 * ks, 64) / 16),
+                              desc128(w_lo + k128_slice_bytes(16 * ks, C) / 16), true);
     wgmma_commit();
 #pragma unroll
     for (int ks = 0; ks < K / 16; ++ks)   // oᵀ = Sᵀ qgᵀ
-      WgmmaRS16<E, false>::run(O, Sb[ks], smem_desc_k128(fb + F_QG, 16 * ks, C), ks > 0);
+      WgmmaSS16<E, false>::run(O, desc128(a_lo + k128_slice_bytes(16 * ks, 64) / 16),
+                               desc128(q_lo + k128_slice_bytes(16 * ks, C) / 16), ks > 0);
     wgmma_commit();
-  };
-  auto consume_finish = [&](int64_t c) {
-    const uint8_t* fac = smem + (c & 1) * F_BYTES;
-    const uint32_t fb = smem_u32(fac);
     wgmma_wait<1>();
     wgmma_hold(P);
     {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
-      const float* gl = reinterpret_cast<const float*>(fac + F_GL);
+      const float* gl = reinterpret_cast<const float*>(smem + F_GL);
 #pragma unroll
       for (int jj = 0; jj < K / 8; ++jj) {
         const float2 f = *reinterpret_cast<const float2*>(gl + 8 * jj + 2 * t);
@@ -445,23 +486,10 @@ __device__ __forceinline__ void Fused16<E, PIPE>::run(const KDA2RecurrentArgs& a
     }
   };
 
-  if constexpr (!PIPE) {
-    for (int64_t c = 0; c < nch; ++c) {
-      produce(c);
-      __syncthreads();   // chunk c's factors are published
-      consume_issue(c);
-      consume_finish(c);
-    }
-  } else {
-    // chunk c + 1's factors are made while chunk c's first products run (its factor and raw buffers are the other
-    // ones: chunk c − 1's consumer and chunk c's producer are past them at the barrier above)
-    if (nch > 0) produce(0);
-    for (int64_t c = 0; c < nch; ++c) {
-      __syncthreads();   // chunk c's factors are published; chunk c − 1's are read
-      consume_issue(c);
-      if (c + 1 < nch) produce(c + 1);
-      consume_finish(c);
-    }
+  for (int64_t c = 0; c < nch; ++c) {
+    produce(c);
+    __syncthreads();   // chunk c's factors are published
+    consume(c);
   }
 
   if (a.ht) {

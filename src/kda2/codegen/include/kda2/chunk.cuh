@@ -657,20 +657,7 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
     const float a_scale = (mode != KDA2_GATE_PRECOMPUTED && (a.flags & KDA2_HAS_A_LOG)) ? __expf(a_log) : 1.f;
     // the gate in log2 units, up to the factor `post` every row of the channel shares: the softplus gate's −exp(A_log)
     // multiplies the scanned sums (and the earlier parts' totals) once, at the store, not every element
-    float post = 1.f;
-    if (HAS_SOFTPLUS && mode == KDA2_GATE_SOFTPLUS) {
-      const float bias2 = bias * LOG2E;
-      post = -a_scale;
-#pragma unroll
-      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = softplus2(fmaf(x[e], LOG2E, bias2));
-    } else if (HAS_LOWER_BOUND && mode == KDA2_GATE_LOWER_BOUND) {
-      const float lb2 = a.lower_bound * LOG2E;
-#pragma unroll
-      for (int e = 0; e < SCAN_ROWS; ++e) x[e] = lb2 * sigmoid_fast(a_scale * (x[e] + bias));
-    } else {
-#pragma unroll
-      for (int e = 0; e < SCAN_ROWS; ++e) x[e] *= LOG2E;
-    }
+    const float post = gate_rows_log2<HAS_SOFTPLUS, HAS_LOWER_BOUND>(x, mode, a_scale, bias, a.lower_bound);
     // rows past the sequence (zero-filled raw gates, whose activation is not zero) add nothing; a whole chunk,
     // every item but a sequence's last, skips the per-row test
     float acc = 0.f;

@@ -211,20 +211,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         x[r] = g_bf16 ? X::to_f(reinterpret_cast<const E*>(sG + r * LG)[d]) : sG[r * LG + d];
       const int mode = a.gate_mode;
       const float a_scale = (mode != KDA2_GATE_PRECOMPUTED && (a.flags & KDA2_HAS_A_LOG)) ? __expf(a_log) : 1.f;
-      float post = 1.f;
-      if (mode == KDA2_GATE_SOFTPLUS) {
-        const float bias2 = bias * LOG2E;
-        post = -a_scale;
-#pragma unroll
-        for (int r = 0; r < C; ++r) x[r] = softplus2(fmaf(x[r], LOG2E, bias2));
-      } else if (mode == KDA2_GATE_LOWER_BOUND) {
-        const float lb2 = a.lower_bound * LOG2E;
-#pragma unroll
-        for (int r = 0; r < C; ++r) x[r] = lb2 * sigmoid_fast(a_scale * (x[r] + bias));
-      } else {
-#pragma unroll
-        for (int r = 0; r < C; ++r) x[r] *= LOG2E;
-      }
+      const float post = gate_rows_log2<true, true>(x, mode, a_scale, bias, a.lower_bound);
       // a 16-bit raw row is overwritten by fp32 Γ: every gate thread has read its raw values first
       if (g_bf16) asm volatile("bar.sync 1, %0;\n" ::"n"(K) : "memory");
       float acc = 0.f;

@@ -18,7 +18,7 @@ What is modelled, in the kernels' order (everything else is fp32; the exponentia
           rounded to 16 bits
   bfs_k, bfs_t  prep_wu "bfs": the K' products' operands (16-bit) and the diagonal product's (tf32)
           (kda2/reference/rounding.py bfs_chunk)
-  wu      w and u as stored, 16-bit
+  wu, u   w and u as stored, 16-bit ("u" alone: u, by default as "wu")
   Sb, vnew, o   the state pass: S and v_new as 16-bit operands, o in the input dtype; S itself fp32
 `rounding` replaces the rounding at named points ("fp32", "tf32" or "16"): an error budget, or a design's price.
 """
@@ -31,16 +31,20 @@ import numpy as np
 from kda2.reference import _f64, _sigmoid, gate_activation
 from kda2.reference.rounding import bf16, bfs_chunk, fp16, tf32
 
-__all__ = ["POINTS", "KINDS", "PREP_WU", "DIAG_RANGE", "forward"]
+__all__ = ["POINTS", "KINDS", "PREP_WU", "DIAG_RANGE", "FUSED16", "forward"]
 
 F32 = np.float32
 LOG2E = 1.4426950408889634
 #: The diagonal blocks' range about their anchor (log2; kda2/chunk.cuh step 3, DIAG_RANGE).
 DIAG_RANGE = 96.0
-POINTS = ("qk", "offdiag", "diag", "Aqk", "qg", "kg", "k2g", "levels", "T16", "bfs_k", "bfs_t", "wu", "Sb", "vnew", "o")
+POINTS = ("qk", "offdiag", "diag", "Aqk", "qg", "kg", "k2g", "levels", "T16", "bfs_k", "bfs_t", "wu", "u", "Sb", "vnew",
+          "o")
 KINDS = ("fp32", "tf32", "16")
 PREP_WU = ("levels", "bfs")
 _DTYPES = {"bf16": bf16, "fp16": fp16}
+#: The fused 16-token kernel (kda2/fused.cuh Fused16) in this model's terms: 16-token steps (one diagonal block: no
+#: off-diagonal factors, no levels), k 2^Γ and T diag β as tf32 operands of w / u's products, u kept in fp32.
+FUSED16 = dict(chunk=16, prep_wu="levels", rounding={"k2g": "tf32", "T16": "tf32", "u": "fp32"})
 
 
 class _Round:
@@ -140,10 +144,11 @@ def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str, rig
                 T[:, I, J] = -_mm(lv(T[:, I, I]), lv(_mm(lv(A[:, I, J]), lv(T[:, J, J]))))
             s *= 2
         T16 = R("T16", E)(T * bc[:, None, :])
-        w, u = R("wu", E)(_mm(T16, k2g)), R("wu", E)(_mm(T16, vc))
+        w, u = R("wu", E)(_mm(T16, k2g)), R("u", R("wu", E))(_mm(T16, vc))
     else:
         Td = np.concatenate(Tdiag, axis=1)
-        w, u = (R("wu", E)(bfs_chunk(Kp, Td, bc, X, op_k=R("bfs_k", E), op_t=R("bfs_t", tf32))) for X in (k2g, vc))
+        w, u = (R(pt, R("wu", E))(bfs_chunk(Kp, Td, bc, X, op_k=R("bfs_k", E), op_t=R("bfs_t", tf32)))
+                for pt, X in (("wu", k2g), ("u", vc)))
     return dict(w=w, u=u, qg=qg, kg=kg, Aqk=Aqk, glast=glast)
 
 

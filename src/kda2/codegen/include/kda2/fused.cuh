@@ -11,12 +11,13 @@
 //     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column); beside it the other
 //        warps' element-wise qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), 2^Γ15
 //     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
-//   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in the accumulators of register-A wgmma,
-//     v_newᵀ = uᵀ − Sᵀ wᵀ, oᵀ = Sᵀ qgᵀ + v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
+//   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, its 16-bit copy in shared
+//     memory the A operand of v_newᵀ = uᵀ − Sᵀ wᵀ and oᵀ = Sᵀ qgᵀ; then oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
+//     with v_newᵀ from registers
 // Producer and consumer take turns; the inputs of chunk c + 1 land (cp.async) while chunk c is computed, and two CTAs
-// share an SM (≤ 128 registers a thread, ≤ 113 KB of shared memory): the consumer reads Sᵀ's 16-bit copy from shared
-// memory (A by descriptor), staged where the producer's partial sums lie. (With the copy in registers, 167 of them, one
-// CTA an SM: 4.4 µs a step on the H100, experiments/2026-12-05-fused.) tests/kernels/fused_check.cu runs it,
+// share an SM (≤ 128 registers a thread, ≤ 113 KB of shared memory) — why Sᵀ's copy is staged (where the producer's
+// partial sums lie) instead of held: in registers it took 167 of them, one CTA an SM, 4.4 µs a step on the H100
+// (experiments/2026-12-05-fused). tests/kernels/fused_check.cu runs it,
 // tests/gpu/test_fused_gpu.py holds it to the fp64 reference.
 // K = V = 128, 16-bit inputs E (bf16 or fp16); the gate modes, l2norm, β sigmoid, varlen, GVA, h0 / ht in both
 // layouts as KDA2RecurrentArgs asks (no split: a.split is not read).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call 3, carry ["build/_ab/vall.tar.xz"]: the two-CTAs-an-SM form of fused16 (Sᵀ's 16-bit copy in shared
-# memory as the wgmmas' A, 128 registers; the copies' pieces fixed per thread): the fp64 GPU tests (36 cases), its time
-# against the routed Kimi chunk library (P and K3 shapes, same process, alternating), and ncu of one P3 call.
+# memory as the wgmmas' A, 128 registers; the copies' pieces fixed per thread): the fp64 GPU tests (36 cases, the
+# composed exact split), its time against the routed Kimi chunk library (P and K3 shapes, same process, alternating;
+# the split where chains are few), and ncu of one P3 call.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -9,7 +10,7 @@ F=/tmp/f3; rm -rf $F; mkdir -p $F
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 tar xJf build/_ab/vall.tar.xz -C /tmp || exit 3
 el "fused GPU tests"
-timeout 120 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider --maxfail=4 \
+timeout 200 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider --maxfail=4 \
   > $F/test_fused.log 2>&1; echo "fused tests rc $?"
 grep -E "^fused16" $F/test_fused.log | sed 's/^fused16 //' | sort -t' ' -k5 -g | tail -3; tail -2 $F/test_fused.log
 grep -E "^E  |Error" $F/test_fused.log | head -12

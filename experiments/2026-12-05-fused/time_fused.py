@@ -1,7 +1,8 @@
 """The fused 16-token chunk kernel (kda2/fused.cuh via tests/kernels/fused_check.cu) against the routed chunk library,
 same inputs, same process, alternating: `kda2.bench.chunk`'s shapes, input sets and timer (bf16 q/k/v and raw gate,
 gate / l2norm / β sigmoid in the kernel, fp32 V-first states); with the bounded gate also cuDNN-FE's fused Hopper
-kernel where it is importable (`kda2.bench.chunk.bench_cudnn`). Prints one line per (shape, gate) and writes JSON.
+kernel where it is importable (`kda2.bench.chunk.bench_cudnn`); where the chains are fewer than two an SM, also the
+exact split composed from the kernel (`Fused16.split_call`). Prints one line per (shape, gate) and writes JSON.
 
 usage: python time_fused.py LIBRARY OUT.json [SHAPE ...]   (LIBRARY: a vendored chunk bundle's manifest or folder)
 """
@@ -38,6 +39,7 @@ except Exception as exc:  # noqa: BLE001 - the peer is optional
     print(f"cuDNN-FE not timed: {type(exc).__name__}: {exc}", flush=True)
     cudnn = None
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
+sms = torch.cuda.get_device_properties(0).multi_processor_count
 rows = []
 for s in shapes:
     R = bc.n_sets(s, l2)
@@ -61,13 +63,29 @@ for s in shapes:
         torch.cuda.synchronize()
         agree = {"o": bc.rel_l2(torch, fo[0], outs[0]), "ht": bc.rel_l2(torch, fh[0], hts[0]),
                  "nonfinite": bc.nonfinite(torch, fo[0]) + bc.nonfinite(torch, fh[0])}
+        # few chains: the exact split composed from the kernel (Fused16.split_call; host-side plan and combine
+        # included), with enough segments for two CTAs on every SM
+        chains = s.N * s.H
+        split = min(16, -(-2 * sms // chains))
+
+        def run_split(i, gate=gate, lb=lb):
+            x = sets[i]
+            fused.split_call(x["q"], x["k"], x["v"], x["g"], x["beta"], o=fo[i], h0=x["h0"], ht=fh[i],
+                             A_log=shared["A_log"], dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"],
+                             gate=gate, lower_bound=-5.0 if lb is None else lb, v_first=True, split=split)
+        runs = [("library", run_lib), ("fused", run_fused)] + ([("split", run_split)] if split > 1 else [])
+        if split > 1:
+            run_split(0)
+            torch.cuda.synchronize()
+            agree["split_vs_library_o"] = bc.rel_l2(torch, fo[0], outs[0])
+            agree["split_vs_library_ht"] = bc.rel_l2(torch, fh[0], hts[0])
         t = {}
         for rnd in (1, 2):
-            for name, fn in (("library", run_lib), ("fused", run_fused)):
+            for name, fn in runs:
                 st = timer.kernel(fn, R, 20, warmup=3)
                 t.setdefault(name, []).append(st.median_ms)
         row = dict(id=s.id, label=s.label, gate=gate, library_ms=t["library"], fused_ms=t["fused"], agree=agree,
-                   route=bc.route_of(lib, s, True))
+                   route=bc.route_of(lib, s, True), split=split, split_ms=t.get("split"))
         cud = ""
         if cudnn is not None and gate == "lower_bound":
             try:
@@ -80,9 +98,13 @@ for s in shapes:
                 row["cudnn"] = {"error": f"{type(exc).__name__}: {exc}"}
                 cud = f"   cuDNN error {exc}"
         rows.append(row)
+        spl = (f"  split {split}: {t['split'][0]:.3f}/{t['split'][1]:.3f} ms "
+               f"({min(t['split']) / min(t['library']):.2f} of library, o vs library "
+               f"{agree['split_vs_library_o']:.1e})" if split > 1 else "")
         print(f"{s.label:<36} {gate:<11} library {t['library'][0]:.3f}/{t['library'][1]:.3f} ms  fused "
               f"{t['fused'][0]:.3f}/{t['fused'][1]:.3f}  fused/library {min(t['fused']) / min(t['library']):.2f}  "
-              f"vs library o {agree['o']:.1e} ht {agree['ht']:.1e} nonfinite {agree['nonfinite']}{cud}", flush=True)
+              f"vs library o {agree['o']:.1e} ht {agree['ht']:.1e} nonfinite {agree['nonfinite']}{spl}{cud}",
+              flush=True)
     del sets, shared, outs, hts, fo, fh
     torch.cuda.empty_cache()
 out_json.write_text(json.dumps(dict(gpu=torch.cuda.get_device_name(), rows=rows), indent=1))

@@ -87,3 +87,60 @@ class Fused16:
             workspace_bytes=0, max_seqlen=T, intermediate=0)
         params = (self.ctypes.c_void_p * 1)(self.ctypes.addressof(a))
         self._launch(self.fns[e16], N * HV, 256, self.smem, self.ctypes.addressof(params))
+
+    def split_call(self, *args, **kw) -> None:
+        """The exact split composed from this kernel (exact_split below); same arguments as a call, plus `split`."""
+        exact_split(self.torch, self, *args, **kw)
+
+
+def exact_split(torch, run, q, k, v, g, beta, *, o, split: int, h0=None, ht=None, cu_seqlens=None,
+                v_first: bool = False, **kw) -> None:
+    """The exact split (docs/DESIGN.md §1) composed from a kernel call `run` (Fused16's signature), as the library's
+    FOLD / combine / EMIT do it: each sequence cut by kda2.reference.split.split_plan (whole 64-token chunks, data-
+    independent); each segment's transition S ↦ M S + B in two launches over all segments — M the segment run from
+    S = I with v = 0 (u = T̃ v = 0, so the recurrence is linear in S; needs K = V), B the segment run from 0; the true
+    start states chained in fp32 (one batched product per segment index); then every segment from its start state.
+    Exact up to rounding; the cost does not depend on the data (three passes of the factors)."""
+    from kda2.reference.split import split_plan
+
+    B, T, _, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    if K != V:
+        raise ValueError(f"the composed split needs K = V (M runs as a K × K state); got K {K}, V {V}")
+    cu = list(range(0, B * T + 1, T)) if cu_seqlens is None else [int(x) for x in cu_seqlens.tolist()]
+    N = len(cu) - 1
+    plan = split_plan([b - a for a, b in zip(cu, cu[1:])], split)
+    table = plan.table()                       # (n, start, end) per segment, relative to the sequence's start
+    nseg = len(table)
+    dev = q.device
+    S = torch.zeros(N, HV, K, V, device=dev) if h0 is None else (
+        h0.transpose(-1, -2).contiguous() if v_first else h0.clone())
+    if nseg:
+        bounds = [cu[int(table[0][0])]] + [cu[int(n)] + int(e) for n, _, e in table]
+        assert all(cu[int(n)] + int(a) == bounds[j] for j, (n, a, _) in enumerate(table)), "segments are contiguous"
+        seg_cu = torch.tensor(bounds, dtype=torch.int64, device=dev)
+
+        def flat(x):
+            return x.reshape(1, B * T, *x.shape[2:])
+        qf, kf, vf, gf, bf = flat(q), flat(k), flat(v), flat(g), flat(beta)
+        scratch = torch.empty_like(vf)
+        eye = torch.eye(K, device=dev).expand(nseg, HV, K, K).contiguous()
+        M = torch.empty(nseg, HV, K, K, device=dev)
+        Bt = torch.empty(nseg, HV, K, V, device=dev)
+        run(qf, kf, torch.zeros_like(vf), gf, bf, o=scratch, h0=eye, ht=M, cu_seqlens=seg_cu, **kw)
+        run(qf, kf, vf, gf, bf, o=scratch, h0=None, ht=Bt, cu_seqlens=seg_cu, **kw)
+        off = plan.seg_offsets
+        starts = torch.empty(nseg, HV, K, V, device=dev)
+        for j in range(max(plan.num_segments)):   # the j-th segment of every sequence that has one, batched
+            seqs = [n for n in range(N) if plan.num_segments[n] > j]
+            ii = torch.tensor([int(off[n]) + j for n in seqs], device=dev)
+            nn = torch.tensor(seqs, device=dev)
+            starts[ii] = S[nn]
+            S[nn] = torch.baddbmm(Bt[ii].reshape(-1, K, V), M[ii].reshape(-1, K, K),
+                                  S[nn].reshape(-1, K, V)).reshape(len(seqs), HV, K, V)
+        finals = torch.empty(nseg, HV, K, V, device=dev)
+        run(qf, kf, vf, gf, bf, o=flat(o), h0=starts, ht=finals, cu_seqlens=seg_cu, **kw)
+        last = [n for n in range(N) if plan.num_segments[n]]
+        S[torch.tensor(last, device=dev)] = finals[torch.tensor([int(off[n + 1]) - 1 for n in last], device=dev)]
+    if ht is not None:
+        ht.copy_(S.transpose(-1, -2) if v_first else S)

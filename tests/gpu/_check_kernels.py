@@ -15,7 +15,8 @@ def check_module(torch, src: Path, out_dir: Path, flags: tuple[str, ...] = ()):
     """(function lookup, checked-call helper, driver module, unload) of a check kernel file, compiled for sm_90a into
     out_dir and loaded in torch's context."""
     if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip(f"wgmma needs sm_90a (a Hopper GPU); this GPU is sm_{''.join(map(str, torch.cuda.get_device_capability()))}")
+        cap = "".join(map(str, torch.cuda.get_device_capability()))
+        pytest.skip(f"wgmma needs sm_90a (a Hopper GPU); this GPU is sm_{cap}")
     from kda2.compile.toolchain import _which_nvcc
 
     cubin = Path(out_dir) / f"{src.stem}.cubin"

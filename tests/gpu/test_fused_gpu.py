@@ -2,7 +2,8 @@
 float64 reference on the chunk GPU tests' own cases (kda2/bench/cases.py CASES at K = V = 128, the same inputs and
 seeds): o and the final state within the chunk family's bar (5e-3 relative L2) and within MODEL_FACTOR of its design's
 rounding model (kda2.reference.chunk_model.FUSED16, which gave the first form's 36 errors to within 0.4 %), every
-element written (outputs poisoned with NaN), inputs untouched. Needs a Hopper GPU and nvcc; skips without a GPU (conftest.py).
+element written (outputs poisoned with NaN), inputs untouched; and the exact split composed from the kernel. Needs a
+Hopper GPU and nvcc; skips without a GPU (conftest.py).
 """
 from __future__ import annotations
 

@@ -109,6 +109,13 @@ __device__ __forceinline__ void prefetch_l2_lines(const float* p) {
   for (int b = 0; b < N / 32; ++b) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + 32 * b));
 }
 
+// How far (log2) a 16-token block's factors may reach about its middle-row anchor, 2^±DIAG_RANGE, before a channel
+// leaves the tensor cores for the exact path (the prep's diagonal blocks, the fused kernel's chunks). At 2^±96 a factor
+// times a 16-bit input stays finite below 2^31 and normal above 2^-30 (a smaller element adds < 2^-30 of its partner
+// and is flushed). Measured on the H200 with the lower-bound gate (up to 7.2 per token in log2, ≈ 54 per block on
+// average): at 2^64 so many channels took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
+constexpr float DIAG_RANGE = 96.f;
+
 struct SeqBounds { int64_t bos, len; };
 __device__ __forceinline__ SeqBounds seq_bounds(const KDA2RecurrentArgs& a, int n) {
   if (a.cu_seqlens) { const int64_t b = a.cu_seqlens[n]; return {b, a.cu_seqlens[n + 1] - b}; }
@@ -775,11 +782,6 @@ __device__ __forceinline__ void Kernels<Cfg>::prep_item(const KDA2RecurrentArgs 
   // (4.71e-3 → 5.02e-3 on a strong-decay one, over the 5e-3 bar); in tf32 it is within 2 % of the
   // CUDA-core figure.
   {
-    // log2 units. At 2^±96, a factor times a 16-bit input stays finite below 2^31 and normal above 2^-30 (a
-    // smaller element adds < 2^-30 of its partner and is flushed). Measured on the H200 with the
-    // lower-bound gate (up to 7.2 per token in log2, ≈ 54 per block on average): at 2^64 so many channels
-    // took the exact path that the prep kernel took 1.11 ms on P1, at 2^96 0.78 ms.
-    constexpr float DIAG_RANGE = 96.f;
     const int I = warp & 3, part = warp >> 2, r = 16 * I;
     // Balance: pair I has 2I off-diagonal column tiles, so pair 3 set the step's length (its barrier held the
     // other pairs' warps: 7–10 % of the prep's stall samples on P3). Pair 0 takes pair 3's first two, computing

@@ -65,8 +65,6 @@ template <bool NEG> struct WgmmaSS16<__half, NEG> {
 template <class E>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
-  // log2 decay over half a chunk up to which a channel's A / Aqk factors stay on tensor cores (kda2/chunk.cuh step 3)
-  static constexpr float DIAG_RANGE = 96.f;
   // row strides: q / k / v tiles (E), Γ (fp32), uᵀ (fp32), A and T̃ (fp32), a warpgroup's o block (E)
   static constexpr int LQ = K + 8, LG = K + 4, LU = C + 4, LA = C + 1, LO = 64 + 8;
   // factor tiles (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in 128-byte-swizzled
@@ -260,7 +258,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         const int da = 16 * warp + 8 * ks + t, db = da + 4;
         const float ga0 = sG[da], gam = sG[8 * LG + da], gae = sG[15 * LG + da];
         const float gb0 = sG[db], gbm = sG[8 * LG + db], gbe = sG[15 * LG + db];
-        const bool oka = fmaxf(ga0 - gam, gam - gae) <= DIAG_RANGE, okb = fmaxf(gb0 - gbm, gbm - gbe) <= DIAG_RANGE;
+        const bool oka = fmaxf(ga0 - gam, gam - gae) <= chunk::DIAG_RANGE;
+        const bool okb = fmaxf(gb0 - gbm, gbm - gbe) <= chunk::DIAG_RANGE;
         if ((!oka || !okb) && g == 0) atomicOr(mask + (da >> 5), (!oka ? 1u << (da & 31) : 0u) | (!okb ? 1u << (db & 31) : 0u));
         float kl[2][2], ql[2][2], kr[2][2];   // [row g, g + 8][channel da, db]
 #pragma unroll

@@ -28,16 +28,20 @@ def fused(torch_cuda, tmp_path_factory):
     f.unload()
 
 
+def call_options(x: dict, case: Case) -> dict:
+    """The kernel call's options for a case's inputs (everything but q, k, v, g, beta and the outputs)."""
+    # 16-bit A_log / dt_bias are read as fp32, as the library's runtime converts them (kda2/runtime/params.py)
+    par = {n: None if x[n] is None else x[n].float() for n in ("A_log", "dt_bias")}
+    return dict(h0=x["initial_state"], cu_seqlens=x["cu_seqlens"], scale=case.scale, gate=case.gate,
+                lower_bound=case.lower_bound, l2=case.l2, bsig=case.bsig, neg=case.neg, v_first=case.v_first, **par)
+
+
 def run_case(torch, fused: Fused16, case: Case, seed: int):
     """(o, final state or None, the inputs as passed) of one case through the fused kernel, outputs poisoned first."""
     x = to_torch(torch, draw(case, seed, 128, 128), case, "cuda")
     o = torch.full_like(x["v"], math.nan)
     ht = torch.full(x["sshape"], math.nan, device="cuda") if case.final else None
-    # 16-bit A_log / dt_bias are read as fp32, as the library's runtime converts them (kda2/runtime/params.py)
-    par = {n: None if x[n] is None else x[n].float() for n in ("A_log", "dt_bias")}
-    fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o, h0=x["initial_state"], ht=ht, cu_seqlens=x["cu_seqlens"],
-          scale=case.scale, gate=case.gate, lower_bound=case.lower_bound, l2=case.l2, bsig=case.bsig, neg=case.neg,
-          v_first=case.v_first, **par)
+    fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o, ht=ht, **call_options(x, case))
     torch.cuda.synchronize()
     return o, ht, x
 
@@ -77,9 +81,7 @@ def test_fused_matches_reference(fused, torch_cuda, seed, case: Case):
 
 def _split_and_unsplit(torch, fused: Fused16, case: Case, seed: int, split: int):
     x = to_torch(torch, draw(case, seed, 128, 128), case, "cuda")
-    par = {n: None if x[n] is None else x[n].float() for n in ("A_log", "dt_bias")}
-    opts = dict(h0=x["initial_state"], cu_seqlens=x["cu_seqlens"], gate=case.gate, lower_bound=case.lower_bound,
-                l2=case.l2, bsig=case.bsig, neg=case.neg, v_first=case.v_first, **par)
+    opts = call_options(x, case)
     outs = []
     for s in (1, split):
         o = torch.full_like(x["v"], math.nan)

@@ -411,7 +411,7 @@ class ChunkTile(_Strict):
     stages: load pipeline depth of the state kernel; state_mma: how the state kernel multiplies — mma_sync (every
     arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates); prep_wu: how
     the prep makes w and u — levels (every arch) or bfs, blocked substitution on warpgroup MMAs (sm_90a; planned
-    beside the levels candidates; not yet measured on a GPU, docs/DESIGN.md §1).
+    beside the levels candidates; measured on an H100 only, not yet tuned: docs/DESIGN.md §1).
     """
 
     block_v: Choices[Literal[CHUNK_FIELDS["block_v"]]] = [32, 64]  # type: ignore[valid-type]

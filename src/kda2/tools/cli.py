@@ -233,16 +233,13 @@ def _chunk_warps(c: dict) -> int:
     return state_warps(c["block_v"], knob(c, "state_mma"))
 
 
-def _chunk_mma(c: dict) -> str:
-    from kda2.spec.knobs import knob
+def _knob_cell(name: str):
+    """The cell of a knob a config may leave out (its absent default shown)."""
+    def cell(c: dict) -> str:
+        from kda2.spec.knobs import knob
 
-    return knob(c, "state_mma")
-
-
-def _chunk_prep(c: dict) -> str:
-    from kda2.spec.knobs import knob
-
-    return knob(c, "prep_wu")
+        return knob(c, name)
+    return cell
 
 
 #: Per family: (title, format width, cell) of the knob columns of `kda2 plan`.
@@ -258,7 +255,7 @@ _PLAN_COLUMNS = {
                   ("states", "<6", lambda c: "+tok" if c.get("intermediate") else "final")],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
               ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
-              ("mma", "<8", _chunk_mma), ("prep", "<6", _chunk_prep), ("smem prep/state B", "<17", _chunk_smem)],
+              ("mma", "<8", _knob_cell("state_mma")), ("prep", "<6", _knob_cell("prep_wu")), ("smem prep/state B", "<17", _chunk_smem)],
 }
 
 

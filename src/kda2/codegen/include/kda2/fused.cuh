@@ -413,6 +413,11 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   //      addresses row r of 8 × 8 block m, the rows 8·(m % 2) and columns 8·(m / 2) of a 16 × 16 piece), then
   //      v_newᵀ = uᵀ − Sᵀwᵀ and oᵀ = Sᵀqgᵀ (two groups); oᵀ += v_newᵀ Aqkᵀ and Sᵀ += v_newᵀ kg (register A); o out.
   const int wg = warp >> 2, w4 = warp & 3;
+  // the warpgroup's 128 threads (named barriers 1 and 2; immediate ids: a register id makes ptxas reserve all 16)
+  auto wg_sync = [&] {
+    if (wg) asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    else asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  };
   const uint32_t stg = smem_u32(smem + S_STG + wg * (64 * K * 2));
   const uint32_t fb = smem_u32(smem);
   const uint32_t a_lo = desc_k128_lo(stg >> 4), w_lo = desc_k128_lo((fb + F_W) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
@@ -424,9 +429,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       stsm_x4(r4, stg + 2 * panel128_offset(16 * w4 + 8 * ((lane >> 3) & 1) + (lane & 7), 16 * jp + 8 * (lane >> 4), 64));
     }
     fence_proxy_async();   // ordinary stores the wgmmas read
-    // the warpgroup's rows of the staging (immediate barrier ids: a register id makes ptxas reserve all 16)
-    if (wg) asm volatile("bar.sync 2, 128;\n" ::: "memory");
-    else asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    wg_sync();             // the warpgroup's rows of the staging
     const float* sUT = reinterpret_cast<const float*>(smem + F_UT);
     float P[8], O[8];
 #pragma unroll
@@ -468,13 +471,10 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     // .trans (lane 8m + r: token 8·(m / 2) + r, value rows 8·(m % 2) of the warp's 16), then one 16-byte store a thread
     // (8 scattered 2-byte stores a thread were 3.6 % of the first form's instructions)
     {
-      // every warp of the warpgroup is past its wait: no wgmma still reads the staging
-      if (wg) asm volatile("bar.sync 2, 128;\n" ::: "memory");
-      else asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      wg_sync();   // every warp of the warpgroup is past its wait: no wgmma still reads the staging
       const uint32_t r4[4] = {TC::pack(O[0], O[1]), TC::pack(O[2], O[3]), TC::pack(O[4], O[5]), TC::pack(O[6], O[7])};
       stsm_x4_t(r4, stg + 2 * ((8 * (lane >> 4) + (lane & 7)) * LO + 16 * w4 + 8 * ((lane >> 3) & 1)));
-      if (wg) asm volatile("bar.sync 2, 128;\n" ::: "memory");
-      else asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      wg_sync();
       const int rows = rows_of(c), tt = tid & 127, tok = tt >> 3, pc = tt & 7;
       const E* so = reinterpret_cast<const E*>(smem + S_STG + wg * (64 * K * 2));
       if (tok < rows)

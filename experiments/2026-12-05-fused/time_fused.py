@@ -5,10 +5,13 @@ kernel where it is importable (`kda2.bench.chunk.bench_cudnn`); where the chains
 exact split composed from the kernel (`Fused16.split_call`). Prints one line per (shape, gate) and writes JSON.
 
 usage: python time_fused.py LIBRARY OUT.json [SHAPE ...]   (LIBRARY: a vendored chunk bundle's manifest or folder)
+FUSED_FORMS="name=DIR ..." times other forms of the kernel beside it: DIR holds a kda2/fused.cuh that takes the
+working tree's place (the `-I` before the repository's).
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +31,10 @@ lib_path, out_json = sys.argv[1], Path(sys.argv[2])
 want = sys.argv[3:] or [s.id for s in bc.SHAPES]
 shapes = bc.resolve_shapes(want)
 fused = Fused16(torch, Path(tempfile.mkdtemp()))
+forms = {}
+for spec in os.environ.get("FUSED_FORMS", "").split():
+    name, _, inc = spec.partition("=")
+    forms[name] = Fused16(torch, Path(tempfile.mkdtemp()), (f"-I{inc}",))
 lib = load(lib_path)
 ours = bc.Ours(lib)
 timer = Timer(torch)
@@ -52,7 +59,7 @@ for s in shapes:
     for gate in gates:
         lb = bc.GATE_OPTIONS[gate]["lower_bound"]
 
-        def run_fused(i, gate=gate, lb=lb):
+        def run_fused(i, gate=gate, lb=lb, fused=fused):
             x = sets[i]
             fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=fo[i], h0=x["h0"], ht=fh[i], A_log=shared["A_log"],
                   dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"], gate=gate,
@@ -74,6 +81,8 @@ for s in shapes:
                              A_log=shared["A_log"], dt_bias=shared["dt_bias"], cu_seqlens=shared["cu_seqlens"],
                              gate=gate, lower_bound=-5.0 if lb is None else lb, v_first=True, split=split)
         runs = [("library", run_lib), ("fused", run_fused)] + ([("split", run_split)] if split > 1 else [])
+        for name, form in forms.items():
+            runs.append((name, lambda i, f=form: run_fused(i, fused=f)))
         if split > 1:
             run_split(0)
             torch.cuda.synchronize()
@@ -85,7 +94,8 @@ for s in shapes:
                 st = timer.kernel(fn, R, 20, warmup=3)
                 t.setdefault(name, []).append(st.median_ms)
         row = dict(id=s.id, label=s.label, gate=gate, library_ms=t["library"], fused_ms=t["fused"], agree=agree,
-                   route=bc.route_of(lib, s, True), split=split, split_ms=t.get("split"))
+                   route=bc.route_of(lib, s, True), split=split, split_ms=t.get("split"),
+                   forms={name: t[name] for name in forms})
         cud = ""
         if cudnn is not None and gate == "lower_bound":
             try:
@@ -103,7 +113,8 @@ for s in shapes:
                f"{agree['split_vs_library_o']:.1e})" if split > 1 else "")
         print(f"{s.label:<36} {gate:<11} library {t['library'][0]:.3f}/{t['library'][1]:.3f} ms  fused "
               f"{t['fused'][0]:.3f}/{t['fused'][1]:.3f}  fused/library {min(t['fused']) / min(t['library']):.2f}  "
-              f"vs library o {agree['o']:.1e} ht {agree['ht']:.1e} nonfinite {agree['nonfinite']}{spl}{cud}",
+              f"vs library o {agree['o']:.1e} ht {agree['ht']:.1e} nonfinite {agree['nonfinite']}{spl}{cud}"
+              + "".join(f"  {name} {t[name][0]:.3f}/{t[name][1]:.3f}" for name in forms),
               flush=True)
     del sets, shared, outs, hts, fo, fh
     torch.cuda.empty_cache()

@@ -20,8 +20,9 @@ def check_module(torch, src: Path, out_dir: Path, flags: tuple[str, ...] = ()):
     from kda2.compile.toolchain import _which_nvcc
 
     cubin = Path(out_dir) / f"{src.stem}.cubin"
-    proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", f"-I{INCLUDE}",
-                           *flags, "-o", str(cubin), str(src)], capture_output=True, text=True)
+    # flags before the repository's headers: an -I there overrides them (an experiment's other form of a header)
+    proc = subprocess.run([_which_nvcc(), "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", *flags,
+                           f"-I{INCLUDE}", "-o", str(cubin), str(src)], capture_output=True, text=True)
     assert proc.returncode == 0, f"nvcc failed on {src.name}: {proc.stderr.strip()[:2000]}"
     from cuda.bindings import driver as cu
 

@@ -9,7 +9,7 @@
 //        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp
 //     3. the 8 warps' partial sums added; A = diag β A' (strictly lower), Aqk = scale Aqk' (j ≤ i)
 //     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column); beside it the other
-//        warps' element-wise qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), 2^Γ15
+//        warps' element-wise qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), k ⊙ 2^Γ (tf32, for w), 2^Γ15
 //     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, its 16-bit copy in shared
 //     memory the A operand of v_newᵀ = uᵀ − Sᵀ wᵀ and oᵀ = Sᵀ qgᵀ; then oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
@@ -65,8 +65,9 @@ template <bool NEG> struct WgmmaSS16<__half, NEG> {
 template <class E>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
-  // row strides: q / k / v tiles (E), Γ (fp32), uᵀ (fp32), A and T̃ (fp32), a warpgroup's o block (E)
-  static constexpr int LQ = K + 8, LG = K + 4, LU = C + 4, LA = C + 1, LO = 64 + 8;
+  // row strides: q / k / v tiles (E), Γ (fp32), uᵀ (fp32), A and T̃ (fp32: 16-byte rows for the substitution's
+  // row loads, and T̃'s mma operand loads free of bank conflicts), a warpgroup's o block (E)
+  static constexpr int LQ = K + 8, LG = K + 4, LU = C + 4, LA = C + 4, LO = 64 + 8;
   // factor tiles (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in 128-byte-swizzled
   // 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32
   static constexpr int F_W = 0, F_QG = F_W + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
@@ -78,7 +79,8 @@ struct Fused16 {
   // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) lie over it, used only between the consumer's steps
   static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
                        PART = S_STG, S_A = S_STG + STG_BYTES, S_T = S_A + (C * LA * 4 + 127) / 128 * 128,
-                       S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128, SMEM_BYTES = S_MASK + 128;
+                       S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128, S_K2G = S_MASK + 128,
+                       SMEM_BYTES = S_K2G + C * LG * 4;
   static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
   static_assert(WARPS * 2 * C * C * 4 <= STG_BYTES, "the partial sums fit over the staging");
@@ -177,6 +179,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   float* sA = reinterpret_cast<float*>(smem + S_A);
   float* sTT = reinterpret_cast<float*>(smem + S_T);
   uint32_t* mask = reinterpret_cast<uint32_t*>(smem + S_MASK);
+  uint32_t* sK2G = reinterpret_cast<uint32_t*>(smem + S_K2G);   // tf32 k ⊙ 2^Γ [token][channel], w's operand
   E* o = static_cast<E*>(a.o);
 
   uint32_t bnext = 0u;
@@ -322,8 +325,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     __syncthreads();
 
     // ---- 4. T̃ = (I + A)⁻¹ diag β, column `lane` of warp 0, four partial sums a row (a chain of ~i / 4 dependent
-    //         FMAs, not i); meanwhile warps 1..7 the element-wise qg = scale·q 2^Γ, kg = k 2^(Γ15−Γ) (16-byte pieces:
-    //         row p / 16, channels 8·(p % 16) .. + 7) and 2^Γ15
+    //         FMAs, not i); meanwhile warps 1..7 the element-wise qg = scale·q 2^Γ, kg = k 2^(Γ15−Γ), w's operand
+    //         k 2^Γ (one ex2 with qg's; 16-byte pieces: row p / 16, channels 8·(p % 16) .. + 7) and 2^Γ15
     if (warp == 0) {
       if (lane < C) {
         const int col = lane;
@@ -332,7 +335,13 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         for (int i = 0; i < C; ++i) {
           float s4[4] = {i == col ? 1.f : 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-          for (int j = 0; j < i; ++j) s4[j & 3] = fmaf(-sA[i * LA + j], x[j], s4[j & 3]);
+          for (int j4 = 0; j4 < i; j4 += 4) {   // row i of A in 16-byte pieces (a broadcast load, not four)
+            const float4 a4 = *reinterpret_cast<const float4*>(sA + i * LA + j4);
+            const float ar[4] = {a4.x, a4.y, a4.z, a4.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (j4 + e < i) s4[e] = fmaf(-ar[e], x[j4 + e], s4[e]);
+          }
           x[i] = (s4[0] + s4[1]) + (s4[2] + s4[3]);
         }
         const float bc = sB[col];
@@ -347,6 +356,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         const uint32_t* qw = reinterpret_cast<const uint32_t*>(&qv);
         const uint32_t* kw = reinterpret_cast<const uint32_t*>(&kv);
         uint4 qg, kg;
+        uint32_t k2g[8];
         uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
         uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
 #pragma unroll
@@ -354,9 +364,14 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
           const float2 gi = *reinterpret_cast<const float2*>(sG + i * LG + d0 + 2 * e);
           const float2 gl = *reinterpret_cast<const float2*>(sG + 15 * LG + d0 + 2 * e);
           const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]);
-          qgw[e] = TC::pack(scale * qf.x * ex2(gi.x), scale * qf.y * ex2(gi.y));
+          const float ex = ex2(gi.x), ey = ex2(gi.y);
+          qgw[e] = TC::pack(scale * qf.x * ex, scale * qf.y * ey);
           kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
+          k2g[2 * e] = tf32_operand(kf.x * ex);
+          k2g[2 * e + 1] = tf32_operand(kf.y * ey);
         }
+        *reinterpret_cast<uint4*>(sK2G + i * LG + d0) = make_uint4(k2g[0], k2g[1], k2g[2], k2g[3]);
+        *reinterpret_cast<uint4*>(sK2G + i * LG + d0 + 4) = make_uint4(k2g[4], k2g[5], k2g[6], k2g[7]);
         *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_QG) + panel128_offset(i, d0, C)) = qg;
         *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_KG) + panel128_offset(i, d0, C)) = kg;
       }
@@ -364,9 +379,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     }
     __syncthreads();
 
-    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3), u = T̃ v (warps 4..7), 32 channels a warp, tf32
+    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3, k ⊙ 2^Γ from step 4), u = T̃ v (warps 4..7), 32 channels a warp, tf32
     {
-      const bool is_u = warp >= 4;
       uint32_t ta[2][4];
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
@@ -375,32 +389,30 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         ta[s][2] = tf32_operand(sTT[g * LA + 8 * s + t + 4]);
         ta[s][3] = tf32_operand(sTT[(g + 8) * LA + 8 * s + t + 4]);
       }
-      E* sW = reinterpret_cast<E*>(fac + F_W);
-      float* sUT = reinterpret_cast<float*>(fac + F_UT);
+      // d4 = T̃ · x over 8 channels from ch0: x(j, ch) the tf32 operand of token j, channel ch = ch0 + g
+      auto tile = [&](int ch0, float (&d4)[4], auto&& x) {
 #pragma unroll
-      for (int q4 = 0; q4 < 4; ++q4) {
-        const int ch0 = 32 * (warp & 3) + 8 * q4, ch = ch0 + g;
-        float d4[4] = {};
+        for (int s = 0; s < 2; ++s) mma_tf32(d4, ta[s], x(8 * s + t, ch0 + g), x(8 * s + t + 4, ch0 + g));
+      };
+      if (warp >= 4) {   // warp-uniform: one path a warp
+        float* sUT = reinterpret_cast<float*>(fac + F_UT);
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          const int j0 = 8 * s + t, j1 = j0 + 4;
-          float x0, x1;
-          if (is_u) {
-            x0 = X::to_f(sV[j0 * LQ + ch]);
-            x1 = X::to_f(sV[j1 * LQ + ch]);
-          } else {
-            x0 = X::to_f(sK[j0 * LQ + ch]) * ex2(sG[j0 * LG + ch]);
-            x1 = X::to_f(sK[j1 * LQ + ch]) * ex2(sG[j1 * LG + ch]);
-          }
-          mma_tf32(d4, ta[s], tf32_operand(x0), tf32_operand(x1));
-        }
-        const int cc = ch0 + 2 * t;
-        if (is_u) {
+        for (int q4 = 0; q4 < 4; ++q4) {
+          const int ch0 = 32 * (warp & 3) + 8 * q4, cc = ch0 + 2 * t;
+          float d4[4] = {};
+          tile(ch0, d4, [&](int j, int ch) { return tf32_operand(X::to_f(sV[j * LQ + ch])); });
           sUT[cc * LU + g] = d4[0];
           sUT[(cc + 1) * LU + g] = d4[1];
           sUT[cc * LU + g + 8] = d4[2];
           sUT[(cc + 1) * LU + g + 8] = d4[3];
-        } else {
+        }
+      } else {
+        E* sW = reinterpret_cast<E*>(fac + F_W);
+#pragma unroll
+        for (int q4 = 0; q4 < 4; ++q4) {
+          const int ch0 = 32 * warp + 8 * q4, cc = ch0 + 2 * t;
+          float d4[4] = {};
+          tile(ch0, d4, [&](int j, int ch) { return sK2G[j * LG + ch]; });
           *reinterpret_cast<uint32_t*>(sW + panel128_offset(g, cc, C)) = TC::pack(d4[0], d4[1]);
           *reinterpret_cast<uint32_t*>(sW + panel128_offset(g + 8, cc, C)) = TC::pack(d4[2], d4[3]);
         }

@@ -2,14 +2,16 @@
 // (sequence, value head) walks the whole chain, and nothing lands in HBM between the inputs and o / ht — no workspace.
 // Per 16-token chunk c (tokens i, j = 0..15, key channel d, Γ the in-chunk cumulative gate in log2 units):
 //   producer phases, all 8 warps:
-//     1. the gate activation and Γ (warpgroup 0, a thread per channel); l2norm of q and k, β (warpgroup 1)
+//     1. the gate activation and Γ (warpgroup 0, a thread per channel, with the channel's factors 2^(Γm−Γ0), 2^Γ0,
+//        2^(Γ15−Γm), 2^Γ15 and whether it is kept, below); l2norm of q and k, β (warpgroup 1)
 //     2. A' = [k_i·(k_j ⊙ 2^(Γi−Γj))] and Aqk' = [q_i·(k_j ⊙ 2^(Γi−Γj))] on tf32 mma.sync, each warp 16 channels,
 //        against the chunk's middle row m = 8: 2^(Γi−Γm)·(1 / 2^(Γj−Γm)), both factors within 2^±DIAG_RANGE while the
 //        channel's decay over either half is; a channel beyond that is left out of the mma and summed pairwise,
-//        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp
+//        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp. From
+//        the same products and the channel's factors each lane emits qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ) and
+//        k ⊙ 2^Γ (tf32, for w): one ex2 and one reciprocal an element in all
 //     3. the 8 warps' partial sums added; A = diag β A' (strictly lower), Aqk = scale Aqk' (j ≤ i)
-//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column); beside it the other
-//        warps' element-wise qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ), k ⊙ 2^Γ (tf32, for w), 2^Γ15
+//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column)
 //     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, its 16-bit copy in shared
 //     memory the A operand of v_newᵀ = uᵀ − Sᵀ wᵀ and oᵀ = Sᵀ qgᵀ; then oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
@@ -79,7 +81,7 @@ struct Fused16 {
   // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) lie over it, used only between the consumer's steps
   static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
                        PART = S_STG, S_A = S_STG + STG_BYTES, S_T = S_A + (C * LA * 4 + 127) / 128 * 128,
-                       S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128, S_K2G = S_MASK + 128,
+                       S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128, S_CST = S_MASK + 128, S_K2G = S_CST + K * 16,
                        SMEM_BYTES = S_K2G + C * LG * 4;
   static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
@@ -220,14 +222,22 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
 #pragma unroll
       for (int r = 0; r < C; ++r) {
         acc += r < rows ? x[r] : 0.f;
-        sG[r * LG + d] = acc * post;
+        x[r] = acc * post;
+        sG[r * LG + d] = x[r];
       }
+      // the channel's factors for step 2's emission (one ex2 each a channel, not a row): 2^(Γm − Γ0), scale 2^Γ0,
+      // 2^(Γ15 − Γm), 2^Γ0, all ≤ 1, the first and third in range (≥ 2^−DIAG_RANGE) where the channel is kept; the
+      // state's decay 2^Γ15
+      const bool ok = fmaxf(x[0] - x[8], x[8] - x[15]) <= chunk::DIAG_RANGE;
+      const uint32_t out = __ballot_sync(0xffffffffu, !ok);
+      if (lane == 0) mask[warp] = out;
+      reinterpret_cast<float4*>(smem + S_CST)[d] = make_float4(ex2(x[8] - x[0]), scale * ex2(x[0]), ex2(x[15] - x[8]), ex2(x[0]));
+      reinterpret_cast<float*>(fac + F_GL)[d] = ex2(x[15]);
       if (tid < C) {
         float bi = beta16 ? X::lo(bcur) : __uint_as_float(bcur);
         if (a.flags & KDA2_BETA_SIGMOID) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
         sB[tid] = tid < rows ? bi : 0.f;
       }
-      if (tid < 4) mask[tid] = 0u;
     } else if (a.flags & KDA2_QK_L2NORM) {
       const int u = tid - K, row = u >> 2, s = u & 3;   // rows 0..15 q, 16..31 k; 4 lanes a row
       E* xr = (row < C ? sQ + row * LQ : sK + (row - C) * LQ);
@@ -253,27 +263,41 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     }
     __syncthreads();   // Γ, β, q and k final
 
-    // ---- 2. partial A' / Aqk' over this warp's 16 channels (two tf32 k-steps of 8), middle-row anchor
+    // ---- 2. partial A' / Aqk' over this warp's 16 channels (two tf32 k-steps of 8), middle-row anchor; the lane's
+    //         k columns t and t + 4 are channels c, c + 1 (any order of the channels sums the same), so its elements
+    //         come in pairs and it emits them: qg = scale q 2^Γ, w's operand k 2^Γ and kg = k 2^(Γ15 − Γ), each from
+    //         the products it holds and the channel's factors, in an order that keeps every factor ≤ 1 or in range
+    //         (the prep's rule, docs/DESIGN.md §1); a left-out channel's directly (exponents ≤ 0)
     {
       float dA[2][4] = {}, dQ[2][4] = {};
+      const float4* cst = reinterpret_cast<const float4*>(smem + S_CST);
+      E* sQG = reinterpret_cast<E*>(fac + F_QG);
+      E* sKG = reinterpret_cast<E*>(fac + F_KG);
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
-        const int da = 16 * warp + 8 * ks + t, db = da + 4;
-        const float ga0 = sG[da], gam = sG[8 * LG + da], gae = sG[15 * LG + da];
-        const float gb0 = sG[db], gbm = sG[8 * LG + db], gbe = sG[15 * LG + db];
-        const bool oka = fmaxf(ga0 - gam, gam - gae) <= chunk::DIAG_RANGE;
-        const bool okb = fmaxf(gb0 - gbm, gbm - gbe) <= chunk::DIAG_RANGE;
-        if ((!oka || !okb) && g == 0) atomicOr(mask + (da >> 5), (!oka ? 1u << (da & 31) : 0u) | (!okb ? 1u << (db & 31) : 0u));
+        const int da = 16 * warp + 8 * ks + 2 * t;   // and db = da + 1
+        const uint32_t out = mask[da >> 5] >> (da & 31);
+        const bool oka = !(out & 1u), okb = !(out & 2u);
+        const float2 gm = *reinterpret_cast<const float2*>(sG + 8 * LG + da);
         float kl[2][2], ql[2][2], kr[2][2];   // [row g, g + 8][channel da, db]
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {
           const int i = g + 8 * hr;
-          const float ma = ex2(sG[i * LG + da] - gam), mb = ex2(sG[i * LG + db] - gbm);
-          const float ka = X::to_f(sK[i * LQ + da]), kb = X::to_f(sK[i * LQ + db]);
-          const float qa = X::to_f(sQ[i * LQ + da]), qb = X::to_f(sQ[i * LQ + db]);
-          kl[hr][0] = oka ? ka * ma : 0.f; kl[hr][1] = okb ? kb * mb : 0.f;
-          ql[hr][0] = oka ? qa * ma : 0.f; ql[hr][1] = okb ? qb * mb : 0.f;
-          kr[hr][0] = oka ? ka * rcp_normal(ma) : 0.f; kr[hr][1] = okb ? kb * rcp_normal(mb) : 0.f;
+          const float2 gi = *reinterpret_cast<const float2*>(sG + i * LG + da);
+          const float2 kk = X::unpack(*reinterpret_cast<const uint32_t*>(sK + i * LQ + da));
+          const float2 qq = X::unpack(*reinterpret_cast<const uint32_t*>(sQ + i * LQ + da));
+          const float ma = ex2(gi.x - gm.x), mb = ex2(gi.y - gm.y);
+          kl[hr][0] = oka ? kk.x * ma : 0.f; kl[hr][1] = okb ? kk.y * mb : 0.f;
+          ql[hr][0] = oka ? qq.x * ma : 0.f; ql[hr][1] = okb ? qq.y * mb : 0.f;
+          kr[hr][0] = oka ? kk.x * rcp_normal(ma) : 0.f; kr[hr][1] = okb ? kk.y * rcp_normal(mb) : 0.f;
+          // 2^(Γi − Γ0) = 2^(Γi − Γm) 2^(Γm − Γ0) ≤ 1, then 2^Γ0; 2^(Γ15 − Γi) = 2^(Γm − Γi) 2^(Γ15 − Γm)
+          const float4 ca = cst[da], cb = cst[da + 1];
+          float qa = ql[hr][0] * ca.x * ca.y, qb = ql[hr][1] * cb.x * cb.y;
+          float wa = kl[hr][0] * ca.x * ca.w, wb = kl[hr][1] * cb.x * cb.w;
+          float ga = kr[hr][0] * ca.z, gb = kr[hr][1] * cb.z;
+          *reinterpret_cast<uint32_t*>(sQG + panel128_offset(i, da, C)) = TC::pack(qa, qb);
+          *reinterpret_cast<uint32_t*>(sKG + panel128_offset(i, da, C)) = TC::pack(ga, gb);
+          *reinterpret_cast<uint2*>(sK2G + i * LG + da) = make_uint2(tf32_operand(wa), tf32_operand(wb));
         }
         const uint32_t aK[4] = {tf32_operand(kl[0][0]), tf32_operand(kl[1][0]), tf32_operand(kl[0][1]), tf32_operand(kl[1][1])};
         const uint32_t aQ[4] = {tf32_operand(ql[0][0]), tf32_operand(ql[1][0]), tf32_operand(ql[0][1]), tf32_operand(ql[1][1])};
@@ -282,6 +306,23 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
           const uint32_t b0 = tf32_operand(kr[nt][0]), b1 = tf32_operand(kr[nt][1]);
           mma_tf32(dA[nt], aK, b0, b1);
           mma_tf32(dQ[nt], aQ, b0, b1);
+        }
+      }
+      // a left-out channel's emitted elements (above: from zeros) again, directly (exponents ≤ 0); rare, a warp at
+      // a time, after the products so that its registers are not held beside theirs
+      if ((mask[warp >> 1] >> (16 * (warp & 1))) & 0xffffu) {
+#pragma unroll 1
+        for (int e = 0; e < 4; ++e) {
+          const int d = 16 * warp + 8 * (e >> 1) + 2 * t + (e & 1);
+          if (!((mask[d >> 5] >> (d & 31)) & 1u)) continue;
+#pragma unroll
+          for (int hr = 0; hr < 2; ++hr) {
+            const int i = g + 8 * hr;
+            const float gd = sG[i * LG + d], kd = X::to_f(sK[i * LQ + d]), x = ex2(gd);
+            sQG[panel128_offset(i, d, C)] = TC::from_f(scale * X::to_f(sQ[i * LQ + d]) * x);
+            sKG[panel128_offset(i, d, C)] = TC::from_f(kd * ex2(sG[15 * LG + d] - gd));
+            sK2G[i * LG + d] = tf32_operand(kd * x);
+          }
         }
       }
       float* pa = part + warp * 2 * C * C;
@@ -325,8 +366,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     __syncthreads();
 
     // ---- 4. T̃ = (I + A)⁻¹ diag β, column `lane` of warp 0, four partial sums a row (a chain of ~i / 4 dependent
-    //         FMAs, not i); meanwhile warps 1..7 the element-wise qg = scale·q 2^Γ, kg = k 2^(Γ15−Γ), w's operand
-    //         k 2^Γ (one ex2 with qg's; 16-byte pieces: row p / 16, channels 8·(p % 16) .. + 7) and 2^Γ15
+    //         FMAs, not i)
     if (warp == 0) {
       if (lane < C) {
         const int col = lane;
@@ -348,38 +388,10 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
 #pragma unroll
         for (int i = 0; i < C; ++i) sTT[i * LA + col] = x[i] * bc;
       }
-    } else {
-      for (int p = tid - 32; p < C * K / 8; p += THREADS - 32) {
-        const int i = p >> 4, d0 = 8 * (p & 15);
-        const uint4 qv = *reinterpret_cast<const uint4*>(sQ + i * LQ + d0);
-        const uint4 kv = *reinterpret_cast<const uint4*>(sK + i * LQ + d0);
-        const uint32_t* qw = reinterpret_cast<const uint32_t*>(&qv);
-        const uint32_t* kw = reinterpret_cast<const uint32_t*>(&kv);
-        uint4 qg, kg;
-        uint32_t k2g[8];
-        uint32_t* qgw = reinterpret_cast<uint32_t*>(&qg);
-        uint32_t* kgw = reinterpret_cast<uint32_t*>(&kg);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float2 gi = *reinterpret_cast<const float2*>(sG + i * LG + d0 + 2 * e);
-          const float2 gl = *reinterpret_cast<const float2*>(sG + 15 * LG + d0 + 2 * e);
-          const float2 qf = X::unpack(qw[e]), kf = X::unpack(kw[e]);
-          const float ex = ex2(gi.x), ey = ex2(gi.y);
-          qgw[e] = TC::pack(scale * qf.x * ex, scale * qf.y * ey);
-          kgw[e] = TC::pack(kf.x * ex2(gl.x - gi.x), kf.y * ex2(gl.y - gi.y));
-          k2g[2 * e] = tf32_operand(kf.x * ex);
-          k2g[2 * e + 1] = tf32_operand(kf.y * ey);
-        }
-        *reinterpret_cast<uint4*>(sK2G + i * LG + d0) = make_uint4(k2g[0], k2g[1], k2g[2], k2g[3]);
-        *reinterpret_cast<uint4*>(sK2G + i * LG + d0 + 4) = make_uint4(k2g[4], k2g[5], k2g[6], k2g[7]);
-        *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_QG) + panel128_offset(i, d0, C)) = qg;
-        *reinterpret_cast<uint4*>(reinterpret_cast<E*>(fac + F_KG) + panel128_offset(i, d0, C)) = kg;
-      }
-      if (tid >= 32 && tid < 32 + K) reinterpret_cast<float*>(fac + F_GL)[tid - 32] = ex2(sG[15 * LG + tid - 32]);
     }
     __syncthreads();
 
-    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3, k ⊙ 2^Γ from step 4), u = T̃ v (warps 4..7), 32 channels a warp, tf32
+    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3, k ⊙ 2^Γ from step 2), u = T̃ v (warps 4..7), 32 channels a warp, tf32
     {
       uint32_t ta[2][4];
 #pragma unroll

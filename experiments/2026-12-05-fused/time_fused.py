@@ -6,7 +6,7 @@ exact split composed from the kernel (`Fused16.split_call`). Prints one line per
 
 usage: python time_fused.py LIBRARY OUT.json [SHAPE ...]   (LIBRARY: a vendored chunk bundle's manifest or folder)
 FUSED_FORMS="name=DIR ..." times other forms of the kernel beside it: DIR holds a kda2/fused.cuh that takes the
-working tree's place (the `-I` before the repository's).
+working tree's place (the `-I` before the repository's). FUSED_SPLIT=0 leaves the composed split out.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ for s in shapes:
         # few chains: the exact split composed from the kernel (Fused16.split_call; host-side plan and combine
         # included), with enough segments for two CTAs on every SM
         chains = s.N * s.H
-        split = min(16, -(-2 * sms // chains))
+        split = min(16, -(-2 * sms // chains)) if os.environ.get("FUSED_SPLIT", "1") != "0" else 1
 
         def run_split(i, gate=gate, lb=lb):
             x = sets[i]

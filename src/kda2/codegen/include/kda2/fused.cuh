@@ -108,14 +108,14 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
 
   // ---- the chunk's inputs into raw buffer b (cp.async, 16-byte pieces; rows past the sequence zero) and β into a
   //      register of threads 0..15, a chunk ahead
+  // tokens of chunk c in the sequence (16 but in the last), computed once a step by the loop
   auto rows_of = [&](int64_t c) { return static_cast<int>(sb.len - C * c < C ? sb.len - C * c : C); };
   // Thread tid copies piece tid % 16 of row tid / 16 of q, k and v, and of a 16-bit raw gate; an fp32 raw gate row is 32
   // pieces, two passes of 8 rows. (A piece index decoded per copy — divisions, selects of the tile — was 14 % of the
   // first form's instructions, ncu.)
   const int cr = tid >> 4, cpc = tid & 15;
-  auto issue = [&](int64_t c, int b, uint32_t& bnext) {
+  auto issue = [&](int64_t c, int rows, int b, uint32_t& bnext) {
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
-    const int rows = rows_of(c);
     const int64_t t0 = sb.bos + C * c;
     const uint4 z = make_uint4(0, 0, 0, 0);
     const int qo = (cr * LQ + 8 * cpc) * 2;
@@ -185,19 +185,18 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   E* o = static_cast<E*>(a.o);
 
   uint32_t bnext = 0u;
-  if (nch > 0) issue(0, 0, bnext);
+  if (nch > 0) issue(0, rows_of(0), 0, bnext);
   cp_async_commit();
   // The factors of chunk c from raw buffer c % 2, the inputs of chunk c + 1 issued first. Ends with the fence that makes
   // its tiles visible to the wgmmas; the caller's barrier publishes them.
-  auto produce = [&](int64_t c) {
+  auto produce = [&](int64_t c, int rows, int rows_next) {
     const int b = static_cast<int>(c & 1);
     const uint32_t bcur = bnext;
     bnext = 0u;
-    if (c + 1 < nch) issue(c + 1, b ^ 1, bnext);
+    if (rows_next > 0) issue(c + 1, rows_next, b ^ 1, bnext);
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();   // chunk c's inputs have landed; chunk c − 1's consumer is done with the factors and the staging
-    const int rows = rows_of(c);
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
     uint8_t* fac = smem;
     E* sQ = reinterpret_cast<E*>(raw + R_Q);
@@ -218,10 +217,14 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       const float post = gate_rows_log2<true, true>(x, mode, a_scale, bias, a.lower_bound);
       // a 16-bit raw row is overwritten by fp32 Γ: every gate thread has read its raw values first
       if (g_bf16) asm volatile("bar.sync 1, %0;\n" ::"n"(K) : "memory");
+      if (rows < C) {   // the last chunk: rows past the sequence add nothing to Γ
+#pragma unroll
+        for (int r = 1; r < C; ++r) x[r] = r < rows ? x[r] : 0.f;
+      }
       float acc = 0.f;
 #pragma unroll
       for (int r = 0; r < C; ++r) {
-        acc += r < rows ? x[r] : 0.f;
+        acc += x[r];
         x[r] = acc * post;
         sG[r * LG + d] = x[r];
       }
@@ -445,7 +448,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   const uint32_t stg = smem_u32(smem + S_STG + wg * (64 * K * 2));
   const uint32_t fb = smem_u32(smem);
   const uint32_t a_lo = desc_k128_lo(stg >> 4), w_lo = desc_k128_lo((fb + F_W) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
-  auto consume = [&](int64_t c) {
+  auto consume = [&](int64_t c, int rows) {
 #pragma unroll
     for (int jp = 0; jp < K / 16; ++jp) {
       const uint32_t r4[4] = {TC::pack(S[8 * jp], S[8 * jp + 1]), TC::pack(S[8 * jp + 2], S[8 * jp + 3]),
@@ -499,7 +502,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       const uint32_t r4[4] = {TC::pack(O[0], O[1]), TC::pack(O[2], O[3]), TC::pack(O[4], O[5]), TC::pack(O[6], O[7])};
       stsm_x4_t(r4, stg + 2 * ((8 * (lane >> 4) + (lane & 7)) * LO + 16 * w4 + 8 * ((lane >> 3) & 1)));
       wg_sync();
-      const int rows = rows_of(c), tt = tid & 127, tok = tt >> 3, pc = tt & 7;
+      const int tt = tid & 127, tok = tt >> 3, pc = tt & 7;
       const E* so = reinterpret_cast<const E*>(smem + S_STG + wg * (64 * K * 2));
       if (tok < rows)
         *reinterpret_cast<uint4*>(o + ((sb.bos + C * c + tok) * HV + hv) * V + 64 * wg + 8 * pc) =
@@ -508,9 +511,10 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   };
 
   for (int64_t c = 0; c < nch; ++c) {
-    produce(c);
+    const int rows = rows_of(c), rows_next = c + 1 < nch ? rows_of(c + 1) : 0;
+    produce(c, rows, rows_next);
     __syncthreads();   // chunk c's factors are published
-    consume(c);
+    consume(c, rows);
   }
 
   if (a.ht) {

@@ -67,9 +67,10 @@ template <bool NEG> struct WgmmaSS16<__half, NEG> {
 template <class E>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
-  // row strides: q / k / v tiles (E), Γ (fp32), uᵀ (fp32), A and T̃ (fp32: 16-byte rows for the substitution's
+  // row strides: q / k / v tiles (E), Γ and k 2^Γ (fp32: a half-warp's 8-byte accesses of rows g, channels 2t free of
+  // bank conflicts, and w's operand loads of rows t, channels g), uᵀ (fp32), A and T̃ (fp32: 16-byte rows for the substitution's
   // row loads, and T̃'s mma operand loads free of bank conflicts), a warpgroup's o block (E)
-  static constexpr int LQ = K + 8, LG = K + 4, LU = C + 4, LA = C + 4, LO = 64 + 8;
+  static constexpr int LQ = K + 8, LG = K + 8, LU = C + 4, LA = C + 4, LO = 64 + 8;
   // factor tiles (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in 128-byte-swizzled
   // 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32
   static constexpr int F_W = 0, F_QG = F_W + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
@@ -78,14 +79,15 @@ struct Fused16 {
   static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_V = R_K + C * LQ * 2, R_G = R_V + C * LQ * 2,
                        R_B = R_G + C * LG * 4, R_BYTES = (R_B + C * 4 + 127) / 128 * 128;
   // Sᵀ's 16-bit copy, [v][k] in 64-row panels per warpgroup (the consumer's A operand); the producer's partial sums of
-  // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) lie over it, used only between the consumer's steps
+  // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) and w's operand k 2^Γ (tf32, [token][channel]) lie over it, used only
+  // between the consumer's steps
   static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
-                       PART = S_STG, S_A = S_STG + STG_BYTES, S_T = S_A + (C * LA * 4 + 127) / 128 * 128,
-                       S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128, S_CST = S_MASK + 128, S_K2G = S_CST + K * 16,
-                       SMEM_BYTES = S_K2G + C * LG * 4;
+                       PART = S_STG, S_K2G = PART + WARPS * 2 * C * C * 4, S_A = S_STG + STG_BYTES,
+                       S_T = S_A + (C * LA * 4 + 127) / 128 * 128, S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128,
+                       S_CST = S_MASK + 128, SMEM_BYTES = S_CST + K * 16;
   static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
-  static_assert(WARPS * 2 * C * C * 4 <= STG_BYTES, "the partial sums fit over the staging");
+  static_assert(S_K2G + C * LG * 4 <= S_STG + STG_BYTES, "the partial sums and k 2^Γ fit over the staging");
   static_assert(CTAS_PER_SM * (SMEM_BYTES + 1024) <= 228 * 1024, "two CTAs an SM (1 KB reserved each, sm_90)");
   static_assert(C * K / 8 == THREADS, "a thread copies one 16-byte piece of each q / k / v tile");
 
@@ -234,7 +236,14 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       const bool ok = fmaxf(x[0] - x[8], x[8] - x[15]) <= chunk::DIAG_RANGE;
       const uint32_t out = __ballot_sync(0xffffffffu, !ok);
       if (lane == 0) mask[warp] = out;
-      reinterpret_cast<float4*>(smem + S_CST)[d] = make_float4(ex2(x[8] - x[0]), scale * ex2(x[0]), ex2(x[15] - x[8]), ex2(x[0]));
+      // (per channel pair, as step 2's lanes read them: [2^(Γm−Γ0), 2^(Γ15−Γm)] and [scale 2^Γ0, 2^Γ0] of channels
+      // 2p, 2p + 1)
+      float* cst = reinterpret_cast<float*>(smem + S_CST) + 8 * (d >> 1) + (d & 1);
+      const float p0 = ex2(x[0]);
+      cst[0] = ex2(x[8] - x[0]);
+      cst[2] = ex2(x[15] - x[8]);
+      cst[4] = scale * p0;
+      cst[6] = p0;
       reinterpret_cast<float*>(fac + F_GL)[d] = ex2(x[15]);
       if (tid < C) {
         float bi = beta16 ? X::lo(bcur) : __uint_as_float(bcur);
@@ -273,7 +282,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     //         (the prep's rule, docs/DESIGN.md §1); a left-out channel's directly (exponents ≤ 0)
     {
       float dA[2][4] = {}, dQ[2][4] = {};
-      const float4* cst = reinterpret_cast<const float4*>(smem + S_CST);
+      const float4* cst = reinterpret_cast<const float4*>(smem + S_CST);   // two a channel pair (step 1)
       E* sQG = reinterpret_cast<E*>(fac + F_QG);
       E* sKG = reinterpret_cast<E*>(fac + F_KG);
 #pragma unroll
@@ -282,6 +291,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         const uint32_t out = mask[da >> 5] >> (da & 31);
         const bool oka = !(out & 1u), okb = !(out & 2u);
         const float2 gm = *reinterpret_cast<const float2*>(sG + 8 * LG + da);
+        const float4 cf = cst[da], cs = cst[da + 1];   // pair da / 2: (2^(Γm−Γ0), 2^(Γ15−Γm)) a, b; (scale 2^Γ0, 2^Γ0) a, b
         float kl[2][2], ql[2][2], kr[2][2];   // [row g, g + 8][channel da, db]
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {
@@ -294,10 +304,9 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
           ql[hr][0] = oka ? qq.x * ma : 0.f; ql[hr][1] = okb ? qq.y * mb : 0.f;
           kr[hr][0] = oka ? kk.x * rcp_normal(ma) : 0.f; kr[hr][1] = okb ? kk.y * rcp_normal(mb) : 0.f;
           // 2^(Γi − Γ0) = 2^(Γi − Γm) 2^(Γm − Γ0) ≤ 1, then 2^Γ0; 2^(Γ15 − Γi) = 2^(Γm − Γi) 2^(Γ15 − Γm)
-          const float4 ca = cst[da], cb = cst[da + 1];
-          float qa = ql[hr][0] * ca.x * ca.y, qb = ql[hr][1] * cb.x * cb.y;
-          float wa = kl[hr][0] * ca.x * ca.w, wb = kl[hr][1] * cb.x * cb.w;
-          float ga = kr[hr][0] * ca.z, gb = kr[hr][1] * cb.z;
+          const float qa = ql[hr][0] * cf.x * cs.x, qb = ql[hr][1] * cf.y * cs.y;
+          const float wa = kl[hr][0] * cf.x * cs.z, wb = kl[hr][1] * cf.y * cs.w;
+          const float ga = kr[hr][0] * cf.z, gb = kr[hr][1] * cf.w;
           *reinterpret_cast<uint32_t*>(sQG + panel128_offset(i, da, C)) = TC::pack(qa, qb);
           *reinterpret_cast<uint32_t*>(sKG + panel128_offset(i, da, C)) = TC::pack(ga, gb);
           *reinterpret_cast<uint2*>(sK2G + i * LG + da) = make_uint2(tf32_operand(wa), tf32_operand(wb));

@@ -359,16 +359,19 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         sq += part[w * 2 * C * C + C * C + tid];
       }
       // (selects, not products: the discarded j > i sums may be infinite)
+      const uint4 m4 = *reinterpret_cast<const uint4*>(mask);
+      if (m4.x | m4.y | m4.z | m4.w) {   // rare: one 16-byte load decides
 #pragma unroll 1
-      for (int wd = 0; wd < K / 32; ++wd) {
-        uint32_t bits = mask[wd];
-        while (bits) {
-          const int d = 32 * wd + __ffs(bits) - 1;
-          bits &= bits - 1;
-          if (j <= i) {
-            const float kj = X::to_f(sK[j * LQ + d]) * ex2(sG[i * LG + d] - sG[j * LG + d]);
-            sa = fmaf(X::to_f(sK[i * LQ + d]), kj, sa);
-            sq = fmaf(X::to_f(sQ[i * LQ + d]), kj, sq);
+        for (int wd = 0; wd < K / 32; ++wd) {
+          uint32_t bits = mask[wd];
+          while (bits) {
+            const int d = 32 * wd + __ffs(bits) - 1;
+            bits &= bits - 1;
+            if (j <= i) {
+              const float kj = X::to_f(sK[j * LQ + d]) * ex2(sG[i * LG + d] - sG[j * LG + d]);
+              sa = fmaf(X::to_f(sK[i * LQ + d]), kj, sa);
+              sq = fmaf(X::to_f(sQ[i * LQ + d]), kj, sq);
+            }
           }
         }
       }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Device call 5, carry ["build/_ab/vall.tar.xz", "build/_ab/forms.tar.xz"]: form e (the tree's: a chunk's token count
-# once a step, the gate scan without per-row selects; Γ / k 2^Γ rows of 136 floats, free of the bank conflicts call 4's
-# ncu counted; step 2's channel factors by channel pair, two 16-byte loads a k-step; k 2^Γ over the staging) beside
-# form d (1828f11, call 4's best): the fp64 GPU tests on e
-# (on d where e fails), both forms' time against the routed library and, on the bounded gate, cuDNN-FE's fused kernel
-# where importable (same process, alternating; no composed split), ncu of one P3 call of the tree's form.
+# Device call 5, carry ["build/_ab/vall.tar.xz", "build/_ab/forms.tar.xz"]: form e (the tree's) beside form d
+# (1828f11, call 4's best). e = d + a chunk's token count once a step and the gate scan without per-row selects; Γ and
+# k 2^Γ rows of 136 floats (the bank conflicts call 4's ncu counted); step 2's channel factors by channel pair (two
+# 16-byte loads a k-step); k 2^Γ over the staging; step 3's rare loop behind one load; the inputs by one bulk copy a row
+# on an mbarrier a buffer; the decay in the consumer's read order. The fp64 GPU tests on e (on d where e fails), both
+# forms' time against the routed library and, on the bounded gate, cuDNN-FE's fused kernel where importable (same
+# process, alternating; no composed split), ncu of one P3 call of the tree's form.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }

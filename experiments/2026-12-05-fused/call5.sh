@@ -5,7 +5,8 @@
 # 16-byte loads a k-step); k 2^Γ over the staging; step 3's rare loop behind one load; the inputs by one bulk copy a row
 # on an mbarrier a buffer; the decay in the consumer's read order. The fp64 GPU tests on e (on d where e fails), both
 # forms' time against the routed library and, on the bounded gate, cuDNN-FE's fused kernel where importable (same
-# process, alternating; no composed split), ncu of one P3 call of the tree's form.
+# process, alternating; no composed split), ncu of one P3 call of the tree's form. e1: e before the bulk copies and
+# the decay order (the bisection's middle, timed too).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -14,7 +15,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 tar xJf build/_ab/vall.tar.xz -C /tmp || exit 3
 tar xJf build/_ab/forms.tar.xz -C /tmp || exit 3
 H=src/kda2/codegen/include/kda2/fused.cuh
-for form in e d; do
+for form in e e1 d; do
   [ $form = e ] || cp /tmp/forms/$form/kda2/fused.cuh $H   # this machine's copy of the tree: thrown away after the call
   el "fused GPU tests, form $form"
   timeout 150 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider \
@@ -23,10 +24,10 @@ for form in e d; do
   tail -1 $F/test_fused_$form.log; grep -E "^E  |Error" $F/test_fused_$form.log | head -8
   [ $rc = 0 ] && break
 done
-el "fused timing (form d beside the tree's)"
-FUSED_SPLIT=0 FUSED_FORMS="d=/tmp/forms/d" timeout 200 python3 experiments/2026-12-05-fused/time_fused.py \
+el "fused timing (forms d, e1 beside the tree's)"
+FUSED_SPLIT=0 FUSED_FORMS="d=/tmp/forms/d e1=/tmp/forms/e1" timeout 200 python3 experiments/2026-12-05-fused/time_fused.py \
   /tmp/vall/kimi_linear_chunk/sm_90a $F/time_fused.json P3 P4 K10 K5 K2 K8 > $F/time_fused.log 2>&1
-echo "timing rc $?"; cat $F/time_fused.log | cut -c1-330
+echo "timing rc $?"; cat $F/time_fused.log
 el "ncu"
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 timeout 90 $NCU --kernel-name regex:fused16 --launch-skip 1 --launch-count 1 --set full --import-source yes \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device call 5, carry ["build/_ab/vall.tar.xz", "build/_ab/forms.tar.xz"]: form e (the tree's) beside form d
-# (1828f11, call 4's best). e = d + a chunk's token count once a step and the gate scan without per-row selects; Γ and
+# Device call 5, carry ["build/_ab/vall.tar.xz", "build/_ab/forms.tar.xz"]: form f (the tree's: e with step 5's w and
+# u tiles on every warp, 16 channels of each) beside forms e and d (1828f11, call 4's best). e = d + a chunk's token count once a step and the gate scan without per-row selects; Γ and
 # k 2^Γ rows of 136 floats (the bank conflicts call 4's ncu counted); step 2's channel factors by channel pair (two
 # 16-byte loads a k-step); k 2^Γ over the staging; step 3's rare loop behind one load; the inputs by one bulk copy a row
 # on an mbarrier a buffer; the decay in the consumer's read order. The fp64 GPU tests on e (on d where e fails), both
@@ -15,8 +15,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 tar xJf build/_ab/vall.tar.xz -C /tmp || exit 3
 tar xJf build/_ab/forms.tar.xz -C /tmp || exit 3
 H=src/kda2/codegen/include/kda2/fused.cuh
-for form in e e1 d; do
-  [ $form = e ] || cp /tmp/forms/$form/kda2/fused.cuh $H   # this machine's copy of the tree: thrown away after the call
+for form in f e e1 d; do
+  [ $form = f ] || cp /tmp/forms/$form/kda2/fused.cuh $H   # this machine's copy of the tree: thrown away after the call
   el "fused GPU tests, form $form"
   timeout 150 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider \
     --maxfail=4 > $F/test_fused_$form.log 2>&1; rc=$?; echo "form $form tests rc $rc"
@@ -24,8 +24,8 @@ for form in e e1 d; do
   tail -1 $F/test_fused_$form.log; grep -E "^E  |Error" $F/test_fused_$form.log | head -8
   [ $rc = 0 ] && break
 done
-el "fused timing (forms d, e1 beside the tree's)"
-FUSED_SPLIT=0 FUSED_FORMS="d=/tmp/forms/d e1=/tmp/forms/e1" timeout 200 python3 experiments/2026-12-05-fused/time_fused.py \
+el "fused timing (forms d, e1, e beside the tree's)"
+FUSED_SPLIT=0 FUSED_FORMS="d=/tmp/forms/d e1=/tmp/forms/e1 e=/tmp/forms/e" timeout 200 python3 experiments/2026-12-05-fused/time_fused.py \
   /tmp/vall/kimi_linear_chunk/sm_90a $F/time_fused.json P3 P4 K10 K5 K2 K8 > $F/time_fused.log 2>&1
 echo "timing rc $?"; cat $F/time_fused.log
 el "ncu"

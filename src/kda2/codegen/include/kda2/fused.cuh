@@ -402,7 +402,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     }
     __syncthreads();
 
-    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3, k ⊙ 2^Γ from step 2), u = T̃ v (warps 4..7), 32 channels a warp, tf32
+    // ---- 5. w = T̃ (k ⊙ 2^Γ) (k ⊙ 2^Γ from step 2) and u = T̃ v, 16 channels of each a warp, tf32
     {
       uint32_t ta[2][4];
 #pragma unroll
@@ -417,27 +417,22 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) mma_tf32(d4, ta[s], x(8 * s + t, ch0 + g), x(8 * s + t + 4, ch0 + g));
       };
-      if (warp >= 4) {   // warp-uniform: one path a warp
+      {  // u's operands (16-bit loads and conversions) cost twice w's: every warp takes both for its 16 channels
         float* sUT = reinterpret_cast<float*>(fac + F_UT);
-#pragma unroll
-        for (int q4 = 0; q4 < 4; ++q4) {
-          const int ch0 = 32 * (warp & 3) + 8 * q4, cc = ch0 + 2 * t;
-          float d4[4] = {};
-          tile(ch0, d4, [&](int j, int ch) { return tf32_operand(X::to_f(sV[j * LQ + ch])); });
-          sUT[cc * LU + g] = d4[0];
-          sUT[(cc + 1) * LU + g] = d4[1];
-          sUT[cc * LU + g + 8] = d4[2];
-          sUT[(cc + 1) * LU + g + 8] = d4[3];
-        }
-      } else {
         E* sW = reinterpret_cast<E*>(fac + F_W);
 #pragma unroll
-        for (int q4 = 0; q4 < 4; ++q4) {
-          const int ch0 = 32 * warp + 8 * q4, cc = ch0 + 2 * t;
+        for (int q4 = 0; q4 < 2; ++q4) {
+          const int ch0 = 16 * warp + 8 * q4, cc = ch0 + 2 * t;
           float d4[4] = {};
           tile(ch0, d4, [&](int j, int ch) { return sK2G[j * LG + ch]; });
           *reinterpret_cast<uint32_t*>(sW + panel128_offset(g, cc, C)) = TC::pack(d4[0], d4[1]);
           *reinterpret_cast<uint32_t*>(sW + panel128_offset(g + 8, cc, C)) = TC::pack(d4[2], d4[3]);
+          float e4[4] = {};
+          tile(ch0, e4, [&](int j, int ch) { return tf32_operand(X::to_f(sV[j * LQ + ch])); });
+          sUT[cc * LU + g] = e4[0];
+          sUT[(cc + 1) * LU + g] = e4[1];
+          sUT[cc * LU + g + 8] = e4[2];
+          sUT[(cc + 1) * LU + g + 8] = e4[3];
         }
       }
     }

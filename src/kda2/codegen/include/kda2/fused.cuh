@@ -239,8 +239,9 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       cst[2] = ex2(x[15] - x[8]);
       cst[4] = scale * p0;
       cst[6] = p0;
-      // the decay in the order a consumer thread reads it: quad lane t's columns 8 jj + 2t + e at 32 t + 2 jj + e
-      reinterpret_cast<float*>(fac + F_GL)[32 * ((d >> 1) & 3) + 2 * (d >> 3) + (d & 1)] = ex2(x[15]);
+      // the decay in the order the consumer's threads read it: quad lane t's columns 8 jj + 2t + e (jj = 2 j2 + h) at
+      // 16 j2 + 4 t + 2 h + e, so that a warp's 16-byte loads of one j2 are 64 consecutive bytes
+      reinterpret_cast<float*>(fac + F_GL)[16 * (d >> 4) + 4 * ((d >> 1) & 3) + 2 * ((d >> 3) & 1) + (d & 1)] = ex2(x[15]);
       if (tid < C) {
         float bi = beta16 ? X::lo(bcur) : __uint_as_float(bcur);
         if (a.flags & KDA2_BETA_SIGMOID) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
@@ -482,10 +483,10 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     wgmma_wait<1>();
     wgmma_hold(P);
     {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
-      const float4* gl = reinterpret_cast<const float4*>(smem + F_GL) + 8 * t;   // this lane's 32 columns (step 1)
+      const float4* gl = reinterpret_cast<const float4*>(smem + F_GL) + t;   // this lane's columns (step 1)
 #pragma unroll
       for (int j2 = 0; j2 < K / 16; ++j2) {
-        const float4 f = gl[j2];   // columns of jj = 2 j2 and 2 j2 + 1
+        const float4 f = gl[4 * j2];   // columns of jj = 2 j2 and 2 j2 + 1
         S[8 * j2] *= f.x; S[8 * j2 + 1] *= f.y; S[8 * j2 + 2] *= f.x; S[8 * j2 + 3] *= f.y;
         S[8 * j2 + 4] *= f.z; S[8 * j2 + 5] *= f.w; S[8 * j2 + 6] *= f.z; S[8 * j2 + 7] *= f.w;
       }

@@ -16,7 +16,7 @@
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, its 16-bit copy in shared
 //     memory the A operand of v_newᵀ = uᵀ − Sᵀ wᵀ and oᵀ = Sᵀ qgᵀ; then oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
 //     with v_newᵀ from registers
-// Producer and consumer take turns; the inputs of chunk c + 1 land (bulk copies) while chunk c is computed, and two CTAs
+// Producer and consumer take turns; the inputs of chunk c + 1 land (cp.async) while chunk c is computed, and two CTAs
 // share an SM (≤ 128 registers a thread, ≤ 113 KB of shared memory) — why Sᵀ's copy is staged (where the producer's
 // partial sums lie) instead of held: in registers it took 167 of them, one CTA an SM, 4.4 µs a step on the H100
 // (experiments/2026-12-05-fused). tests/kernels/fused_check.cu runs it,
@@ -84,7 +84,7 @@ struct Fused16 {
   static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
                        PART = S_STG, S_K2G = PART + WARPS * 2 * C * C * 4, S_A = S_STG + STG_BYTES,
                        S_T = S_A + (C * LA * 4 + 127) / 128 * 128, S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128,
-                       S_CST = S_MASK + 128, S_MB = S_CST + K * 16, SMEM_BYTES = S_MB + 16;
+                       S_CST = S_MASK + 128, SMEM_BYTES = S_CST + K * 16;
   static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
   static_assert(S_K2G + C * LG * 4 <= S_STG + STG_BYTES, "the partial sums and k 2^Γ fit over the staging");
@@ -108,31 +108,40 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   const float scale = a.scale;
   if (tid == 0 && (smem_u32(smem) & 1023)) __trap();   // the descriptors' swizzle atoms need 1024-byte alignment
 
-  // ---- the chunk's inputs into raw buffer b and β into a register of threads 0..15, a chunk ahead: a bulk copy a row,
-  //      threads 16·x + r copying row r of q, k, v or the raw gate (x = 0..3), rows past the sequence zeroed by the
-  //      same threads, the bytes counted on buffer b's mbarrier. (Thread-wide cp.async pieces spent ~1 K instructions a
-  //      step on their addresses, ncu call 4.)
+  // ---- the chunk's inputs into raw buffer b (cp.async, 16-byte pieces; rows past the sequence zero) and β into a
+  //      register of threads 0..15, a chunk ahead
   // tokens of chunk c in the sequence (16 but in the last), computed once a step by the loop
   auto rows_of = [&](int64_t c) { return static_cast<int>(sb.len - C * c < C ? sb.len - C * c : C); };
-  const uint32_t bars = smem_u32(smem + S_MB);
+  // Thread tid copies piece tid % 16 of row tid / 16 of q, k and v, and of a 16-bit raw gate; an fp32 raw gate row is 32
+  // pieces, two passes of 8 rows. (A piece index decoded per copy — divisions, selects of the tile — was 14 % of the
+  // first form's instructions, ncu.)
+  const int cr = tid >> 4, cpc = tid & 15;
   auto issue = [&](int64_t c, int rows, int b, uint32_t& bnext) {
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
     const int64_t t0 = sb.bos + C * c;
-    const uint32_t gbytes = g_bf16 ? K * 2 : K * 4;
-    if (tid == 0) mbar_expect_tx(bars + 8 * b, static_cast<uint32_t>(rows) * (3 * K * 2 + gbytes));
-    if (tid < 4 * C) {
-      const int r = tid & (C - 1), x = tid >> 4;
-      uint8_t* dst = raw + (x == 3 ? R_G + r * LG * 4 : R_Q + x * (C * LQ * 2) + r * LQ * 2);
-      const uint32_t bytes = x == 3 ? gbytes : K * 2;
-      if (r < rows) {
-        const int64_t tok = t0 + r;
-        const void* src = x == 0   ? static_cast<const void*>(static_cast<const E*>(a.q) + (tok * a.H + h) * K)
-                          : x == 1 ? static_cast<const void*>(static_cast<const E*>(a.k) + (tok * a.H + h) * K)
-                          : x == 2 ? static_cast<const void*>(static_cast<const E*>(a.v) + (tok * HV + hv) * V)
-                                   : static_cast<const void*>(static_cast<const uint8_t*>(a.g) + (tok * HV + hv) * gbytes);
-        bulk_copy(smem_u32(dst), src, bytes, bars + 8 * b);
-      } else {
-        for (uint32_t o = 0; o < bytes; o += 16) *reinterpret_cast<uint4*>(dst + o) = make_uint4(0, 0, 0, 0);
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    const int qo = (cr * LQ + 8 * cpc) * 2;
+    if (cr < rows) {
+      const int64_t qk = ((t0 + cr) * a.H + h) * K + 8 * cpc;
+      cp_async16(smem_u32(raw + R_Q + qo), static_cast<const E*>(a.q) + qk);
+      cp_async16(smem_u32(raw + R_K + qo), static_cast<const E*>(a.k) + qk);
+      cp_async16(smem_u32(raw + R_V + qo), static_cast<const E*>(a.v) + ((t0 + cr) * HV + hv) * V + 8 * cpc);
+    } else {
+      *reinterpret_cast<uint4*>(raw + R_Q + qo) = z;
+      *reinterpret_cast<uint4*>(raw + R_K + qo) = z;
+      *reinterpret_cast<uint4*>(raw + R_V + qo) = z;
+    }
+    if (g_bf16) {
+      uint8_t* dst = raw + R_G + cr * LG * 4 + 16 * cpc;
+      if (cr < rows) cp_async16(smem_u32(dst), static_cast<const E*>(a.g) + ((t0 + cr) * HV + hv) * K + 8 * cpc);
+      else *reinterpret_cast<uint4*>(dst) = z;
+    } else {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const int r = (tid >> 5) + 8 * m, pc = tid & 31;
+        uint8_t* dst = raw + R_G + r * LG * 4 + 16 * pc;
+        if (r < rows) cp_async16(smem_u32(dst), static_cast<const float*>(a.g) + ((t0 + r) * HV + hv) * K + 4 * pc);
+        else *reinterpret_cast<uint4*>(dst) = z;
       }
     }
     if (tid < C && tid < rows) {
@@ -178,13 +187,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   E* o = static_cast<E*>(a.o);
 
   uint32_t bnext = 0u;
-  if (tid == 0) {
-    mbar_init(bars, 1);
-    mbar_init(bars + 8, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");   // visible to the copy engine
-  }
-  __syncthreads();
   if (nch > 0) issue(0, rows_of(0), 0, bnext);
+  cp_async_commit();
   // The factors of chunk c from raw buffer c % 2, the inputs of chunk c + 1 issued first. Ends with the fence that makes
   // its tiles visible to the wgmmas; the caller's barrier publishes them.
   auto produce = [&](int64_t c, int rows, int rows_next) {
@@ -192,7 +196,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     const uint32_t bcur = bnext;
     bnext = 0u;
     if (rows_next > 0) issue(c + 1, rows_next, b ^ 1, bnext);
-    mbar_wait(bars + 8 * b, static_cast<uint32_t>(c >> 1) & 1u);   // buffer b's (c / 2)-th fill
+    cp_async_commit();
+    cp_async_wait<1>();
     __syncthreads();   // chunk c's inputs have landed; chunk c − 1's consumer is done with the factors and the staging
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
     uint8_t* fac = smem;
@@ -239,9 +244,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       cst[2] = ex2(x[15] - x[8]);
       cst[4] = scale * p0;
       cst[6] = p0;
-      // the decay in the order the consumer's threads read it: quad lane t's columns 8 jj + 2t + e (jj = 2 j2 + h) at
-      // 16 j2 + 4 t + 2 h + e, so that a warp's 16-byte loads of one j2 are 64 consecutive bytes
-      reinterpret_cast<float*>(fac + F_GL)[16 * (d >> 4) + 4 * ((d >> 1) & 3) + 2 * ((d >> 3) & 1) + (d & 1)] = ex2(x[15]);
+      reinterpret_cast<float*>(fac + F_GL)[d] = ex2(x[15]);
       if (tid < C) {
         float bi = beta16 ? X::lo(bcur) : __uint_as_float(bcur);
         if (a.flags & KDA2_BETA_SIGMOID) bi = sigmoid_stable(bi) * ((a.flags & KDA2_NEG_EIGVAL) ? 2.f : 1.f);
@@ -403,7 +406,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     }
     __syncthreads();
 
-    // ---- 5. w = T̃ (k ⊙ 2^Γ) (k ⊙ 2^Γ from step 2) and u = T̃ v, 16 channels of each a warp, tf32
+    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3, k ⊙ 2^Γ from step 2), u = T̃ v (warps 4..7), 32 channels a warp, tf32
     {
       uint32_t ta[2][4];
 #pragma unroll
@@ -418,22 +421,27 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) mma_tf32(d4, ta[s], x(8 * s + t, ch0 + g), x(8 * s + t + 4, ch0 + g));
       };
-      {  // u's operands (16-bit loads and conversions) cost twice w's: every warp takes both for its 16 channels
+      if (warp >= 4) {   // warp-uniform: one path a warp
         float* sUT = reinterpret_cast<float*>(fac + F_UT);
+#pragma unroll
+        for (int q4 = 0; q4 < 4; ++q4) {
+          const int ch0 = 32 * (warp & 3) + 8 * q4, cc = ch0 + 2 * t;
+          float d4[4] = {};
+          tile(ch0, d4, [&](int j, int ch) { return tf32_operand(X::to_f(sV[j * LQ + ch])); });
+          sUT[cc * LU + g] = d4[0];
+          sUT[(cc + 1) * LU + g] = d4[1];
+          sUT[cc * LU + g + 8] = d4[2];
+          sUT[(cc + 1) * LU + g + 8] = d4[3];
+        }
+      } else {
         E* sW = reinterpret_cast<E*>(fac + F_W);
 #pragma unroll
-        for (int q4 = 0; q4 < 2; ++q4) {
-          const int ch0 = 16 * warp + 8 * q4, cc = ch0 + 2 * t;
+        for (int q4 = 0; q4 < 4; ++q4) {
+          const int ch0 = 32 * warp + 8 * q4, cc = ch0 + 2 * t;
           float d4[4] = {};
           tile(ch0, d4, [&](int j, int ch) { return sK2G[j * LG + ch]; });
           *reinterpret_cast<uint32_t*>(sW + panel128_offset(g, cc, C)) = TC::pack(d4[0], d4[1]);
           *reinterpret_cast<uint32_t*>(sW + panel128_offset(g + 8, cc, C)) = TC::pack(d4[2], d4[3]);
-          float e4[4] = {};
-          tile(ch0, e4, [&](int j, int ch) { return tf32_operand(X::to_f(sV[j * LQ + ch])); });
-          sUT[cc * LU + g] = e4[0];
-          sUT[(cc + 1) * LU + g] = e4[1];
-          sUT[cc * LU + g + 8] = e4[2];
-          sUT[(cc + 1) * LU + g + 8] = e4[3];
         }
       }
     }
@@ -483,12 +491,11 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     wgmma_wait<1>();
     wgmma_hold(P);
     {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
-      const float4* gl = reinterpret_cast<const float4*>(smem + F_GL) + t;   // this lane's columns (step 1)
+      const float* gl = reinterpret_cast<const float*>(smem + F_GL);
 #pragma unroll
-      for (int j2 = 0; j2 < K / 16; ++j2) {
-        const float4 f = gl[4 * j2];   // columns of jj = 2 j2 and 2 j2 + 1
-        S[8 * j2] *= f.x; S[8 * j2 + 1] *= f.y; S[8 * j2 + 2] *= f.x; S[8 * j2 + 3] *= f.y;
-        S[8 * j2 + 4] *= f.z; S[8 * j2 + 5] *= f.w; S[8 * j2 + 6] *= f.z; S[8 * j2 + 7] *= f.w;
+      for (int jj = 0; jj < K / 8; ++jj) {
+        const float2 f = *reinterpret_cast<const float2*>(gl + 8 * jj + 2 * t);
+        S[4 * jj] *= f.x; S[4 * jj + 1] *= f.y; S[4 * jj + 2] *= f.x; S[4 * jj + 3] *= f.y;
       }
     }
     const uint32_t Vb[4] = {TC::pack(P[0], P[1]), TC::pack(P[2], P[3]), TC::pack(P[4], P[5]), TC::pack(P[6], P[7])};

@@ -67,9 +67,9 @@ template <bool NEG> struct WgmmaSS16<__half, NEG> {
 template <class E>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
-  // row strides: q / k / v tiles (E), Γ and k 2^Γ (fp32: a half-warp's 8-byte accesses of rows g, channels 2t free of
-  // bank conflicts, and w's operand loads of rows t, channels g), uᵀ (fp32), A and T̃ (fp32: 16-byte rows for the substitution's
-  // row loads, and T̃'s mma operand loads free of bank conflicts), a warpgroup's o block (E)
+  // row strides: q / k / v tiles (E); Γ and k 2^Γ (fp32: a half-warp's 8-byte accesses of rows g, channels 2t, and
+  // w's operand loads of rows t, channels g, free of bank conflicts); uᵀ (fp32); A and T̃ (fp32: 16-byte rows for the
+  // substitution's row loads, T̃'s mma operand loads free of bank conflicts); a warpgroup's o block (E)
   static constexpr int LQ = K + 8, LG = K + 8, LU = C + 4, LA = C + 4, LO = 64 + 8;
   // factor tiles (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in 128-byte-swizzled
   // 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32

@@ -3,7 +3,7 @@
 # "build/_ab/cand.tar.xz", "build/_ab/rec_head.tar.xz"] (forms.tar.xz holds the forms of this experiment, e1 among them;
 # remake it from the README's list if it is gone: form e1 is kda2/fused.cuh at ca. 14:00 UTC 2026-12-05):
 # 1) the tree's fused16 (form e1) on the H200 against the routed library and cuDNN-FE's fused kernel (bounded gate,
-#    same process; issue 12's P3 bar is cuDNN's time), with form j (form_j.patch) beside it — call9.sh's steps, then
+#    same process; issue 12's P3 bar is cuDNN's time), with forms j and k (the patches) — call9.sh's steps, then
 #    time_fused.py on P3 P4 K10 K1–K9;
 # 2) experiments/2026-12-05-tunebfs/call1.sh: kda2 tune of the Kimi and K = 64 candidates with the bfs twins, and ncu
 #    of the M1 routes on the H200.

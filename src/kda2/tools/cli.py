@@ -255,7 +255,8 @@ _PLAN_COLUMNS = {
                   ("states", "<6", lambda c: "+tok" if c.get("intermediate") else "final")],
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
               ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
-              ("mma", "<8", _knob_cell("state_mma")), ("prep", "<6", _knob_cell("prep_wu")), ("smem prep/state B", "<17", _chunk_smem)],
+              ("mma", "<8", _knob_cell("state_mma")), ("prep", "<6", _knob_cell("prep_wu")),
+              ("smem prep/state B", "<17", _chunk_smem)],
 }
 
 

@@ -285,10 +285,12 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       const float4* cst = reinterpret_cast<const float4*>(smem + S_CST);   // two a channel pair (step 1)
       E* sQG = reinterpret_cast<E*>(fac + F_QG);
       E* sKG = reinterpret_cast<E*>(fac + F_KG);
+      // this warp's 16 channels' left-out bits, read once (the check after the products then waits on nothing)
+      const uint32_t wout = (mask[warp >> 1] >> (16 * (warp & 1))) & 0xffffu;
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
         const int da = 16 * warp + 8 * ks + 2 * t;   // and db = da + 1
-        const uint32_t out = mask[da >> 5] >> (da & 31);
+        const uint32_t out = wout >> (8 * ks + 2 * t);
         const bool oka = !(out & 1u), okb = !(out & 2u);
         const float2 gm = *reinterpret_cast<const float2*>(sG + 8 * LG + da);
         const float4 cf = cst[da], cs = cst[da + 1];   // pair da / 2: (2^(Γm−Γ0), 2^(Γ15−Γm)) a, b; (scale 2^Γ0, 2^Γ0) a, b
@@ -322,7 +324,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       }
       // a left-out channel's emitted elements (above: from zeros) again, directly (exponents ≤ 0); rare, a warp at
       // a time, after the products so that its registers are not held beside theirs
-      if ((mask[warp >> 1] >> (16 * (warp & 1))) & 0xffffu) {
+      if (wout) {
 #pragma unroll 1
         for (int e = 0; e < 4; ++e) {
           const int d = 16 * warp + 8 * (e >> 1) + 2 * t + (e & 1);

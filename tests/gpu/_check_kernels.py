@@ -51,10 +51,10 @@ class Fused16:
         self.torch, self.ctypes, self.abi = torch, ctypes, abi
         get, ok, cu, self.unload = check_module(torch, self.SRC, out_dir, flags)
         self.ok, self.cu = ok, cu
-        out = torch.zeros(1, dtype=torch.int32, device="cuda")
-        self._launch(get("kda2_fused16_smem"), 1, 1, 0, ((out.data_ptr(),), (ctypes.c_void_p,)))
+        out = torch.zeros(2, dtype=torch.int32, device="cuda")
+        self._launch(get("kda2_fused16_shape"), 1, 1, 0, ((out.data_ptr(),), (ctypes.c_void_p,)))
         torch.cuda.synchronize()
-        self.smem = int(out.item())
+        self.smem, self.threads = (int(x) for x in out.tolist())
         self.fns = {torch.bfloat16: get("kda2_fused16_bf16"), torch.float16: get("kda2_fused16_f16")}
         for fn in self.fns.values():
             ok(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -88,7 +88,7 @@ class Fused16:
             lower_bound=lower_bound, gate_mode=mode, flags=flags, state_v_first=int(v_first), split=1, workspace=0,
             workspace_bytes=0, max_seqlen=T, intermediate=0)
         params = (self.ctypes.c_void_p * 1)(self.ctypes.addressof(a))
-        self._launch(self.fns[e16], N * HV, 256, self.smem, self.ctypes.addressof(params))
+        self._launch(self.fns[e16], N * HV, self.threads, self.smem, self.ctypes.addressof(params))
 
     def split_call(self, *args, **kw) -> None:
         """The exact split composed from this kernel (exact_split below); same arguments as a call, plus `split`."""

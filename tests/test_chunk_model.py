@@ -82,6 +82,24 @@ def test_the_fused_design_gives_the_errors_its_kernel_measured(cid):
     assert lo > 1.05 * measured["measured_o"], (lo, measured["measured_o"])
 
 
+def test_the_residual_form_is_the_same_algorithm_and_prices_its_roundings():
+    """vnew="residual" ((T diag β)(v − (k 2^Γ) S), the fused form that makes no w or u): with every rounding point
+    fp32 it is the reference too; with its own (16-bit k 2^Γ, residual and T diag β) its errors stay under the 5e-3 bar
+    on the stress and varlen cases but above FUSED16's (tf32 w / u operands, u in fp32), and rounding the residual
+    to 16 bits is part of that price."""
+    case, seed = _case("varlen-256-500-1000-lowerbound-gva2-kf")
+    exact = {p: "fp32" for p in chunk_model.POINTS}
+    eo, es = _errors(case, seed, chunk=16, vnew="residual", rounding=exact)
+    assert eo < 2e-5 and es < 2e-5, (eo, es)
+    for cid in ("stress-dtbias+6-softplus-vf", "varlen-15-100-300-softplus-gva8-H1-kf"):
+        case, seed = _case(cid)
+        ro, _ = _errors(case, seed, **chunk_model.FUSED16_RESIDUAL)
+        fo, _ = _errors(case, seed, **chunk_model.FUSED16)
+        assert fo < ro < 5e-3, (cid, fo, ro)
+        no_resid, _ = _errors(case, seed, **chunk_model.FUSED16_RESIDUAL, rounding={"resid": "fp32"})
+        assert no_resid < ro, (cid, no_resid, ro)
+
+
 def test_the_blocked_substitution_is_modelled_more_accurate_and_a_bf16_diagonal_less():
     """What experiments/2026-12-05-prep-numerics read off the model, on the strong-decay stress case: the bfs prep's
     order beats the levels' (T diag β is never rounded to 16 bits whole), an all-16-bit substitution and a 16-bit
@@ -101,7 +119,9 @@ def test_bad_arguments_are_named():
                     (dict(rounding={"tile": "fp32"}), "no point tile"),
                     (dict(rounding={"o": "fp8"}), "rounding\\['o'\\]: 'fp8'; allowed"),
                     (dict(chunk=48), "chunk 48"), (dict(dtype="fp32"), "dtype 'fp32'"),
-                    (dict(offdiag_right="shared"), "offdiag_right 'shared'; allowed: direct, shared16")):
+                    (dict(offdiag_right="shared"), "offdiag_right 'shared'; allowed: direct, shared16"),
+                    (dict(vnew="u"), "vnew 'u' with prep_wu 'levels'; allowed: wu, or residual with levels"),
+                    (dict(vnew="residual", prep_wu="bfs"), "vnew 'residual' with prep_wu 'bfs'")):
         with pytest.raises(ValueError, match=msg):
             x = _inputs(case, seed)
             chunk_model.forward(x["q"], x["k"], x["v"], x["g"], x["beta"], **{"dtype": "bf16", **kw})

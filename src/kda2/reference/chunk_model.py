@@ -19,6 +19,8 @@ What is modelled, in the kernels' order (everything else is fp32; the exponentia
   bfs_k, bfs_t  prep_wu "bfs": the K' products' operands (16-bit) and the diagonal product's (tf32)
           (kda2/reference/rounding.py bfs_chunk)
   wu, u   w and u as stored, 16-bit ("u" alone: u, by default as "wu")
+  resid   `vnew="residual"` only: v − (k 2^Γ) S as a 16-bit operand of v_new = (T diag β)(v − (k 2^Γ) S), the same
+          v_new as u − w S with u = T diag β v, w = T diag β k 2^Γ, which that form never makes
   Sb, vnew, o   the state pass: S and v_new as 16-bit operands, o in the input dtype; S itself fp32
 `rounding` replaces the rounding at named points ("fp32", "tf32" or "16"): an error budget, or a design's price.
 """
@@ -31,20 +33,24 @@ import numpy as np
 from kda2.reference import _f64, _sigmoid, gate_activation
 from kda2.reference.rounding import bf16, bfs_chunk, fp16, tf32
 
-__all__ = ["POINTS", "KINDS", "PREP_WU", "DIAG_RANGE", "FUSED16", "forward"]
+__all__ = ["POINTS", "KINDS", "PREP_WU", "VNEW", "DIAG_RANGE", "FUSED16", "FUSED16_RESIDUAL", "forward"]
 
 F32 = np.float32
 LOG2E = 1.4426950408889634
 #: The diagonal blocks' range about their anchor (log2; kda2/chunk.cuh step 3, DIAG_RANGE).
 DIAG_RANGE = 96.0
-POINTS = ("qk", "offdiag", "diag", "Aqk", "qg", "kg", "k2g", "levels", "T16", "bfs_k", "bfs_t", "wu", "u", "Sb", "vnew",
-          "o")
+POINTS = ("qk", "offdiag", "diag", "Aqk", "qg", "kg", "k2g", "levels", "T16", "bfs_k", "bfs_t", "wu", "u", "resid", "Sb",
+          "vnew", "o")
 KINDS = ("fp32", "tf32", "16")
 PREP_WU = ("levels", "bfs")
+VNEW = ("wu", "residual")
 _DTYPES = {"bf16": bf16, "fp16": fp16}
 #: The fused 16-token kernel (kda2/fused.cuh Fused16) in this model's terms: 16-token steps (one diagonal block: no
 #: off-diagonal factors, no levels), k 2^Γ and T diag β as tf32 operands of w / u's products, u kept in fp32.
 FUSED16 = dict(chunk=16, prep_wu="levels", rounding={"k2g": "tf32", "T16": "tf32", "u": "fp32"})
+#: Its residual form (experiments/2026-12-05-fused/form_r.patch): no w or u; the consumer takes v − (k 2^Γ) S on 16-bit
+#: operands, rounds it to 16 bits and multiplies by T diag β in 16 bits.
+FUSED16_RESIDUAL = dict(chunk=16, prep_wu="levels", vnew="residual")
 
 
 class _Round:
@@ -81,7 +87,7 @@ def _fsub(A):
     return T
 
 
-def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str, right: str) -> dict:
+def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str, right: str, vnew: str) -> dict:
     """One chunk of C tokens (padded), all value heads: what the prep writes to its workspace slot."""
     E = R.e16
     HV, _, K = kc.shape
@@ -144,6 +150,8 @@ def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str, rig
                 T[:, I, J] = -_mm(lv(T[:, I, I]), lv(_mm(lv(A[:, I, J]), lv(T[:, J, J]))))
             s *= 2
         T16 = R("T16", E)(T * bc[:, None, :])
+        if vnew == "residual":
+            return dict(T16=T16, k2g=k2g, v=vc, qg=qg, kg=kg, Aqk=Aqk, glast=glast)
         w, u = R("wu", E)(_mm(T16, k2g)), R("u", R("wu", E))(_mm(T16, vc))
     else:
         Td = np.concatenate(Tdiag, axis=1)
@@ -152,7 +160,7 @@ def _prep(R: _Round, qc, kc, vc, gc, bc, scale: float, C: int, prep_wu: str, rig
     return dict(w=w, u=u, qg=qg, kg=kg, Aqk=Aqk, glast=glast)
 
 
-def _seq(R: _Round, q, k, v, g2, b, S, scale: float, C: int, prep_wu: str, right: str):
+def _seq(R: _Round, q, k, v, g2, b, S, scale: float, C: int, prep_wu: str, right: str, vnew: str):
     """One sequence, all value heads: q, k, g2 [HV, L, K], v [HV, L, V], b [HV, L], S [HV, K, V] -> (o, S)."""
     E = R.e16
     L = q.shape[1]
@@ -163,9 +171,12 @@ def _seq(R: _Round, q, k, v, g2, b, S, scale: float, C: int, prep_wu: str, right
         def pad(x):
             return np.pad(x[:, c0:c0 + n], [(0, 0), (0, C - n)] + [(0, 0)] * (x.ndim - 2))
 
-        s = _prep(R, pad(q), pad(k), pad(v), pad(g2), pad(b), scale, C, prep_wu, right)
+        s = _prep(R, pad(q), pad(k), pad(v), pad(g2), pad(b), scale, C, prep_wu, right, vnew)
         Sb = R("Sb", E)(S)
-        vn = R("vnew", E)(s["u"] - _mm(s["w"], Sb))
+        if vnew == "residual":
+            vn = R("vnew", E)(_mm(s["T16"], R("resid", E)(s["v"] - _mm(s["k2g"], Sb))))
+        else:
+            vn = R("vnew", E)(s["u"] - _mm(s["w"], Sb))
         O = _mm(s["qg"], Sb) + _mm(s["Aqk"], vn)
         S = (s["glast"][:, :, None] * S + _mm(s["kg"].transpose(0, 2, 1), vn)).astype(F32)
         o[:, c0:c0 + n] = R("o", E)(O)[:, :n]
@@ -176,7 +187,7 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
             cu_seqlens: Any = None, use_qk_l2norm_in_kernel: bool = False, use_gate_in_kernel: bool = False,
             use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False, A_log: Any = None,
             dt_bias: Any = None, lower_bound: Optional[float] = None, state_v_first: bool = False,
-            prep_wu: str = "levels", chunk: int = 64, offdiag_right: str = "direct",
+            prep_wu: str = "levels", chunk: int = 64, offdiag_right: str = "direct", vnew: str = "wu",
             rounding: Optional[Mapping[str, str]] = None) -> tuple[np.ndarray, np.ndarray]:
     """The chunk kernels' forward as they round it: `(o [B, T, HV, V], final state)` as float32, the state in the
     layout `state_v_first` names. Inputs as the kernels get them (already in their dtypes: q/k/v in `dtype`, "bf16"
@@ -184,7 +195,8 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
     variant knob); `chunk`: tokens per state step (64 is what the kernels build; 16 / 32 price a design);
     `offdiag_right`: the off-diagonal blocks' right factors as the kernels form them ("direct": k_j 2^(Γr−Γj) per
     tile) or shared per column block and rescaled in 16 bits ("shared16", a design priced here: two roundings);
-    `rounding`: {point: "fp32" | "tf32" | "16"} overrides (POINTS)."""
+    `vnew`: how v_new is formed — "wu": u − w S (the kernels'), "residual": (T diag β)(v − (k 2^Γ) S), the fused
+    form that makes neither w nor u (levels only); `rounding`: {point: "fp32" | "tf32" | "16"} overrides (POINTS)."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype {dtype!r}; allowed: {', '.join(_DTYPES)}")
     if prep_wu not in PREP_WU:
@@ -193,6 +205,8 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
         raise ValueError(f"chunk {chunk!r}; allowed: 16, 32, 64")
     if offdiag_right not in ("direct", "shared16"):
         raise ValueError(f"offdiag_right {offdiag_right!r}; allowed: direct, shared16")
+    if vnew not in VNEW or (vnew == "residual" and prep_wu != "levels"):
+        raise ValueError(f"vnew {vnew!r} with prep_wu {prep_wu!r}; allowed: wu, or residual with levels")
     R = _Round(_DTYPES[dtype], rounding)
     q, k, v, g, beta = (_f64(x, n).astype(F32) for x, n in ((q, "q"), (k, "k"), (v, "v"), (g, "g"), (beta, "beta")))
     B, T, H, K = q.shape
@@ -225,7 +239,7 @@ def forward(q, k, v, g, beta, *, dtype: str, scale: Optional[float] = None, init
             def hm(x):
                 return np.ascontiguousarray(x[b, s0:s1].swapaxes(0, 1))
             os_, S = _seq(R, hm(q), hm(k), hm(v), hm(g2), np.ascontiguousarray(beta[b, s0:s1].T), S, scale, chunk,
-                          prep_wu, offdiag_right)
+                          prep_wu, offdiag_right, vnew)
             o[b, s0:s1] = os_.swapaxes(0, 1)
         finals.append(S)
     ht = np.stack(finals)

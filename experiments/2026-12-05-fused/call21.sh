@@ -10,7 +10,7 @@ F=/tmp/f21; rm -rf $F; mkdir -p $F /tmp/cudnnpkg /tmp/forms/j/kda2
 nvidia-smi --query-gpu=name --format=csv,noheader
 tar xJf build/_ab/vall.tar.xz -C /tmp && tar xJf build/_ab/cudnn_fe.tar.xz -C /tmp/cudnnpkg || exit 3
 cp src/kda2/codegen/include/kda2/fused.cuh /tmp/forms/j/kda2/
-git apply experiments/2026-12-05-fused/form_r.patch 2>/dev/null || patch -p1 -s < experiments/2026-12-05-fused/form_r.patch || exit 3
+patch -p1 -s < experiments/2026-12-05-fused/form_r.patch || exit 3
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:/tmp/cudnnpkg
 timeout 200 python3 -m pytest -m gpu tests/gpu/test_fused_gpu.py -q -s --require-gpu -p no:cacheprovider --maxfail=3 \
   > $F/test_fused.log 2>&1; echo "tests rc $?"; grep -E "passed|failed|^E  " $F/test_fused.log | head -8

@@ -8,6 +8,6 @@
 # the M1 routes. (Forms j / k of the 14:00 plan: j measured and in the tree since; k was not run — `form_k.patch`.)
 set -u -o pipefail
 bash experiments/2026-12-05-fused/call21.sh 2>&1 | tail -14
-git checkout -- src tests   # call21 patched this machine's copy
+patch -p1 -R -s < experiments/2026-12-05-fused/form_r.patch   # call21 patched this machine's copy
 bash experiments/2026-12-05-fused/call14.sh 2>&1 | tail -16
 bash experiments/2026-12-05-tunebfs/call1.sh 2>&1 | tail -60

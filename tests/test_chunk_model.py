@@ -84,9 +84,9 @@ def test_the_fused_design_gives_the_errors_its_kernel_measured(cid):
 
 def test_the_residual_form_is_the_same_algorithm_and_prices_its_roundings():
     """vnew="residual" ((T diag β)(v − (k 2^Γ) S), the fused form that makes no w or u): with every rounding point
-    fp32 it is the reference too; with its own (16-bit k 2^Γ, residual and T diag β) its errors stay under the 5e-3 bar
-    on the stress and varlen cases but above FUSED16's (tf32 w / u operands, u in fp32), and rounding the residual
-    to 16 bits is part of that price."""
+    fp32 it is the reference too; as FUSED16_RESIDUAL (the residual and T diag β tf32, k 2^Γ 16-bit) its errors are
+    FUSED16's within 3 % on the stress and varlen cases, and with the residual and T diag β in 16 bits they are ≥ 5 %
+    higher — the rounding is what the form has to keep in tf32."""
     case, seed = _case("varlen-256-500-1000-lowerbound-gva2-kf")
     exact = {p: "fp32" for p in chunk_model.POINTS}
     eo, es = _errors(case, seed, chunk=16, vnew="residual", rounding=exact)
@@ -95,9 +95,9 @@ def test_the_residual_form_is_the_same_algorithm_and_prices_its_roundings():
         case, seed = _case(cid)
         ro, _ = _errors(case, seed, **chunk_model.FUSED16_RESIDUAL)
         fo, _ = _errors(case, seed, **chunk_model.FUSED16)
-        assert fo < ro < 5e-3, (cid, fo, ro)
-        no_resid, _ = _errors(case, seed, **chunk_model.FUSED16_RESIDUAL, rounding={"resid": "fp32"})
-        assert no_resid < ro, (cid, no_resid, ro)
+        assert ro == pytest.approx(fo, rel=0.03), (cid, fo, ro)
+        o16, _ = _errors(case, seed, **{**chunk_model.FUSED16_RESIDUAL, "rounding": {}})
+        assert o16 > 1.05 * fo and o16 < 5e-3, (cid, fo, o16)
 
 
 def test_the_blocked_substitution_is_modelled_more_accurate_and_a_bf16_diagonal_less():

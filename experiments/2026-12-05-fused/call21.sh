@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device call 21 — prepared, not run (no device time was left), carry ["build/_ab/vall.tar.xz", "build/_ab/cudnn_fe.tar.xz"]:
 # form r (`form_r.patch` on the tree's j, applied to this machine's copy with its tests: v_new = T̃ (v − (k 2^Γ) S) in
-# the consumer — no w, no u, no step 5 and its CTA barrier, no uᵀ round trip; T̃ and k 2^Γ 16-bit; modelled by
-# chunk_model.FUSED16_RESIDUAL, max o error 4.70e-3 on the 36 cases) against the fp64 reference and that model (all of
+# the consumer — no w, no u, no step 5 and its CTA barrier, no uᵀ round trip; k 2^Γ 16-bit, the residual and T̃ tf32;
+# modelled by chunk_model.FUSED16_RESIDUAL, FUSED16's errors within 1 %) against the fp64 reference and that model (all of
 # tests/gpu/test_fused_gpu.py), then timed beside j (the tree's header before the patch), rq (`form_rq.patch`: r with
 # steps 3 and 4 joined as in form q — four CTA barriers a step against j's six), the routed library and cuDNN-FE
 # (carried files) on P3, K10 and P4.

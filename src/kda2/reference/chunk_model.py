@@ -19,7 +19,7 @@ What is modelled, in the kernels' order (everything else is fp32; the exponentia
   bfs_k, bfs_t  prep_wu "bfs": the K' products' operands (16-bit) and the diagonal product's (tf32)
           (kda2/reference/rounding.py bfs_chunk)
   wu, u   w and u as stored, 16-bit ("u" alone: u, by default as "wu")
-  resid   `vnew="residual"` only: v − (k 2^Γ) S as a 16-bit operand of v_new = (T diag β)(v − (k 2^Γ) S), the same
+  resid   `vnew="residual"` only: v − (k 2^Γ) S as the operand of v_new = (T diag β)(v − (k 2^Γ) S), 16-bit, the same
           v_new as u − w S with u = T diag β v, w = T diag β k 2^Γ, which that form never makes
   Sb, vnew, o   the state pass: S and v_new as 16-bit operands, o in the input dtype; S itself fp32
 `rounding` replaces the rounding at named points ("fp32", "tf32" or "16"): an error budget, or a design's price.
@@ -49,8 +49,8 @@ _DTYPES = {"bf16": bf16, "fp16": fp16}
 #: off-diagonal factors, no levels), k 2^Γ and T diag β as tf32 operands of w / u's products, u kept in fp32.
 FUSED16 = dict(chunk=16, prep_wu="levels", rounding={"k2g": "tf32", "T16": "tf32", "u": "fp32"})
 #: Its residual form (experiments/2026-12-05-fused/form_r.patch): no w or u; the consumer takes v − (k 2^Γ) S on 16-bit
-#: operands, rounds it to 16 bits and multiplies by T diag β in 16 bits.
-FUSED16_RESIDUAL = dict(chunk=16, prep_wu="levels", vnew="residual")
+#: operands (k 2^Γ 16-bit) and multiplies it by T diag β on tf32 (both tf32).
+FUSED16_RESIDUAL = dict(chunk=16, prep_wu="levels", vnew="residual", rounding={"resid": "tf32", "T16": "tf32"})
 
 
 class _Round:

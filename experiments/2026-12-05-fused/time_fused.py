@@ -5,8 +5,9 @@ kernel where it is importable (`kda2.bench.chunk.bench_cudnn`); where the chains
 exact split composed from the kernel (`Fused16.split_call`). Prints one line per (shape, gate) and writes JSON.
 
 usage: python time_fused.py LIBRARY OUT.json [SHAPE ...]   (LIBRARY: a vendored chunk bundle's manifest or folder)
-FUSED_FORMS="name=DIR ..." times other forms of the kernel beside it: DIR holds a kda2/fused.cuh that takes the
-working tree's place (the `-I` before the repository's). FUSED_SPLIT=0 leaves the composed split out.
+FUSED_FORMS="name=DIR ..." times other forms of the kernel beside it (and prints each one's o against the library's,
+outputs poisoned first): DIR holds a kda2/fused.cuh that takes the working tree's place (the `-I` before the
+repository's). FUSED_SPLIT=0 leaves the composed split out.
 """
 from __future__ import annotations
 
@@ -83,6 +84,13 @@ for s in shapes:
         runs = [("library", run_lib), ("fused", run_fused)] + ([("split", run_split)] if split > 1 else [])
         for name, form in forms.items():
             runs.append((name, lambda i, f=form: run_fused(i, fused=f)))
+            # each form's outputs against the library's too (a form is timed only where it computes the same)
+            fo[0].fill_(float("nan"))
+            fh[0].fill_(float("nan"))
+            run_fused(0, fused=form)
+            torch.cuda.synchronize()
+            agree[f"{name}_o"] = bc.rel_l2(torch, fo[0], outs[0])
+            agree[f"{name}_nonfinite"] = bc.nonfinite(torch, fo[0]) + bc.nonfinite(torch, fh[0])
         if split > 1:
             run_split(0)
             torch.cuda.synchronize()
@@ -114,7 +122,8 @@ for s in shapes:
         print(f"{s.label:<36} {gate:<11} library {t['library'][0]:.3f}/{t['library'][1]:.3f} ms  fused "
               f"{t['fused'][0]:.3f}/{t['fused'][1]:.3f}  fused/library {min(t['fused']) / min(t['library']):.2f}  "
               f"vs library o {agree['o']:.1e} ht {agree['ht']:.1e} nonfinite {agree['nonfinite']}{spl}{cud}"
-              + "".join(f"  {name} {t[name][0]:.3f}/{t[name][1]:.3f}" for name in forms),
+              + "".join(f"  {name} {t[name][0]:.3f}/{t[name][1]:.3f} (o {agree[name + '_o']:.1e}, nonfinite "
+                        f"{agree[name + '_nonfinite']})" for name in forms),
               flush=True)
     del sets, shared, outs, hts, fo, fh
     torch.cuda.empty_cache()

@@ -9,13 +9,13 @@
 //        channel's decay over either half is; a channel beyond that is left out of the mma and summed pairwise,
 //        exactly (step 3) — every exponent taken there is ≤ 0, so the unbounded softplus gate needs no clamp. From
 //        the same products and the channel's factors each lane emits qg = scale·q ⊙ 2^Γ, kg = k ⊙ 2^(Γ15−Γ) and
-//        k ⊙ 2^Γ (tf32, for w): one ex2 and one reciprocal an element in all
+//        k ⊙ 2^Γ (all 16-bit): one ex2 and one reciprocal an element in all
 //     3. the 8 warps' partial sums added; A = diag β A' (strictly lower), Aqk = scale Aqk' (j ≤ i)
-//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column)
-//     5. w = T̃ (k ⊙ 2^Γ), u = T̃ v on tf32 mma.sync
+//     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column), stored tf32
 //   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, its 16-bit copy in shared
-//     memory the A operand of v_newᵀ = uᵀ − Sᵀ wᵀ and oᵀ = Sᵀ qgᵀ; then oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg
-//     with v_newᵀ from registers
+//     memory the A operand of R = vᵀ − Sᵀ (k ⊙ 2^Γ)ᵀ and oᵀ = Sᵀ qgᵀ; v_newᵀ = R T̃ᵀ (tf32, R from registers) — v_new
+//     = T̃ (v − (k ⊙ 2^Γ) S) is u − w S with u = T̃ v and w = T̃ (k ⊙ 2^Γ), which are never made; then
+//     oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg with v_newᵀ from registers
 // Producer and consumer take turns; the inputs of chunk c + 1 land (cp.async) while chunk c is computed, and two CTAs
 // share an SM (≤ 128 registers a thread, ≤ 113 KB of shared memory) — why Sᵀ's copy is staged (where the producer's
 // partial sums lie) instead of held: in registers it took 167 of them, one CTA an SM, 4.4 µs a step on the H100
@@ -64,6 +64,29 @@ template <bool NEG> struct WgmmaSS16<__half, NEG> {
 #endif
 #undef KDA2_WGMMA_SS16
 
+// D (+)= A · B, m64n16k8 tf32, A from registers (four fp32 values; the hardware reads their upper 19 bits), B K-major by
+// descriptor, fp32 accumulate (the accumulator layout of kda2/wgmma.cuh WgmmaRS). A fragment of lane (g, t) of warp
+// w: rows 16w + g (a0, a2) and 16w + g + 8 (a1, a3), columns t (a0, a1) and t + 4 (a2, a3), as mma.sync m16n8k8's.
+__device__ __forceinline__ void wgmma_tf32_rs16(float (&d)[8], float a0, float a1, float a2, float a3, uint64_t desc_b,
+                                                bool scale_d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %13, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
+               "{%8,%9,%10,%11}, %12, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+               : "r"(__float_as_uint(a0)), "r"(__float_as_uint(a1)), "r"(__float_as_uint(a2)),
+                 "r"(__float_as_uint(a3)), "l"(desc_b), "r"(static_cast<int>(scale_d)));
+#endif
+}
+
+// Descriptor of a K-major tile in 8-row × 16-byte core matrices with no swizzle: start `addr`, `lbo` bytes between
+// core matrices adjacent in k, `sbo` bytes between 8-row groups (swizzle mode 0).
+__device__ __forceinline__ uint64_t desc_plain(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16)), "r"(sbo >> 4));
+  return d;
+}
+
 template <class E>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
@@ -71,27 +94,35 @@ struct Fused16 {
   // w's operand loads of rows t, channels g, free of bank conflicts); uᵀ (fp32); A and T̃ (fp32: 16-byte rows for the
   // substitution's row loads, T̃'s mma operand loads free of bank conflicts); a warpgroup's o block (E)
   static constexpr int LQ = K + 8, LG = K + 8, LU = C + 4, LA = C + 4, LO = 64 + 8;
-  // factor tiles (1024-byte aligned descriptor tiles): w, qg, kg [token][channel] and Aqk [i][j] in 128-byte-swizzled
-  // 16-row panels (kda2/wgmma.cuh panel128_offset), uᵀ [v][token] fp32, 2^Γ15 [K] fp32
-  static constexpr int F_W = 0, F_QG = F_W + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
-                       F_UT = F_AQ + C * 64 * 2, F_GL = F_UT + V * LU * 4, F_BYTES = (F_GL + K * 4 + 1023) / 1024 * 1024;
+  // factor tiles (1024-byte aligned descriptor tiles): k 2^Γ, qg, kg [token][channel] and Aqk [i][j] in
+  // 128-byte-swizzled 16-row panels (kda2/wgmma.cuh panel128_offset); T̃ [i][j] tf32 in unswizzled core matrices
+  // (tt_offset); 2^Γ15 [K] fp32
+  static constexpr int F_K2 = 0, F_QG = F_K2 + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
+                       F_TT = F_AQ + C * 64 * 2, F_GL = F_TT + C * 64 * 2,
+                       F_BYTES = (F_GL + K * 4 + 1023) / 1024 * 1024;
   // inputs as they land, per buffer: q, k, v (E), the raw gate (fp32, or E at the start of each row), β
   static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_V = R_K + C * LQ * 2, R_G = R_V + C * LQ * 2,
                        R_B = R_G + C * LG * 4, R_BYTES = (R_B + C * 4 + 127) / 128 * 128;
   // Sᵀ's 16-bit copy, [v][k] in 64-row panels per warpgroup (the consumer's A operand); the producer's partial sums of
-  // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) and w's operand k 2^Γ (tf32, [token][channel]) lie over it, used only
-  // between the consumer's steps
+  // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) lie over it, used only between the consumer's steps
   static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
-                       PART = S_STG, S_K2G = PART + WARPS * 2 * C * C * 4, S_A = S_STG + STG_BYTES,
-                       S_T = S_A + (C * LA * 4 + 127) / 128 * 128, S_MASK = S_T + (C * LA * 4 + 127) / 128 * 128,
+                       PART = S_STG, S_A = S_STG + STG_BYTES, S_MASK = S_A + (C * LA * 4 + 127) / 128 * 128,
                        S_CST = S_MASK + 128, SMEM_BYTES = S_CST + K * 16;
   static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
                 "descriptor tiles at 1024-byte boundaries");
-  static_assert(S_K2G + C * LG * 4 <= S_STG + STG_BYTES, "the partial sums and k 2^Γ fit over the staging");
+  static_assert(WARPS * 2 * C * C * 4 <= STG_BYTES, "the partial sums fit over the staging");
   static_assert(CTAS_PER_SM * (SMEM_BYTES + 1024) <= 228 * 1024, "two CTAs an SM (1 KB reserved each, sm_90)");
   static_assert(C * K / 8 == THREADS, "a thread copies one 16-byte piece of each q / k / v tile");
 
   static __device__ __forceinline__ void run(const KDA2RecurrentArgs& a);
+
+  // Byte offset of T̃[i][j] in its tile: the B operand of v_newᵀ = R T̃ᵀ on tf32 wgmmas (n = i, k = j), K-major 8 × 4
+  // core matrices of 128 bytes, k-adjacent ones 128 bytes apart, 8-row groups 512; token j at k position
+  // 8·(j / 8) + (j % 8) / 2 + 4·(j % 2), the order in which R's accumulators are the A fragments (consume)
+  static __device__ __forceinline__ int tt_offset(int i, int j) {
+    const int p = (j & ~7) | ((j & 7) >> 1) | ((j & 1) << 2);
+    return (i >> 3) * 512 + (p >> 2) * 128 + (i & 7) * 16 + (p & 3) * 4;
+  }
 };
 
 template <class E>
@@ -181,9 +212,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   }
   float* part = reinterpret_cast<float*>(smem + PART);
   float* sA = reinterpret_cast<float*>(smem + S_A);
-  float* sTT = reinterpret_cast<float*>(smem + S_T);
   uint32_t* mask = reinterpret_cast<uint32_t*>(smem + S_MASK);
-  uint32_t* sK2G = reinterpret_cast<uint32_t*>(smem + S_K2G);   // tf32 k ⊙ 2^Γ [token][channel], w's operand
   E* o = static_cast<E*>(a.o);
 
   uint32_t bnext = 0u;
@@ -203,7 +232,6 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     uint8_t* fac = smem;
     E* sQ = reinterpret_cast<E*>(raw + R_Q);
     E* sK = reinterpret_cast<E*>(raw + R_K);
-    const E* sV = reinterpret_cast<const E*>(raw + R_V);
     float* sG = reinterpret_cast<float*>(raw + R_G);
     float* sB = reinterpret_cast<float*>(raw + R_B);
 
@@ -285,6 +313,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       const float4* cst = reinterpret_cast<const float4*>(smem + S_CST);   // two a channel pair (step 1)
       E* sQG = reinterpret_cast<E*>(fac + F_QG);
       E* sKG = reinterpret_cast<E*>(fac + F_KG);
+      E* sK2 = reinterpret_cast<E*>(fac + F_K2);
       // this warp's 16 channels' left-out bits, read once (the check after the products then waits on nothing)
       const uint32_t wout = (mask[warp >> 1] >> (16 * (warp & 1))) & 0xffffu;
 #pragma unroll
@@ -311,7 +340,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
           const float ga = kr[hr][0] * cf.z, gb = kr[hr][1] * cf.w;
           *reinterpret_cast<uint32_t*>(sQG + panel128_offset(i, da, C)) = TC::pack(qa, qb);
           *reinterpret_cast<uint32_t*>(sKG + panel128_offset(i, da, C)) = TC::pack(ga, gb);
-          *reinterpret_cast<uint2*>(sK2G + i * LG + da) = make_uint2(tf32_operand(wa), tf32_operand(wb));
+          *reinterpret_cast<uint32_t*>(sK2 + panel128_offset(i, da, C)) = TC::pack(wa, wb);
         }
         const uint32_t aK[4] = {tf32_operand(kl[0][0]), tf32_operand(kl[1][0]), tf32_operand(kl[0][1]), tf32_operand(kl[1][1])};
         const uint32_t aQ[4] = {tf32_operand(ql[0][0]), tf32_operand(ql[1][0]), tf32_operand(ql[0][1]), tf32_operand(ql[1][1])};
@@ -335,7 +364,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
             const float gd = sG[i * LG + d], kd = X::to_f(sK[i * LQ + d]), x = ex2(gd);
             sQG[panel128_offset(i, d, C)] = TC::from_f(scale * X::to_f(sQ[i * LQ + d]) * x);
             sKG[panel128_offset(i, d, C)] = TC::from_f(kd * ex2(sG[15 * LG + d] - gd));
-            sK2G[i * LG + d] = tf32_operand(kd * x);
+            sK2[panel128_offset(i, d, C)] = TC::from_f(kd * x);
           }
         }
       }
@@ -403,56 +432,18 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         }
         const float bc = sB[col];
 #pragma unroll
-        for (int i = 0; i < C; ++i) sTT[i * LA + col] = x[i] * bc;
+        for (int i = 0; i < C; ++i)
+          *reinterpret_cast<uint32_t*>(fac + F_TT + tt_offset(i, col)) = tf32_operand(x[i] * bc);
       }
     }
-    __syncthreads();
 
-    // ---- 5. w = T̃ (k ⊙ 2^Γ) (warps 0..3, k ⊙ 2^Γ from step 2), u = T̃ v (warps 4..7), 32 channels a warp, tf32
-    {
-      uint32_t ta[2][4];
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        ta[s][0] = tf32_operand(sTT[g * LA + 8 * s + t]);
-        ta[s][1] = tf32_operand(sTT[(g + 8) * LA + 8 * s + t]);
-        ta[s][2] = tf32_operand(sTT[g * LA + 8 * s + t + 4]);
-        ta[s][3] = tf32_operand(sTT[(g + 8) * LA + 8 * s + t + 4]);
-      }
-      // d4 = T̃ · x over 8 channels from ch0: x(j, ch) the tf32 operand of token j, channel ch = ch0 + g
-      auto tile = [&](int ch0, float (&d4)[4], auto&& x) {
-#pragma unroll
-        for (int s = 0; s < 2; ++s) mma_tf32(d4, ta[s], x(8 * s + t, ch0 + g), x(8 * s + t + 4, ch0 + g));
-      };
-      if (warp >= 4) {   // warp-uniform: one path a warp
-        float* sUT = reinterpret_cast<float*>(fac + F_UT);
-#pragma unroll
-        for (int q4 = 0; q4 < 4; ++q4) {
-          const int ch0 = 32 * (warp & 3) + 8 * q4, cc = ch0 + 2 * t;
-          float d4[4] = {};
-          tile(ch0, d4, [&](int j, int ch) { return tf32_operand(X::to_f(sV[j * LQ + ch])); });
-          sUT[cc * LU + g] = d4[0];
-          sUT[(cc + 1) * LU + g] = d4[1];
-          sUT[cc * LU + g + 8] = d4[2];
-          sUT[(cc + 1) * LU + g + 8] = d4[3];
-        }
-      } else {
-        E* sW = reinterpret_cast<E*>(fac + F_W);
-#pragma unroll
-        for (int q4 = 0; q4 < 4; ++q4) {
-          const int ch0 = 32 * warp + 8 * q4, cc = ch0 + 2 * t;
-          float d4[4] = {};
-          tile(ch0, d4, [&](int j, int ch) { return sK2G[j * LG + ch]; });
-          *reinterpret_cast<uint32_t*>(sW + panel128_offset(g, cc, C)) = TC::pack(d4[0], d4[1]);
-          *reinterpret_cast<uint32_t*>(sW + panel128_offset(g + 8, cc, C)) = TC::pack(d4[2], d4[3]);
-        }
-      }
-    }
-    fence_proxy_async();   // w, qg, kg, Aqk: ordinary stores the wgmmas read
+    fence_proxy_async();   // k 2^Γ, qg, kg, Aqk, T̃: ordinary stores the wgmmas read
   };
 
   // ---- consumer: this warpgroup's 64 value rows of Sᵀ. Its 16-bit copy goes to the staging (stmatrix: lane 8m + r
   //      addresses row r of 8 × 8 block m, the rows 8·(m % 2) and columns 8·(m / 2) of a 16 × 16 piece), then
-  //      v_newᵀ = uᵀ − Sᵀwᵀ and oᵀ = Sᵀqgᵀ (two groups); oᵀ += v_newᵀ Aqkᵀ and Sᵀ += v_newᵀ kg (register A); o out.
+  //      R = vᵀ − Sᵀ(k 2^Γ)ᵀ and oᵀ = Sᵀqgᵀ (two groups), v_newᵀ = R T̃ᵀ (tf32, register A); oᵀ += v_newᵀ Aqkᵀ and
+  //      Sᵀ += v_newᵀ kg (register A); o out.
   const int wg = warp >> 2, w4 = warp & 3;
   // the warpgroup's 128 threads (named barriers 1 and 2; immediate ids: a register id makes ptxas reserve all 16)
   auto wg_sync = [&] {
@@ -461,7 +452,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   };
   const uint32_t stg = smem_u32(smem + S_STG + wg * (64 * K * 2));
   const uint32_t fb = smem_u32(smem);
-  const uint32_t a_lo = desc_k128_lo(stg >> 4), w_lo = desc_k128_lo((fb + F_W) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
+  const uint32_t a_lo = desc_k128_lo(stg >> 4), k2_lo = desc_k128_lo((fb + F_K2) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
   auto consume = [&](int64_t c, int rows) {
 #pragma unroll
     for (int jp = 0; jp < K / 16; ++jp) {
@@ -471,19 +462,18 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     }
     fence_proxy_async();   // ordinary stores the wgmmas read
     wg_sync();             // the warpgroup's rows of the staging
-    const float* sUT = reinterpret_cast<const float*>(smem + F_UT);
-    float P[8], O[8];
+    // R = vᵀ − Sᵀ (k 2^Γ)ᵀ, seeded with vᵀ from chunk c's raw tile: R[4jj + e] = (row vr + 8·(e / 2), token
+    // 8jj + 2t + e % 2); then v_newᵀ = R T̃ᵀ — the same v_new as uᵀ − Sᵀwᵀ with u = T̃v, w = T̃(k 2^Γ), whose w and u
+    // (a producer phase, a CTA barrier and uᵀ's round trip through shared memory) are not made
+    const E* sV = reinterpret_cast<const E*>(smem + RAW0 + (c & 1) * R_BYTES + R_V);
+    float R[8], P[8] = {}, O[8];
 #pragma unroll
-    for (int jj = 0; jj < 2; ++jj) {   // P seeded with uᵀ: P[4jj + e] = (row vr + 8·(e / 2), token 8jj + 2t + e % 2)
-      const float2 lo = *reinterpret_cast<const float2*>(sUT + vr * LU + 8 * jj + 2 * t);
-      const float2 hi = *reinterpret_cast<const float2*>(sUT + (vr + 8) * LU + 8 * jj + 2 * t);
-      P[4 * jj] = lo.x; P[4 * jj + 1] = lo.y; P[4 * jj + 2] = hi.x; P[4 * jj + 3] = hi.y;
-    }
+    for (int e = 0; e < 8; ++e) R[e] = X::to_f(sV[(8 * (e >> 2) + 2 * t + (e & 1)) * LQ + vr + 8 * ((e >> 1) & 1)]);
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks)   // v_newᵀ = uᵀ − Sᵀ wᵀ
-      WgmmaSS16<E, true>::run(P, desc128(a_lo + k128_slice_bytes(16 * ks, 64) / 16),
-                              desc128(w_lo + k128_slice_bytes(16 * ks, C) / 16), true);
+    for (int ks = 0; ks < K / 16; ++ks)   // R = vᵀ − Sᵀ (k 2^Γ)ᵀ
+      WgmmaSS16<E, true>::run(R, desc128(a_lo + k128_slice_bytes(16 * ks, 64) / 16),
+                              desc128(k2_lo + k128_slice_bytes(16 * ks, C) / 16), true);
     wgmma_commit();
 #pragma unroll
     for (int ks = 0; ks < K / 16; ++ks)   // oᵀ = Sᵀ qgᵀ
@@ -491,8 +481,18 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
                                desc128(q_lo + k128_slice_bytes(16 * ks, C) / 16), ks > 0);
     wgmma_commit();
     wgmma_wait<1>();
-    wgmma_hold(P);
-    {  // Sᵀ's columns decayed while O's products run on its 16-bit copy
+    wgmma_hold(R);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) R[e] = __uint_as_float(tf32_operand(R[e]));   // rounded, not truncated, to tf32
+    wgmma_fence();   // R was written by ordinary instructions
+    // v_newᵀ = R T̃ᵀ on tf32: k-step s's A fragment is R[4s .. 4s + 3] (tokens 8s + 2t, 8s + 2t + 1 as its columns t,
+    // t + 4: T̃'s tile has its tokens in that order, tt_offset)
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+      wgmma_tf32_rs16(P, R[4 * s], R[4 * s + 2], R[4 * s + 1], R[4 * s + 3],
+                      desc_plain(fb + F_TT + 256 * s, 128, 512), s > 0);
+    wgmma_commit();
+    {  // Sᵀ's columns decayed while O's and P's products run on its 16-bit copy and R
       const float* gl = reinterpret_cast<const float*>(smem + F_GL);
 #pragma unroll
       for (int jj = 0; jj < K / 8; ++jj) {
@@ -500,6 +500,9 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
         S[4 * jj] *= f.x; S[4 * jj + 1] *= f.y; S[4 * jj + 2] *= f.x; S[4 * jj + 3] *= f.y;
       }
     }
+    wgmma_wait<0>();
+    wgmma_hold(P);
+    wgmma_hold(O);
     const uint32_t Vb[4] = {TC::pack(P[0], P[1]), TC::pack(P[2], P[3]), TC::pack(P[4], P[5]), TC::pack(P[6], P[7])};
     wgmma_fence();   // Vb and the decayed Sᵀ were written by ordinary instructions
     WgmmaRS16<E, false>::run(O, Vb, smem_desc_k128(fb + F_AQ, 0, C), true);        // oᵀ += v_newᵀ Aqkᵀ

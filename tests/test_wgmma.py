@@ -150,8 +150,8 @@ def test_bfs_check_kernel_compiles_to_hgmma_and_tf32_mma(tmp_path):
 @pytest.mark.compile
 def test_fused_check_kernel_compiles_to_hgmma_without_local_memory(tmp_path):
     """tests/kernels/fused_check.cu (kda2/fused.cuh Fused16, the fused 16-token chunk forward) for both input dtypes:
-    per 16-token step and warpgroup, 8 + 8 m64n16k16 wgmmas with A from shared memory (R = vᵀ − Sᵀ(k 2^Γ)ᵀ,
-    oᵀ = Sᵀqgᵀ), two m64n16k8 tf32 ones with R's accumulators as A (v_newᵀ = R T̃ᵀ), one register-A m64n16k16 for
+    per 16-token step and warpgroup, 8 + 8 m64n16k16 wgmmas with Sᵀ's packed accumulators as register A (R = vᵀ −
+    Sᵀ(k 2^Γ)ᵀ, oᵀ = Sᵀqgᵀ), two m64n16k8 tf32 ones with R's accumulators as A (v_newᵀ = R T̃ᵀ), one register-A m64n16k16 for
     oᵀ += v_newᵀ Aqkᵀ and one m64n128k16 for Sᵀ += v_newᵀ kg; the factors on tf32 mma.sync (2 × 2 × 2 for A / Aqk;
     no w or u); no local memory at two CTAs an SM (the state stays in registers)."""
     ops = compile_sm90a(ROOT / "tests/kernels/fused_check.cu", tmp_path, entries=3)

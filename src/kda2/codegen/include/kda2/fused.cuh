@@ -12,15 +12,16 @@
 //        k ⊙ 2^Γ (all 16-bit): one ex2 and one reciprocal an element in all
 //     3. the 8 warps' partial sums added; A = diag β A' (strictly lower), Aqk = scale Aqk' (j ≤ i)
 //     4. T̃ = (I + A)⁻¹ diag β by forward substitution (fp32, one warp, a lane per column), stored tf32
-//   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, its 16-bit copy in shared
-//     memory the A operand of R = vᵀ − Sᵀ (k ⊙ 2^Γ)ᵀ and oᵀ = Sᵀ qgᵀ; v_newᵀ = R T̃ᵀ (tf32, R from registers) — v_new
-//     = T̃ (v − (k ⊙ 2^Γ) S) is u − w S with u = T̃ v and w = T̃ (k ⊙ 2^Γ), which are never made; then
-//     oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg with v_newᵀ from registers
+//   consumer, each warpgroup its 64 value rows: Sᵀ (fp32, [v][k]) in wgmma accumulators, packed to 16 bits a k-step
+//     at a time as the register A operand of R = vᵀ − Sᵀ (k ⊙ 2^Γ)ᵀ and oᵀ = Sᵀ qgᵀ; v_newᵀ = R T̃ᵀ (tf32, R from
+//     registers) — v_new = T̃ (v − (k ⊙ 2^Γ) S) is u − w S with u = T̃ v and w = T̃ (k ⊙ 2^Γ), which are never made;
+//     then oᵀ += v_newᵀ Aqkᵀ, Sᵀ ← Sᵀ diag(2^Γ15) + v_newᵀ kg with v_newᵀ from registers
 // Producer and consumer take turns; the inputs of chunk c + 1 land (cp.async) while chunk c is computed, and two CTAs
-// share an SM (≤ 128 registers a thread, ≤ 113 KB of shared memory) — why Sᵀ's copy is staged (where the producer's
-// partial sums lie) instead of held: in registers it took 167 of them, one CTA an SM, 4.4 µs a step on the H100
-// (experiments/2026-12-05-fused). tests/kernels/fused_check.cu runs it,
-// tests/gpu/test_fused_gpu.py holds it to the fp64 reference.
+// share an SM (≤ 128 registers a thread) — why Sᵀ's 16-bit copy is made two k-steps at a time, not whole: whole, in
+// registers, it took 167 of them (one CTA an SM, 4.4 µs a step on the H100); staged whole in shared memory it cost
+// 8 stmatrix, a fence and a warpgroup barrier a step: 1.13× this form's P3 time on the H100
+// (experiments/2026-12-05-fused, calls 23–25). tests/kernels/fused_check.cu runs it, tests/gpu/test_fused_gpu.py
+// holds it to the fp64 reference.
 // K = V = 128, 16-bit inputs E (bf16 or fp16); the gate modes, l2norm, β sigmoid, varlen, GVA, h0 / ht in both
 // layouts as KDA2RecurrentArgs asks (no split: a.split is not read).
 #pragma once
@@ -103,14 +104,13 @@ struct Fused16 {
   // inputs as they land, per buffer: q, k, v (E), the raw gate (fp32, or E at the start of each row), β
   static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_V = R_K + C * LQ * 2, R_G = R_V + C * LQ * 2,
                        R_B = R_G + C * LG * 4, R_BYTES = (R_B + C * 4 + 127) / 128 * 128;
-  // Sᵀ's 16-bit copy, [v][k] in 64-row panels per warpgroup (the consumer's A operand); the producer's partial sums of
-  // A' / Aqk' (8 warps × 2 × 16 × 16 fp32) lie over it, used only between the consumer's steps
-  static constexpr int RAW0 = F_BYTES, S_STG = (RAW0 + 2 * R_BYTES + 1023) / 1024 * 1024, STG_BYTES = V * K * 2,
-                       PART = S_STG, S_A = S_STG + STG_BYTES, S_MASK = S_A + (C * LA * 4 + 127) / 128 * 128,
-                       S_CST = S_MASK + 128, SMEM_BYTES = S_CST + K * 16;
-  static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0 && S_STG % 1024 == 0,
-                "descriptor tiles at 1024-byte boundaries");
-  static_assert(WARPS * 2 * C * C * 4 <= STG_BYTES, "the partial sums fit over the staging");
+  // the producer's partial sums of A' / Aqk' (8 warps × 2 × 16 × 16 fp32); each warpgroup's o block [token][v] (E)
+  // lies over them at the end of a step
+  static constexpr int RAW0 = F_BYTES, PART = RAW0 + 2 * R_BYTES, PART_BYTES = WARPS * 2 * C * C * 4,
+                       S_A = PART + PART_BYTES, S_MASK = S_A + (C * LA * 4 + 127) / 128 * 128, S_CST = S_MASK + 128,
+                       SMEM_BYTES = S_CST + K * 16;
+  static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0, "descriptor tiles at 1024-byte boundaries");
+  static_assert(PART % 16 == 0 && 2 * C * LO * 2 <= PART_BYTES, "the o blocks fit over the partial sums");
   static_assert(CTAS_PER_SM * (SMEM_BYTES + 1024) <= 228 * 1024, "two CTAs an SM (1 KB reserved each, sm_90)");
   static_assert(C * K / 8 == THREADS, "a thread copies one 16-byte piece of each q / k / v tile");
 
@@ -134,7 +134,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   const int HV = a.HV, hv = blockIdx.x % HV, n = blockIdx.x / HV;
   const int h = HV == a.H ? hv : hv / (HV / a.H);
   const chunk::SeqBounds sb = chunk::seq_bounds(a, n);
-  const int64_t nch = (sb.len + C - 1) / C;
+  // (a sequence's length and its chunks fit 32 bits: the per-step index arithmetic stays 32-bit)
+  const int len = static_cast<int>(sb.len), nch = (len + C - 1) / C;
   const bool g_bf16 = (a.flags & KDA2_G_BF16) != 0, beta16 = (a.flags & KDA2_BETA_BF16) != 0;
   const float scale = a.scale;
   if (tid == 0 && (smem_u32(smem) & 1023)) __trap();   // the descriptors' swizzle atoms need 1024-byte alignment
@@ -142,21 +143,28 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   // ---- the chunk's inputs into raw buffer b (cp.async, 16-byte pieces; rows past the sequence zero) and β into a
   //      register of threads 0..15, a chunk ahead
   // tokens of chunk c in the sequence (16 but in the last), computed once a step by the loop
-  auto rows_of = [&](int64_t c) { return static_cast<int>(sb.len - C * c < C ? sb.len - C * c : C); };
+  auto rows_of = [&](int c) { return len - C * c < C ? len - C * c : C; };
   // Thread tid copies piece tid % 16 of row tid / 16 of q, k and v, and of a 16-bit raw gate; an fp32 raw gate row is 32
   // pieces, two passes of 8 rows. (A piece index decoded per copy — divisions, selects of the tile — was 14 % of the
-  // first form's instructions, ncu.)
+  // first form's instructions, ncu.) Its sources are pointers set once and advanced a chunk a step: the 64-bit index
+  // arithmetic of each copy, the β load and the o store was ≈ 10 % of form r's instructions (ncu, H100, call 23).
   const int cr = tid >> 4, cpc = tid & 15;
-  auto issue = [&](int64_t c, int rows, int b, uint32_t& bnext) {
+  const int64_t tok0 = sb.bos;
+  // q and k at (row cr, piece cpc), v likewise; the raw gate ([token][HV][K] as v is [token][HV][V], K = V) at v's
+  // element offset if 16-bit, else at (row tid / 32, piece tid % 32) and 8 rows on: v's offset + g32 elements
+  const E* src_qk = static_cast<const E*>(a.q) + ((tok0 + cr) * a.H + h) * K + 8 * cpc;
+  const ptrdiff_t k_minus_q = static_cast<const E*>(a.k) - static_cast<const E*>(a.q);
+  const E* src_v = static_cast<const E*>(a.v) + ((tok0 + cr) * HV + hv) * V + 8 * cpc;
+  const int step_qk = C * a.H * K, step_v = C * HV * V, g32 = ((tid >> 5) - cr) * HV * K + 4 * (tid & 31) - 8 * cpc;
+  auto issue = [&](int c, int rows, int b, uint32_t& bnext) {   // chunks in order, c = 0, 1, …: each call advances
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
-    const int64_t t0 = sb.bos + C * c;
     const uint4 z = make_uint4(0, 0, 0, 0);
     const int qo = (cr * LQ + 8 * cpc) * 2;
+    const int64_t at = src_v - static_cast<const E*>(a.v);   // v's element offset: the gate's too
     if (cr < rows) {
-      const int64_t qk = ((t0 + cr) * a.H + h) * K + 8 * cpc;
-      cp_async16(smem_u32(raw + R_Q + qo), static_cast<const E*>(a.q) + qk);
-      cp_async16(smem_u32(raw + R_K + qo), static_cast<const E*>(a.k) + qk);
-      cp_async16(smem_u32(raw + R_V + qo), static_cast<const E*>(a.v) + ((t0 + cr) * HV + hv) * V + 8 * cpc);
+      cp_async16(smem_u32(raw + R_Q + qo), src_qk);
+      cp_async16(smem_u32(raw + R_K + qo), src_qk + k_minus_q);
+      cp_async16(smem_u32(raw + R_V + qo), src_v);
     } else {
       *reinterpret_cast<uint4*>(raw + R_Q + qo) = z;
       *reinterpret_cast<uint4*>(raw + R_K + qo) = z;
@@ -164,19 +172,21 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     }
     if (g_bf16) {
       uint8_t* dst = raw + R_G + cr * LG * 4 + 16 * cpc;
-      if (cr < rows) cp_async16(smem_u32(dst), static_cast<const E*>(a.g) + ((t0 + cr) * HV + hv) * K + 8 * cpc);
+      if (cr < rows) cp_async16(smem_u32(dst), static_cast<const E*>(a.g) + at);
       else *reinterpret_cast<uint4*>(dst) = z;
     } else {
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
         const int r = (tid >> 5) + 8 * m, pc = tid & 31;
         uint8_t* dst = raw + R_G + r * LG * 4 + 16 * pc;
-        if (r < rows) cp_async16(smem_u32(dst), static_cast<const float*>(a.g) + ((t0 + r) * HV + hv) * K + 4 * pc);
+        if (r < rows) cp_async16(smem_u32(dst), static_cast<const float*>(a.g) + at + g32 + m * 8 * HV * K);
         else *reinterpret_cast<uint4*>(dst) = z;
       }
     }
+    src_qk += step_qk;
+    src_v += step_v;
     if (tid < C && tid < rows) {
-      const int64_t off = (t0 + tid) * HV + hv;
+      const int64_t off = (tok0 + static_cast<int64_t>(C) * c + tid) * HV + hv;
       bnext = beta16 ? static_cast<uint32_t>(static_cast<const uint16_t*>(a.beta)[off])
                      : static_cast<const uint32_t*>(a.beta)[off];
     }
@@ -220,14 +230,14 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   cp_async_commit();
   // The factors of chunk c from raw buffer c % 2, the inputs of chunk c + 1 issued first. Ends with the fence that makes
   // its tiles visible to the wgmmas; the caller's barrier publishes them.
-  auto produce = [&](int64_t c, int rows, int rows_next) {
+  auto produce = [&](int c, int rows, int rows_next) {
     const int b = static_cast<int>(c & 1);
     const uint32_t bcur = bnext;
     bnext = 0u;
     if (rows_next > 0) issue(c + 1, rows_next, b ^ 1, bnext);
     cp_async_commit();
     cp_async_wait<1>();
-    __syncthreads();   // chunk c's inputs have landed; chunk c − 1's consumer is done with the factors and the staging
+    __syncthreads();   // chunk c's inputs have landed; chunk c − 1's consumer is done with the factors and its o tile
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
     uint8_t* fac = smem;
     E* sQ = reinterpret_cast<E*>(raw + R_Q);
@@ -440,9 +450,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     fence_proxy_async();   // k 2^Γ, qg, kg, Aqk, T̃: ordinary stores the wgmmas read
   };
 
-  // ---- consumer: this warpgroup's 64 value rows of Sᵀ. Its 16-bit copy goes to the staging (stmatrix: lane 8m + r
-  //      addresses row r of 8 × 8 block m, the rows 8·(m % 2) and columns 8·(m / 2) of a 16 × 16 piece), then
-  //      R = vᵀ − Sᵀ(k 2^Γ)ᵀ and oᵀ = Sᵀqgᵀ (two groups), v_newᵀ = R T̃ᵀ (tf32, register A); oᵀ += v_newᵀ Aqkᵀ and
+  // ---- consumer: this warpgroup's 64 value rows of Sᵀ. R = vᵀ − Sᵀ(k 2^Γ)ᵀ and oᵀ = Sᵀqgᵀ with Sᵀ's 16-bit
+  //      fragments as register A (a group a k-step), v_newᵀ = R T̃ᵀ (tf32, register A); oᵀ += v_newᵀ Aqkᵀ and
   //      Sᵀ += v_newᵀ kg (register A); o out.
   const int wg = warp >> 2, w4 = warp & 3;
   // the warpgroup's 128 threads (named barriers 1 and 2; immediate ids: a register id makes ptxas reserve all 16)
@@ -450,37 +459,36 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     if (wg) asm volatile("bar.sync 2, 128;\n" ::: "memory");
     else asm volatile("bar.sync 1, 128;\n" ::: "memory");
   };
-  const uint32_t stg = smem_u32(smem + S_STG + wg * (64 * K * 2));
+  const uint32_t ostg = smem_u32(smem + PART + wg * (C * LO * 2));
   const uint32_t fb = smem_u32(smem);
-  const uint32_t a_lo = desc_k128_lo(stg >> 4), k2_lo = desc_k128_lo((fb + F_K2) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
-  auto consume = [&](int64_t c, int rows) {
-#pragma unroll
-    for (int jp = 0; jp < K / 16; ++jp) {
-      const uint32_t r4[4] = {TC::pack(S[8 * jp], S[8 * jp + 1]), TC::pack(S[8 * jp + 2], S[8 * jp + 3]),
-                              TC::pack(S[8 * jp + 4], S[8 * jp + 5]), TC::pack(S[8 * jp + 6], S[8 * jp + 7])};
-      stsm_x4(r4, stg + 2 * panel128_offset(16 * w4 + 8 * ((lane >> 3) & 1) + (lane & 7), 16 * jp + 8 * (lane >> 4), 64));
-    }
-    fence_proxy_async();   // ordinary stores the wgmmas read
-    wg_sync();             // the warpgroup's rows of the staging
+  // this thread's 16-byte piece of o (token (tid % 128) / 8 of the chunk, value columns 64 wg + 8 (tid % 8)), advanced a
+  // chunk a step
+  E* dst_o = o + ((tok0 + ((tid & 127) >> 3)) * HV + hv) * V + 64 * wg + 8 * (tid & 7);
+  const uint32_t k2_lo = desc_k128_lo((fb + F_K2) >> 4), q_lo = desc_k128_lo((fb + F_QG) >> 4);
+  auto consume = [&](int c, int rows) {
     // R = vᵀ − Sᵀ (k 2^Γ)ᵀ, seeded with vᵀ from chunk c's raw tile: R[4jj + e] = (row vr + 8·(e / 2), token
     // 8jj + 2t + e % 2); then v_newᵀ = R T̃ᵀ — the same v_new as uᵀ − Sᵀwᵀ with u = T̃v, w = T̃(k 2^Γ), whose w and u
     // (a producer phase, a CTA barrier and uᵀ's round trip through shared memory) are not made
     const E* sV = reinterpret_cast<const E*>(smem + RAW0 + (c & 1) * R_BYTES + R_V);
-    float R[8], P[8] = {}, O[8];
+    float R[8], P[8] = {}, O[8] = {};
 #pragma unroll
     for (int e = 0; e < 8; ++e) R[e] = X::to_f(sV[(8 * (e >> 2) + 2 * t + (e & 1)) * LQ + vr + 8 * ((e >> 1) & 1)]);
-    wgmma_fence();
+    // Sᵀ's 16-bit A fragments from its own accumulators (a 16-bit m64n16k16 fragment is the accumulator's order packed),
+    // two k-steps' sets in turn: a set is rewritten once the group that read it is done
+    uint32_t A[2][4];
 #pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks)   // R = vᵀ − Sᵀ (k 2^Γ)ᵀ
-      WgmmaSS16<E, true>::run(R, desc128(a_lo + k128_slice_bytes(16 * ks, 64) / 16),
-                              desc128(k2_lo + k128_slice_bytes(16 * ks, C) / 16), true);
-    wgmma_commit();
+    for (int ks = 0; ks < K / 16; ++ks) {
+      uint32_t (&f)[4] = A[ks & 1];
+      if (ks >= 2) wgmma_wait<1>();   // group ks − 2, the last to read this set
 #pragma unroll
-    for (int ks = 0; ks < K / 16; ++ks)   // oᵀ = Sᵀ qgᵀ
-      WgmmaSS16<E, false>::run(O, desc128(a_lo + k128_slice_bytes(16 * ks, 64) / 16),
-                               desc128(q_lo + k128_slice_bytes(16 * ks, C) / 16), ks > 0);
-    wgmma_commit();
-    wgmma_wait<1>();
+      for (int e = 0; e < 4; ++e) f[e] = TC::pack(S[8 * ks + 2 * e], S[8 * ks + 2 * e + 1]);
+      wgmma_fence();
+      WgmmaRS16<E, true>::run(R, f, desc128(k2_lo + k128_slice_bytes(16 * ks, C) / 16), true);   // R −= Sᵀ (k 2^Γ)ᵀ
+      WgmmaRS16<E, false>::run(O, f, desc128(q_lo + k128_slice_bytes(16 * ks, C) / 16), true);   // oᵀ += Sᵀ qgᵀ
+      wgmma_commit();
+    }
+    wgmma_wait<0>();
+    wgmma_hold(O);
     wgmma_hold(R);
 #pragma unroll
     for (int e = 0; e < 8; ++e) R[e] = __uint_as_float(tf32_operand(R[e]));   // rounded, not truncated, to tf32
@@ -492,7 +500,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
       wgmma_tf32_rs16(P, R[4 * s], R[4 * s + 2], R[4 * s + 1], R[4 * s + 3],
                       desc_plain(fb + F_TT + 256 * s, 128, 512), s > 0);
     wgmma_commit();
-    {  // Sᵀ's columns decayed while O's and P's products run on its 16-bit copy and R
+    {  // Sᵀ's columns decayed while P's products run on R
       const float* gl = reinterpret_cast<const float*>(smem + F_GL);
 #pragma unroll
       for (int jj = 0; jj < K / 8; ++jj) {
@@ -511,23 +519,22 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     wgmma_wait<0>();
     wgmma_hold(O);
     wgmma_hold(S);
-    // o: oᵀ's 16 × 64 block through the warpgroup's staging (free once its wgmmas are done) as [token][v], stmatrix
-    // .trans (lane 8m + r: token 8·(m / 2) + r, value rows 8·(m % 2) of the warp's 16), then one 16-byte store a thread
-    // (8 scattered 2-byte stores a thread were 3.6 % of the first form's instructions)
+    // o: oᵀ's 16 × 64 block through the warpgroup's o tile (over the partial sums, which step 3 read before the CTA
+    // barrier and step 2 writes after the next) as [token][v], stmatrix .trans (lane 8m + r: token 8·(m / 2) + r, value
+    // rows 8·(m % 2) of the warp's 16), then one 16-byte store a thread (8 scattered 2-byte stores a thread were 3.6 %
+    // of the first form's instructions)
     {
-      wg_sync();   // every warp of the warpgroup is past its wait: no wgmma still reads the staging
       const uint32_t r4[4] = {TC::pack(O[0], O[1]), TC::pack(O[2], O[3]), TC::pack(O[4], O[5]), TC::pack(O[6], O[7])};
-      stsm_x4_t(r4, stg + 2 * ((8 * (lane >> 4) + (lane & 7)) * LO + 16 * w4 + 8 * ((lane >> 3) & 1)));
+      stsm_x4_t(r4, ostg + 2 * ((8 * (lane >> 4) + (lane & 7)) * LO + 16 * w4 + 8 * ((lane >> 3) & 1)));
       wg_sync();
       const int tt = tid & 127, tok = tt >> 3, pc = tt & 7;
-      const E* so = reinterpret_cast<const E*>(smem + S_STG + wg * (64 * K * 2));
-      if (tok < rows)
-        *reinterpret_cast<uint4*>(o + ((sb.bos + C * c + tok) * HV + hv) * V + 64 * wg + 8 * pc) =
-            *reinterpret_cast<const uint4*>(so + tok * LO + 8 * pc);
+      const E* so = reinterpret_cast<const E*>(smem + PART + wg * (C * LO * 2));
+      if (tok < rows) *reinterpret_cast<uint4*>(dst_o) = *reinterpret_cast<const uint4*>(so + tok * LO + 8 * pc);
+      dst_o += step_v;
     }
   };
 
-  for (int64_t c = 0; c < nch; ++c) {
+  for (int c = 0; c < nch; ++c) {
     const int rows = rows_of(c), rows_next = c + 1 < nch ? rows_of(c + 1) : 0;
     produce(c, rows, rows_next);
     __syncthreads();   // chunk c's factors are published

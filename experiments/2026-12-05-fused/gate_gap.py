@@ -1,7 +1,7 @@
 """The fused kernel alone on one shape, the gates alternating round by round (no library or peer in between), with
 the timer of `kda2 bench` and with plain back-to-back events: whether the softplus gate's extra time in
 `time_fused.py` (P3: 0.605 against 0.538 ms, H100, call 26) is the kernel's at boost clocks — under ncu's fixed clocks
-both gates took the same time (call 28).
+both gates took the same time (call 28); the SM clock NVML reports under a queue of calls is printed beside.
 
 usage: python gate_gap.py SHAPE [ROUNDS]
 """
@@ -50,9 +50,23 @@ def back_to_back(run, n=20):
     return a.elapsed_time(b) / n
 
 
+def sm_clock(run) -> str:
+    """The SM clock NVML reports while the kernel runs back to back (what ncu's fixed clocks hide), or why not."""
+    try:
+        for i in range(40):
+            run(i % R)
+        mhz = torch.cuda.clock_rate()   # NVML's current SM clock, read while the queue still runs
+        torch.cuda.synchronize()
+        return f"{mhz} MHz"
+    except Exception as exc:  # noqa: BLE001 - NVML is optional on the device image
+        torch.cuda.synchronize()
+        return f"n/a ({type(exc).__name__})"
+
+
 print(torch.cuda.get_device_name(0), s.label, f"{R} input sets")
 for r in range(rounds):
     for gate in ("softplus", "lower_bound"):
         run = runner(gate)
         st = timer.kernel(run, R, reps=20)
-        print(f"round {r} {gate:12s} timer median {st.median_ms:.3f} ms  back-to-back {back_to_back(run):.3f} ms", flush=True)
+        print(f"round {r} {gate:12s} timer median {st.median_ms:.3f} ms  back-to-back {back_to_back(run):.3f} ms  "
+              f"SM clock under load {sm_clock(run)}", flush=True)

@@ -48,8 +48,8 @@ _DTYPES = {"bf16": bf16, "fp16": fp16}
 #: The fused 16-token kernel (kda2/fused.cuh Fused16) in this model's terms: 16-token steps (one diagonal block: no
 #: off-diagonal factors, no levels), k 2^Γ and T diag β as tf32 operands of w / u's products, u kept in fp32.
 FUSED16 = dict(chunk=16, prep_wu="levels", rounding={"k2g": "tf32", "T16": "tf32", "u": "fp32"})
-#: Its residual form (experiments/2026-12-05-fused/form_r.patch): no w or u; the consumer forms v − (k 2^Γ) S from
-#: 16-bit operands (S's copy, k 2^Γ) and multiplies it, rounded to tf32, by T diag β in tf32.
+#: Its residual form (kda2/fused.cuh since form r): no w or u; the consumer forms v − (k 2^Γ) S from 16-bit operands
+#: (S's fragments, k 2^Γ) and multiplies it, rounded to tf32, by T diag β in tf32.
 FUSED16_RESIDUAL = dict(chunk=16, prep_wu="levels", vnew="residual", rounding={"resid": "tf32", "T16": "tf32"})
 
 

@@ -37,34 +37,6 @@
 
 namespace kda2::fused {
 
-// D (+)= ±A · B, m64n16k16, A and B (T: bf16 or fp16) K-major by descriptor, fp32 accumulate (the accumulator layout
-// of kda2/wgmma.cuh WgmmaRS). NEG: the product subtracted (imm-scale-b −1).
-template <class T, bool NEG>
-struct WgmmaSS16;
-#define KDA2_WGMMA_SS16(CT, TY)                                                                                       \
-  template <bool NEG>                                                                                                 \
-  struct WgmmaSS16<CT, NEG> {                                                                                         \
-    static __device__ __forceinline__ void run(float (&d)[8], uint64_t desc_a, uint64_t desc_b, bool scale_d) {      \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"                                                    \
-                   "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " {%0,%1,%2,%3,%4,%5,%6,%7}, "              \
-                   "%8, %9, p, 1, %11, 0, 0;\n}\n"                                                                   \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])   \
-                   : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(scale_d)), "n"(NEG ? -1 : 1));                   \
-    }                                                                                                                 \
-  };
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-KDA2_WGMMA_SS16(__nv_bfloat16, "bf16")
-KDA2_WGMMA_SS16(__half, "f16")
-#else   // compiles to nothing below sm_90 (callers are sm_90a-only)
-template <bool NEG> struct WgmmaSS16<__nv_bfloat16, NEG> {
-  static __device__ __forceinline__ void run(float (&)[8], uint64_t, uint64_t, bool) {}
-};
-template <bool NEG> struct WgmmaSS16<__half, NEG> {
-  static __device__ __forceinline__ void run(float (&)[8], uint64_t, uint64_t, bool) {}
-};
-#endif
-#undef KDA2_WGMMA_SS16
-
 // D (+)= A · B, m64n16k8 tf32, A from registers (four fp32 values; the hardware reads their upper 19 bits), B K-major by
 // descriptor, fp32 accumulate (the accumulator layout of kda2/wgmma.cuh WgmmaRS). A fragment of lane (g, t) of warp
 // w: rows 16w + g (a0, a2) and 16w + g + 8 (a1, a3), columns t (a0, a1) and t + 4 (a2, a3), as mma.sync m16n8k8's.
@@ -91,10 +63,9 @@ __device__ __forceinline__ uint64_t desc_plain(uint32_t addr, uint32_t lbo, uint
 template <class E>
 struct Fused16 {
   static constexpr int K = 128, V = 128, C = 16, THREADS = 256, WARPS = THREADS / 32, CTAS_PER_SM = 2;
-  // row strides: q / k / v tiles (E); Γ and k 2^Γ (fp32: a half-warp's 8-byte accesses of rows g, channels 2t, and
-  // w's operand loads of rows t, channels g, free of bank conflicts); uᵀ (fp32); A and T̃ (fp32: 16-byte rows for the
-  // substitution's row loads, T̃'s mma operand loads free of bank conflicts); a warpgroup's o block (E)
-  static constexpr int LQ = K + 8, LG = K + 8, LU = C + 4, LA = C + 4, LO = 64 + 8;
+  // row strides: q / k / v tiles (E); Γ (fp32: a half-warp's 8-byte accesses of rows g, channels 2t, free of bank
+  // conflicts); A (fp32: 16-byte rows for the substitution's row loads); a warpgroup's o block (E)
+  static constexpr int LQ = K + 8, LG = K + 8, LA = C + 4, LO = 64 + 8;
   // factor tiles (1024-byte aligned descriptor tiles): k 2^Γ, qg, kg [token][channel] and Aqk [i][j] in
   // 128-byte-swizzled 16-row panels (kda2/wgmma.cuh panel128_offset); T̃ [i][j] tf32 in unswizzled core matrices
   // (tt_offset); 2^Γ15 [K] fp32
@@ -315,8 +286,8 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
 
     // ---- 2. partial A' / Aqk' over this warp's 16 channels (two tf32 k-steps of 8), middle-row anchor; the lane's
     //         k columns t and t + 4 are channels c, c + 1 (any order of the channels sums the same), so its elements
-    //         come in pairs and it emits them: qg = scale q 2^Γ, w's operand k 2^Γ and kg = k 2^(Γ15 − Γ), each from
-    //         the products it holds and the channel's factors, in an order that keeps every factor ≤ 1 or in range
+    //         come in pairs and it emits them: qg = scale q 2^Γ, the residual's operand k 2^Γ and kg = k 2^(Γ15 − Γ),
+    //         each from the products it holds and the channel's factors, in an order that keeps every factor ≤ 1 or in range
     //         (the prep's rule, docs/DESIGN.md §1); a left-out channel's directly (exponents ≤ 0)
     {
       float dA[2][4] = {}, dQ[2][4] = {};

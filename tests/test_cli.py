@@ -452,7 +452,7 @@ def test_inspect_not_a_build_dir(tmp_path) -> None:
 
 KIMI_CHUNK = REPO / "kernel_specs" / "kimi_linear_chunk.yaml"
 CHUNK_ROW = re.compile(r"^  ([0-9a-f]{12}) +(k_first|v_first) +(\d+) +(\d+) +(\d+) +(\d+) +(mma_sync|wgmma) +(levels|bfs) +"
-                       r"(\d+)/(\d+) +(.+)$")
+                       r"(yes|no) +(\d+)/(\d+) +(.+)$")
 
 
 def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
@@ -475,6 +475,7 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
             assert (m[2], int(m[3]), int(m[4]), int(m[5]), int(m[6]), m[7], m[8]) == (
                 c["state_layout"], c["chunk"], c["block_v"], c["stages"], c["block_v"] // (16 if wg else 8),
                 "wgmma" if wg else "mma_sync", c.get("prep_wu", "levels"))
+            assert m[9] == ("yes" if c.get("fused") else "no")
             # upper bounds (every padded tile at the most the TIR pass may pad it), by (block_v, stages, mma):
             # wgmma stages hold the 57856 B of tiles 1024-byte aligned (58368 apart, the last unpadded), then one
             # uᵀ slice [block_v][80], no exchange or o tiles
@@ -482,8 +483,8 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
                      (16, 1): 76816, (64, 2, "wg"): 58368 + 57856 + 64 * 160 + 32, (64, 1, "wg"): 57856 + 64 * 160 + 16,
                      (128, 2, "wg"): 58368 + 57856 + 128 * 160 + 32, (128, 1, "wg"): 57856 + 128 * 160 + 16}[
                 (c["block_v"], c["stages"], *(("wg",) if wg else ()))]
-            assert (int(m[9]), int(m[10])) == (112896, state)
-            assert routes_and_rules(m[11]) == (expected_routes(plan, v.id), list(v.rules))
+            assert (int(m[10]), int(m[11])) == (112896, state)
+            assert routes_and_rules(m[12]) == (expected_routes(plan, v.id), list(v.rules))
             assert not wg or arch == "sm_90a"
     p = kda2("plan", KIMI_CHUNK, "--rules", RULES, "--arch", "sm_80", "--reasons")
     assert p.returncode == 0, p.stderr
@@ -907,7 +908,9 @@ def test_plan_names_each_candidates_prep(tmp_path) -> None:
     assert p.returncode == 0, p.stderr
     rows = [CHUNK_ROW.match(line) for line in p.stdout.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
     assert rows and all(rows), p.stdout
+    assert {m[8] for m in rows if m[9] == "yes"} == {"levels"}   # the fused twins: of levels candidates
+    rows = [m for m in rows if m[9] == "no"]
     preps = [m[8] for m in rows]
     assert preps.count("bfs") == preps.count("levels") > 0
-    twins = {tuple(m.group(2, 3, 4, 5, 6, 7, 9, 10)) for m in rows if m[8] == "bfs"}
-    assert twins == {tuple(m.group(2, 3, 4, 5, 6, 7, 9, 10)) for m in rows if m[8] == "levels"}
+    twins = {tuple(m.group(2, 3, 4, 5, 6, 7, 10, 11)) for m in rows if m[8] == "bfs"}
+    assert twins == {tuple(m.group(2, 3, 4, 5, 6, 7, 10, 11)) for m in rows if m[8] == "levels"}

@@ -606,11 +606,13 @@ def test_state_mma_agent_twins_on_sm90a_only(rules, tmp_path) -> None:
     p90, p80 = plan_spec(spec, "sm_90a", rules), plan_spec(spec, "sm_80", rules)
     assert not any(v.config.get("state_mma") for v in p80.variants)
     # (the levels candidates: the spec also asks for each one's bfs twin, test_prep_wu_agent_twins_bfs_...)
-    wg = [v for v in p90.variants if v.config.get("state_mma") == "wgmma" and "prep_wu" not in v.config]
+    # (and the fused twins, test_fused_agent_twins_...)
+    wg = [v for v in p90.variants if v.config.get("state_mma") == "wgmma" and "prep_wu" not in v.config
+          and "fused" not in v.config]
     assert {(v.config["block_v"], v.config["stages"]) for v in wg} == {(64, 2), (64, 1), (128, 2), (128, 1)} and \
         len(wg) == 8
     order = [v.config.get("state_mma", "mma_sync") for v in p90.variants
-             if v.config["state_layout"] == "k_first" and "prep_wu" not in v.config]
+             if v.config["state_layout"] == "k_first" and "prep_wu" not in v.config and "fused" not in v.config]
     assert order == sorted(order, key=["mma_sync", "wgmma"].index)  # every mma_sync candidate first
     for v in wg:
         assert "wgmma (profile h200" in dict(v.reasons)["state_mma"] and "arch=sm_90a" in dict(v.reasons)["state_mma"]
@@ -733,7 +735,8 @@ def test_prep_wu_agent_twins_bfs_on_sm90a_only_when_asked(rules, tmp_path) -> No
     strip = lambda c: {k: x for k, x in c.items() if k != "prep_wu"}  # noqa: E731
     assert all(strip(v.config) in [lv.config for lv in levels] for v in bfs)
     for layout in ("k_first", "v_first"):
-        order = [v.config.get("prep_wu", "levels") for v in p90.variants if v.config["state_layout"] == layout]
+        order = [v.config.get("prep_wu", "levels") for v in p90.variants
+                 if v.config["state_layout"] == layout and "fused" not in v.config]   # (the fused twins: last)
         assert order == sorted(order, key=["levels", "bfs"].index)
     assert all("bfs (profile h200" in dict(v.reasons)["prep_wu"] for v in bfs)
     # the routes (rank 1 per row) are levels variants

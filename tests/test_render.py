@@ -400,7 +400,8 @@ def test_render_library_bulk_tile_is_dynamic_shared_memory(tmp_path) -> None:
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
     rows = {m[0]: (m[1], m[2], m[3]) for m in
-            re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n\s+\{ ([\d, ]+) \}, \{ ([\d, ]+) \},\n.*\n.*, (\d), 0, \{0, 0\}\},$',
+            re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n\s+\{ ([\d, ]+) \}, \{ ([\d, ]+) \},\n.*\n.*, (\d), 0, \{0, 0\},\n'
+                       r'\s+\{ -1, -1, -1, -1 \}\},$',
                        text, re.M)}
     assert rows[variants[0]["id"]] == ("128", "0", "0")
     # entries: (bf16, fp32), (fp16, fp32), (bf16, bf16 state), (fp16, bf16 state); the tile is 128 key rows of 64
@@ -579,7 +580,8 @@ def test_library_launches_persistent_variants_on_the_resident_slots(built, tmp_p
     lib_json = {"abi_version": abi.ABI_VERSION, "spec": "t", "arch": "sm_90a",
                 "variants": [v["id"] for v in variants], "dispatch": dispatch}
     text = render_library("t", "sm_90a", variants, dispatch, json.dumps(canonical_json(lib_json)), ALL_FEATURES)
-    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d), 0, \{0, 0\}\},$', text,
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d), 0, \{0, 0\},\n'
+                      r'\s+\{ -1, -1, -1, -1 \}\},$', text,
                       re.M)
     # (intermediate, persistent, splits: recurrent rows never split, state maps: direct kernels take none; then the
     # chunk prep's maps, none)
@@ -941,7 +943,7 @@ def test_chunk_wgmma_variant_renders_and_splits() -> None:
     dispatch = [{"state_layout": "v_first", "bucket": 2048, "class": "c", "min_chains": 0, "index": 1}]
     lib = render_library("c", "sm_90a", variants, dispatch, '"{}"', ALL_FEATURES)
     rows = re.findall(r'^    \{"([0-9a-f]{12})", \{.*\n.*\n.*\n.*\n.*\n\s+(\d), (\d), (\d), (\d), (\d),\n'
-                      r'\s+\{ (\d+), (\d+) \}\},$', lib, re.M)
+                      r'\s+\{ (\d+), (\d+) \},\n\s+\{ -1, -1, -1, -1 \}\},$', lib, re.M)
     # (intermediate, persistent, splits, state maps: chunk rows take none, prep maps and their box rows LDS_KV, LDS_G)
     kv, g = str(variants[0]["plan"]["lds_kv"]), str(variants[0]["plan"]["lds_g"])
     assert rows == [(variants[0]["id"], "0", "0", "1", "0", "1", kv, g),

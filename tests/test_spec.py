@@ -407,7 +407,8 @@ def test_chunk_spec_loads() -> None:
     assert (spec.budget.max_registers, spec.budget.max_smem_bytes, spec.budget.allow_spills,
             spec.budget.max_candidates) == (255, 232448, False, 6)
     assert spec.canonical()["agents"] == {"chunk": {"block_v": [16, 32, 64], "stages": [1, 2],
-                                                    "state_mma": ["mma_sync", "wgmma"], "prep_wu": ["levels", "bfs"]}}
+                                                    "state_mma": ["mma_sync", "wgmma"], "prep_wu": ["levels", "bfs"],
+                                                    "fused": [False, True]}}
     assert validate_spec(yaml.safe_load(CHUNK.read_text())).digest() == spec.digest()
     assert [s.name for s in load_specs(REPO / "kernel_specs")].count("kimi_linear_chunk") == 1
 
@@ -419,7 +420,8 @@ def test_chunk_defaults(tmp_path: Path) -> None:
     data = yaml.safe_load(CHUNK.read_text())
     del data["agents"]
     assert load_spec(write(tmp_path / "c.yaml", data)).canonical()["agents"] == {
-        "chunk": {"block_v": [32, 64], "stages": [2], "state_mma": ["mma_sync"], "prep_wu": ["levels"]}}
+        "chunk": {"block_v": [32, 64], "stages": [2], "state_mma": ["mma_sync"], "prep_wu": ["levels"],
+                  "fused": [False]}}
 
 
 @pytest.mark.parametrize("edit, parts", [
@@ -443,6 +445,13 @@ def test_chunk_defaults(tmp_path: Path) -> None:
                                                    "allowed: 64, 128, 256", "CHUNK_HEAD_DIMS", "(got 32)")),
     (lambda d: d["head_dims"].update(v=32), ("head_dims.v: not built by the chunk kernels", "(got 32)")),
     (lambda d: d.update(family="parallel"), ("family: not an allowed value", "allowed: recurrent, chunk")),
+    # the fused twin: K = V = 128 only, and beside the two-kernel candidates, never alone
+    (lambda d: d["head_dims"].update(k=64, v=64),
+     ("agents.chunk.fused: the fused kernel is built for K = V = 128 only", "allowed: [false] at k = 64",
+      "(got [false, true])")),
+    (lambda d: d["agents"]["chunk"].update(fused=[True]),
+     ("agents.chunk.fused: a fused twin is planned beside the two-kernel candidates", "allowed: [false] or [false, true]")),
+    (lambda d: d["agents"]["chunk"].update(fused=["yes"]), ("agents.chunk.fused[0]:", "(got 'yes')")),
 ])
 def test_chunk_field_errors(tmp_path: Path, edit: Callable[[dict[str, Any]], Any], parts: tuple[str, ...]) -> None:
     msg = chunk_error(tmp_path, edit)

@@ -138,10 +138,10 @@ def test_run_resumes_records_failures_and_routes_the_build(built, tmp_path, monk
     kinds = {f["kind"] for f in fails}
     assert kinds == {"wrong_result", "spill", "slower_than_incumbent"}
     wrong = next(f for f in fails if f["kind"] == "wrong_result")
-    # (state_mma, prep_wu: the config leaves their defaults out, the record names them: spec/knobs.py
+    # (state_mma, prep_wu, fused: the config leaves their defaults out, the record names them: spec/knobs.py
     # ABSENT_KNOB_DEFAULTS)
     assert wrong["knobs"] == {"state_layout": "v_first", "chunk": 64, "block_v": 64, "stages": 2,
-                              "state_mma": "mma_sync", "prep_wu": "levels"}
+                              "state_mma": "mma_sync", "prep_wu": "levels", "fused": False}
     assert wrong["gpu"] == "NVIDIA H200" and wrong["numbers"]["error"] == 0.3 and wrong["command"]
 
     # the build routes by the record: the plan cache reads tuning/, the rows say "tune"

@@ -64,11 +64,17 @@ class Fused16:
         stream = self.torch.cuda.current_stream().cuda_stream
         self.ok(self.cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, stream, args, 0), "cuLaunchKernel")
 
-    def __call__(self, q, k, v, g, beta, *, o, h0=None, ht=None, A_log=None, dt_bias=None, cu_seqlens=None,
-                 scale=None, gate: str = "precomputed", lower_bound: float = -5.0, l2: bool = True, bsig: bool = True,
-                 neg: bool = False, v_first: bool = False) -> None:
+    def __call__(self, q, k, v, g, beta, **kw) -> None:
         """o (and ht) written in place; q, k [B, T, H, 128], v [B, T, HV, 128] 16-bit, g and beta fp32 or of q's dtype,
-        A_log / dt_bias fp32."""
+        A_log / dt_bias fp32 (the keywords of `args`)."""
+        a = self.args(q, k, v, g, beta, **kw)
+        params = (self.ctypes.c_void_p * 1)(self.ctypes.addressof(a))
+        self._launch(self.fns[q.dtype], a.N * a.HV, self.threads, self.smem, self.ctypes.addressof(params))
+
+    def args(self, q, k, v, g, beta, *, o, h0=None, ht=None, A_log=None, dt_bias=None, cu_seqlens=None,
+             scale=None, gate: str = "precomputed", lower_bound: float = -5.0, l2: bool = True, bsig: bool = True,
+             neg: bool = False, v_first: bool = False):
+        """The call's KDA2RecurrentArgs (unsplit, no workspace; max_seqlen the padded length T)."""
         torch, abi = self.torch, self.abi
         B, T, H, K = q.shape
         HV = v.shape[2]
@@ -87,8 +93,7 @@ class Fused16:
             T=T if cu_seqlens is None else B * T, H=H, HV=HV, scale=K ** -0.5 if scale is None else scale,
             lower_bound=lower_bound, gate_mode=mode, flags=flags, state_v_first=int(v_first), split=1, workspace=0,
             workspace_bytes=0, max_seqlen=T, intermediate=0)
-        params = (self.ctypes.c_void_p * 1)(self.ctypes.addressof(a))
-        self._launch(self.fns[e16], N * HV, self.threads, self.smem, self.ctypes.addressof(params))
+        return a
 
     def split_call(self, *args, **kw) -> None:
         """The exact split composed from this kernel (exact_split below); same arguments as a call, plus `split`."""

@@ -72,6 +72,12 @@ def chunk_symbols(vid: str, dtypes: Sequence[str] = ("bf16",)) -> tuple[str, ...
     return (*triple(first), f"kda2_chunk_combine_{vid}", *(sym for d in rest for sym in triple(d)))
 
 
+def fused_symbols(vid: str, dtypes: Sequence[str] = ("bf16",)) -> tuple[str, ...]:
+    """The fused twin's third kernel (kda2/fused.cuh), an entry per input dtype, after chunk_symbols' in the library's
+    kernel order (bf16 `kda2_chunk_fused_<id>`, fp16 with the infix `f16_`)."""
+    return tuple(f"kda2_chunk_fused_{INPUT_DTYPES[d][1]}{vid}" for d in dtypes)
+
+
 def chunk_dtypes(config: Mapping[str, Any]) -> tuple[str, ...]:
     """Input dtypes of a chunk variant, in entry order (configs before the chunk family's fp16: bf16)."""
     return tuple(config.get("dtypes", ("bf16",)))
@@ -87,7 +93,8 @@ def kernel_symbols(config: Mapping[str, Any], vid: str | None = None) -> tuple[s
     """Every kernel entry of a variant, in launch order."""
     vid = variant_id(config) if vid is None else vid
     if config["family"] == "chunk":
-        return chunk_symbols(vid, chunk_dtypes(config))
+        fused = fused_symbols(vid, chunk_dtypes(config)) if config.get("fused") else ()
+        return chunk_symbols(vid, chunk_dtypes(config)) + fused
     return tuple(kernel_symbol(vid, d, s) for d, s in recurrent_entries(config))
 
 
@@ -100,7 +107,9 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
         from kda2.plan.smem import combine_shape
         triples = [(*symbols[chunk_entry_index(config, d):chunk_entry_index(config, d) + 3], INPUT_DTYPES[d][0])
                    for d in chunk_dtypes(config)]
-        extra = dict(entries=triples, combine_symbol=symbols[3], combine=combine_shape(config["k"]))
+        fused = symbols[len(chunk_symbols(vid, chunk_dtypes(config))):]
+        extra = dict(entries=triples, combine_symbol=symbols[3], combine=combine_shape(config["k"]),
+                     fused_entries=[(sym, INPUT_DTYPES[d][0]) for sym, d in zip(fused, chunk_dtypes(config))])
     else:
         extra = {"entries": [(sym, INPUT_DTYPES[d][0], STATE_DTYPES[s][0])
                              for sym, (d, s) in zip(symbols, recurrent_entries(config))]}
@@ -122,19 +131,34 @@ def _entry_table(config: Mapping[str, Any]) -> list[int]:
     return table
 
 
+def _fused_table(config: Mapping[str, Any]) -> list[int]:
+    """The library's fused-kernel table of a chunk variant: slot entry_slot(d, "fp32") -> index of dtype d's fused
+    kernel (kernel_symbols' order), -1 where the variant has none."""
+    table = [-1] * (len(INPUT_DTYPES) * len(STATE_DTYPES))
+    if config["family"] == "chunk" and config.get("fused"):
+        first = len(chunk_symbols("", chunk_dtypes(config)))
+        for i, d in enumerate(chunk_dtypes(config)):
+            table[entry_slot(d, "fp32")] = first + i
+    return table
+
+
 def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
-    """Block size and dynamic shared memory of each kernel of a chunk variant, in chunk_symbols' order: every
-    prep alike, every fold like the state kernel (the same code), the combine with static shared memory only."""
+    """Block size and dynamic shared memory of each kernel of a chunk variant, in kernel_symbols' order: every
+    prep alike, every fold like the state kernel (the same code), the combine with static shared memory only, then
+    the fused twin's kernels."""
     from kda2.plan.smem import combine_shape
-    p = v["plan"]
+    p, dtypes = v["plan"], chunk_dtypes(v["config"])
     prep, state = (p["prep_threads"], p["prep_smem_bytes"]), (p["state_threads"], p["state_smem_bytes"])
-    rows = [prep, state, state, (combine_shape(v["config"]["k"])["threads"], 0)] + [prep, state, state] * (len(chunk_dtypes(v["config"])) - 1)
+    rows = [prep, state, state, (combine_shape(v["config"]["k"])["threads"], 0)] + [prep, state, state] * (len(dtypes) - 1)
+    if v["config"].get("fused"):
+        rows += [(p["fused_threads"], p["fused_smem_bytes"])] * len(dtypes)
     return [t for t, _ in rows], [b for _, b in rows]
 
 
 #: What the library TU reads from a chunk variant's plan (launch shapes, shared memory, whether the prep takes the
 #: tensor maps of its tiles).
-CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes", "prep_tma", "lds_kv", "lds_g")
+CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes", "prep_tma", "lds_kv", "lds_g",
+                     "fused_threads", "fused_smem_bytes")
 #: What it reads from a bulk-staged recurrent variant's plan: the tile's rows and row pitch (its dynamic shared memory).
 BULK_LAUNCH_KEYS = ("bulk_rows", "bulk_pitch")
 
@@ -184,6 +208,7 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                          f"(K, V) {sorted(dims)}")
     (family,), ((k, v_dim),) = families, dims
     rows = [dict(v, kernels=kernel_symbols(v["config"], v["id"]), dtype_kernel=_entry_table(v["config"]),
+                 fused_kernel=_fused_table(v["config"]),
                  launch=_chunk_launch(v) if family == "chunk" else _recurrent_launch(v),
                  gate_mask=sum(1 << GATE_MODES[m] for m in v["config"]["gate_modes"]), splits=splits(v["config"]),
                  state_maps=takes_state_maps(v["config"]),

@@ -49,12 +49,12 @@ def _tree_files(root: Path) -> list[Path]:
 
 
 def uses_arch_features(config: Mapping[str, Any]) -> bool:
-    """Whether a variant's code uses its arch's own features (sm_90a: warpgroup MMAs in the state pass or the
-    prep), which the LTO path cannot
+    """Whether a variant's code uses its arch's own features (sm_90a: warpgroup MMAs in the state pass, the prep or
+    the fused twin's kernel), which the LTO path cannot
     carry: nvlink 13.0's -dlto link of `code=lto_90a` IR emits PTX for `.target sm_90`, and ptxas refuses wgmma
     there (seen: "Instruction 'wgmma.fence' not supported on .target 'sm_90'"). Such variants compile to PTX for
     their arch (`code=compute_90a`) and link by running ptxas on it (compile_device / device_link, lto=False)."""
-    return config.get("state_mma") == "wgmma" or config.get("prep_wu") == "bfs"
+    return config.get("state_mma") == "wgmma" or config.get("prep_wu") == "bfs" or bool(config.get("fused"))
 
 
 def compile_device(tc: Toolchain, src: Path, obj: Path, *, arch: str, flags: Sequence[str],

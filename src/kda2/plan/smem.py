@@ -160,3 +160,23 @@ def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int,
     per_stage = tiles + u_slice
     # + one mbarrier slot (16 B) per stage: sm_90 multicast loads complete on it
     return stages * per_stage + state_warps(block_v) * (XCH_BYTES + CHUNK // 2 * s["lds_o"] * 2) + 16 * stages
+
+
+# ---- the fused 16-token kernel (kda2/fused.cuh Fused16; docs/DESIGN.md §1, "the fused twin") ----------------------
+#: Its block (two warpgroups: the producer phases on all 8 warps, then each warpgroup consumes 64 value rows) and the
+#: CTAs an SM its launch bounds ask for (128 registers a thread).
+FUSED_THREADS, FUSED_CTAS_PER_SM = 256, 2
+#: Tokens a step of its chain (the chunk it factors at once).
+FUSED_STEP = 16
+
+
+def fused_smem_bytes(k: int) -> int:
+    """Dynamic shared memory of the fused kernel at K = V = k, its header's layout (Fused16::SMEM_BYTES, which the
+    rendered variant asserts equal): the factor tiles (k 2^Γ, qg, kg 16-bit; Aqk, T̃; 2^Γ15) at a 1024-byte boundary,
+    two buffers of q, k (rows of K + 8), the fp32 raw gate (rows of K + 8) and β, a ring of three v tiles, the
+    producer's partial sums (8 warps × 2 × 16 × 16 fp32), A (rows of 20 fp32), the channel mask and 16 B a channel."""
+    c, row = FUSED_STEP, k + 8
+    factors = -(-(3 * c * k * 2 + 2 * c * 64 * 2 + k * 4) // 1024) * 1024
+    raw = -(-(2 * c * row * 2 + c * row * 4 + c * 4) // 128) * 128
+    return (factors + 2 * raw + 3 * c * row * 2 + (FUSED_THREADS // 32) * 2 * c * c * 4
+            + -(-(c * (c + 4) * 4) // 128) * 128 + 128 + k * 16)

@@ -38,7 +38,8 @@ def variant_name(config: Mapping[str, Any]) -> str:
     layout = "kf" if c["state_layout"] == "k_first" else "vf"
     head = f"kda2_{c['family']}_{c['arch']}_k{c['k']}v{c['v']}_{layout}"
     if c["family"] == "chunk":
-        return f"{head}_c{c['chunk']}bv{c['block_v']}s{c['stages']}_{variant_id(c)}"
+        fused = "_fused16" if c.get("fused") else ""   # the fused twin (docs/DESIGN.md §1)
+        return f"{head}_c{c['chunk']}bv{c['block_v']}s{c['stages']}{fused}_{variant_id(c)}"
     pipe = ("pf" if c.get("prefetch") else "nopf") + ("_it" if c.get("intermediate") else "")
     cols = f"x{c['lane_cols']}" if c.get("lane_cols", 1) != 1 else ""
     pipe += f"_o{c['min_ctas']}" if c.get("min_ctas", 1) != 1 else ""

@@ -65,6 +65,10 @@ SPEC_STAGING = {"k_first": RECURRENT_FIELDS["staging"],
 #: shared memory (~186 KB) admits one CTA per SM and the state kernel fits one stage only.
 CHUNK_HEAD_DIMS = (64, 128, 256)
 
+#: The one head dim (K = V) the fused 16-token kernel is written for (kda2/fused.cuh Fused16: a thread a channel in the
+#: gate scan, a warpgroup per 64 value rows, 16 channels a warp in step 2).
+FUSED_HEAD_DIM = 128
+
 #: Knobs a `chunk` (chunkwise-parallel tensor-core prefill) variant has. Two kernels per variant: a
 #: parallel prep pass over all chunks, then the serial state pass per (sequence, head, V-slice).
 CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
@@ -83,6 +87,10 @@ CHUNK_FIELDS: dict[str, tuple[Any, ...] | type] = {
     # how the prep makes w and u: T by block levels then mma.sync products, or blocked substitution on warpgroup MMAs
     # (sm_90a; docs/DESIGN.md §1): absent = "levels", so other ids are unchanged
     "prep_wu": ("levels", "bfs"),
+    # the fused 16-token kernel (kda2/fused.cuh; sm_90a, K = V = 128) beside the variant's two kernels: it runs the
+    # variant's unsplit calls in one pass with no workspace, the two kernels its split ones (docs/DESIGN.md §1, "the
+    # fused twin"): absent = False, so other ids are unchanged
+    "fused": (False, True),
     "gate_modes": tuple,                 # compiled-in gate activations (sorted)
     "dtypes": tuple,                     # input dtypes with a prep + state entry each (fold, combine shared)
     # q/k l2norm, β-sigmoid and varlen are run-time branches of the chunk kernels (KDA2Flags, cu_seqlens):
@@ -105,11 +113,11 @@ MATCH_ONLY_FIELDS = ("bucket", "profile")
 AGENT_KNOBS = {
     "recurrent": ("state_layout", "prefetch", "staging", "k_map", "v_per_warp", "lane_cols", "warps", "reduce",
                   "min_ctas", "preload", "persistent"),
-    "chunk": ("state_layout", "chunk", "block_v", "stages", "state_mma", "prep_wu"),
+    "chunk": ("state_layout", "chunk", "block_v", "stages", "state_mma", "prep_wu", "fused"),
 }
 #: Knobs a config leaves out where they hold this value (so the ids of the variants before the knob stand):
 #: failure records name them with it, and a rule matching on it matches the configs that leave it out.
-ABSENT_KNOB_DEFAULTS = {"chunk": {"state_mma": "mma_sync", "prep_wu": "levels"}}
+ABSENT_KNOB_DEFAULTS = {"chunk": {"state_mma": "mma_sync", "prep_wu": "levels", "fused": False}}
 
 
 def knob(config: Mapping[str, Any], name: str) -> Any:

@@ -24,7 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, BULK_ARCHS, MAX_SMEM_PER_BLOCK
-from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, DECODE_MAX_T, INPUT_DTYPES, RECURRENT_FIELDS,
+from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, DECODE_MAX_T, FUSED_HEAD_DIM, INPUT_DTYPES, RECURRENT_FIELDS,
                              SPEC_STAGING, SPEC_V_PER_WARP)
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
@@ -411,13 +411,16 @@ class ChunkTile(_Strict):
     stages: load pipeline depth of the state kernel; state_mma: how the state kernel multiplies — mma_sync (every
     arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates); prep_wu: how
     the prep makes w and u — levels (every arch) or bfs, blocked substitution on warpgroup MMAs (sm_90a; planned
-    beside the levels candidates; measured on an H100 only, not yet tuned: docs/DESIGN.md §1).
+    beside the levels candidates; measured on an H100 only, not yet tuned: docs/DESIGN.md §1); fused: whether the
+    fused 16-token kernel (sm_90a, K = V = 128) is planned as a twin of each layout's first candidate, running its
+    unsplit calls in one pass (docs/DESIGN.md §1, "the fused twin"; false: none, [false, true]: the tuner picks).
     """
 
     block_v: Choices[Literal[CHUNK_FIELDS["block_v"]]] = [32, 64]  # type: ignore[valid-type]
     stages: Choices[Literal[CHUNK_FIELDS["stages"]]] = [2]  # type: ignore[valid-type]
     state_mma: Choices[Literal[CHUNK_FIELDS["state_mma"]]] = ["mma_sync"]  # type: ignore[valid-type]
     prep_wu: Choices[Literal[CHUNK_FIELDS["prep_wu"]]] = ["levels"]  # type: ignore[valid-type]
+    fused: Choices[Literal[CHUNK_FIELDS["fused"]]] = [False]  # type: ignore[valid-type]
 
 
 class ChunkAgents(_Strict):
@@ -531,6 +534,14 @@ class ChunkSpec(Spec):
         if self.features.bf16_decode_state:
             raise field_problem("the chunk kernels keep fp32 states", at=("features", "bf16_decode_state"),
                                 allowed="false", got=True)
+        if True in self.agents.chunk.fused and self.head_dims.k != FUSED_HEAD_DIM:
+            raise field_problem(f"the fused kernel is built for K = V = {FUSED_HEAD_DIM} only (kda2/fused.cuh)",
+                                at=("agents", "chunk", "fused"), allowed=f"[false] at k = {self.head_dims.k}",
+                                got=self.agents.chunk.fused)
+        if self.agents.chunk.fused == [True]:
+            raise field_problem("a fused twin is planned beside the two-kernel candidates (its split calls run on "
+                                "them), never instead of them", at=("agents", "chunk", "fused"),
+                                allowed="[false] or [false, true]", got=self.agents.chunk.fused)
         return self
 
 

@@ -40,7 +40,7 @@ def _choice(c: Mapping[str, Any], key: str, allowed: tuple) -> Any:
 
 def check_chunk_config(c: Mapping[str, Any]) -> dict:
     """The fields the chunk TIR model reads, validated; raises TirConfigError naming the field."""
-    from kda2.spec.knobs import CHUNK_FIELDS, knob  # the values a chunk config may hold: one table
+    from kda2.spec.knobs import CHUNK_FIELDS, FUSED_HEAD_DIM, knob  # the values a chunk config may hold: one table
 
     out = {f: _choice(c, f, CHUNK_FIELDS[f]) for f in ("k", "v", "block_v", "stages", "chunk")}
     out["state_mma"] = _choice({"state_mma": knob({"family": "chunk", **c}, "state_mma")}, "state_mma",
@@ -55,6 +55,13 @@ def check_chunk_config(c: Mapping[str, Any]) -> dict:
     if out["prep_wu"] == "bfs" and c.get("arch") != "sm_90a":
         raise TirConfigError(f"config field 'prep_wu': bfs runs on warpgroup MMAs, which need arch sm_90a, got arch "
                              f"{c.get('arch')!r} (levels runs everywhere)")
+    out["fused"] = knob({"family": "chunk", **c}, "fused")
+    if not isinstance(out["fused"], bool):
+        raise TirConfigError(f"config field 'fused' must be one of {CHUNK_FIELDS['fused']}, got {out['fused']!r}")
+    if out["fused"] and (c.get("arch") != "sm_90a" or not out["k"] == out["v"] == FUSED_HEAD_DIM):
+        raise TirConfigError(f"config field 'fused': the fused kernel (kda2/fused.cuh) runs on warpgroup MMAs at "
+                             f"K = V = {FUSED_HEAD_DIM}, which need arch sm_90a, got arch {c.get('arch')!r}, "
+                             f"K {out['k']}, V {out['v']}")
     return out
 
 
@@ -305,7 +312,8 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
 
     Plan keys the template reads: lds_kv, lds_u, lds_g, lds_t, lds_t16, lds_y, lds_o, lds_x (row strides),
     swz_w, swz_qg, swz_kg, swz_aqk (XOR swizzle on or off), prep_threads, state_threads, prep_smem_bytes,
-    state_smem_bytes (formulas in kda2.plan.smem), prep_tma (the prep's tiles by tensor copies).
+    state_smem_bytes (formulas in kda2.plan.smem), prep_tma (the prep's tiles by tensor copies), fused_threads and
+    fused_smem_bytes (the fused twin's kernel; 0 where the variant has none).
     """
     from kda2.plan import smem as chunk_smem
     from kda2.tir import chunk
@@ -335,7 +343,8 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
     prep = chunk_smem.prep_smem_bytes(strides)
     state = chunk_smem.state_smem_bytes(strides, k=c["k"], block_v=c["block_v"], stages=c["stages"],
                                         mma=c["state_mma"])
-    for kernel, need in (("prep", prep), ("state", state)):
+    fused = chunk_smem.fused_smem_bytes(c["k"]) if c["fused"] else 0
+    for kernel, need in (("prep", prep), ("state", state), ("fused", fused)):
         if need > smem_budget:
             raise TirBudgetError(f"{_label(config)}: the {kernel} kernel needs {need} bytes of shared memory "
                                  f"(K={c['k']}, block_v={c['block_v']}, stages={c['stages']}, row strides "
@@ -352,6 +361,9 @@ def _plan_chunk(config: Mapping[str, Any], c: dict, smem_budget: int, enable_pas
         "state_threads": chunk_smem.state_threads(c["block_v"], c["state_mma"]),
         "prep_smem_bytes": prep,
         "state_smem_bytes": state,
+        # the fused twin's third kernel (kda2/fused.cuh; 0 threads: none), laid out by its header, not by this pass
+        "fused_threads": chunk_smem.FUSED_THREADS if c["fused"] else 0,
+        "fused_smem_bytes": fused,
         # the prep's tiles by tensor copies where the chosen strides fit a box row (kda2.plan.smem.prep_tma)
         "prep_tma": chunk_smem.prep_tma(config["arch"], strides),
         "conflicts_before": {a: d for b in buffers.values() for a, d in b["conflicts_before"].items()},

@@ -256,6 +256,7 @@ _PLAN_COLUMNS = {
     "chunk": [("chunk", ">5", lambda c: c["chunk"]), ("block_v", ">7", lambda c: c["block_v"]),
               ("stages", ">6", lambda c: c["stages"]), ("warps", ">5", _chunk_warps),
               ("mma", "<8", _knob_cell("state_mma")), ("prep", "<6", _knob_cell("prep_wu")),
+              ("fused", "<5", lambda c: "yes" if c.get("fused") else "no"),
               ("smem prep/state B", "<17", _chunk_smem)],
 }
 

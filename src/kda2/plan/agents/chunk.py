@@ -6,7 +6,8 @@ state kernel then walks the chunks of one (sequence, head, V-slice) in order, th
 of the algorithm (docs/DESIGN.md §1): per chunk it loads w, qg, kg, Aqk and u^T of its slice (bulk copies
 on sm_90, cp.async on sm_80, `stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
 how wide a V-slice one state CTA owns (block_v), how deep its load pipeline is (stages), and (sm_90a) whether its
-products run on mma.sync or on warpgroup MMAs (state_mma), and whether the prep's w / u do (prep_wu).
+products run on mma.sync or on warpgroup MMAs (state_mma), and whether the prep's w / u do (prep_wu); and (sm_90a,
+K = V = 128) a fused twin of each layout's first candidate (fused).
 """
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from typing import Any, Mapping, Sequence
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
 from kda2.plan.model import estimate_resources, occupancy, workloads
-from kda2.spec.knobs import knob
-from kda2.plan.smem import (CHUNK, PREP_THREADS, SPLIT_MAX_SEGMENTS, SPLIT_MIN_SEGMENTS,
-                             SPLIT_SEGMENT_STEPS, expected_strides, prep_smem_bytes, split_min_chunks, split_segments,
-                             state_smem_bytes, state_threads)
+from kda2.spec.knobs import FUSED_HEAD_DIM, knob
+from kda2.plan.smem import (CHUNK, FUSED_CTAS_PER_SM, FUSED_STEP, FUSED_THREADS, PREP_THREADS, SPLIT_MAX_SEGMENTS,
+                             SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, expected_strides, fused_smem_bytes,
+                             prep_smem_bytes, split_min_chunks, split_segments, state_smem_bytes, state_threads)
 
 
 class ChunkSizeAgent:
@@ -171,6 +172,33 @@ class BudgetAgent:
         return [c for group in kept.values() for c in group]
 
 
+class FusedAgent:
+    """Where the spec asks for it (agents.chunk.fused), on sm_90a at K = V = 128: after the budget, a fused twin of the
+    first candidate of each (state layout, state_mma) — the same two kernels, plus the fused 16-token kernel
+    (kda2/fused.cuh), which runs the twin's unsplit calls in one pass with no workspace (docs/DESIGN.md §1, "the fused
+    twin"); explicitly split calls run on the two kernels. The twins come after: the fused kernel wins where the chains
+    about fill its two CTAs an SM (P3 on the H200: 0.54 ms against the library's 0.64) and loses where they are fewer
+    or spill into a second wave (K10: 0.39 against 0.33, P4 0.82 against 0.70; experiments/2026-12-05-fused call 27),
+    so the tuner routes them per batch class."""
+    name = "fused"
+
+    def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
+        out = list(cands)
+        if True not in spec.agents.chunk.fused or hw.arch != "sm_90a":   # warpgroup MMAs are sm_90a's own
+            return out
+        limit = min(hw.smem_per_block_bytes, spec.budget.max_smem_bytes)
+        firsts: dict[str, Candidate] = {}
+        for c in cands:
+            cfg = c.config
+            if cfg["k"] == cfg["v"] == FUSED_HEAD_DIM and fused_smem_bytes(cfg["k"]) <= limit:
+                firsts.setdefault((cfg["state_layout"], knob(cfg, "state_mma")), c)
+        return out + [c.extend(self.name, f"fused twin ({hw.cite('arch')}): this candidate's two kernels for split "
+                                          f"calls, and for unsplit ones the fused {FUSED_STEP}-token kernel "
+                                          f"({FUSED_THREADS} threads, {fused_smem_bytes(c.config['k'])} B smem, "
+                                          f"{FUSED_CTAS_PER_SM} CTAs/SM, no workspace); ranked after the others",
+                               fused=True) for c in firsts.values()]
+
+
 def row_split(cfg: Mapping[str, Any], hw: Any, bucket: int, min_chains: int) -> tuple[int, str]:
     """The split knob of one dispatch row (docs/DESIGN.md §1 exact split): the most segments the library's own choice
     (kda2.plan.smem split_segments, which templates/library.cpp.j2 choose_split mirrors) may cut a sequence of the
@@ -197,4 +225,4 @@ CHUNK_AGENTS = (
                         "slice as K rows of block_v*4 contiguous bytes",
                 v_first="states [N,HV,V,K]: the layout FLA's KDA layer keeps (state_v_first=True); the "
                         "state kernel's V-slice is block_v rows of K*4 contiguous bytes"),
-    ChunkSizeAgent(), TileAgent(), StagesAgent(), StateMmaAgent(), PrepWuAgent(), BudgetAgent())
+    ChunkSizeAgent(), TileAgent(), StagesAgent(), StateMmaAgent(), PrepWuAgent(), BudgetAgent(), FusedAgent())

@@ -72,12 +72,16 @@ struct Fused16 {
   static constexpr int F_K2 = 0, F_QG = F_K2 + C * K * 2, F_KG = F_QG + C * K * 2, F_AQ = F_KG + C * K * 2,
                        F_TT = F_AQ + C * 64 * 2, F_GL = F_TT + C * 64 * 2,
                        F_BYTES = (F_GL + K * 4 + 1023) / 1024 * 1024;
-  // inputs as they land, per buffer: q, k, v (E), the raw gate (fp32, or E at the start of each row), β
-  static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_V = R_K + C * LQ * 2, R_G = R_V + C * LQ * 2,
-                       R_B = R_G + C * LG * 4, R_BYTES = (R_B + C * 4 + 127) / 128 * 128;
+  // inputs as they land, per buffer (two, chunk c in c % 2): q, k (E), the raw gate (fp32, or E at the start of each
+  // row), β; v (E) in a ring of three (chunk c in c % 3): the consumer reads chunk c's v after the step's last CTA
+  // barrier, and chunk c + 2's copies are issued before the next step's first, so a third v tile is what keeps them
+  // apart (two would let one warpgroup's copies overwrite a tile the other has still to read)
+  static constexpr int R_Q = 0, R_K = R_Q + C * LQ * 2, R_G = R_K + C * LQ * 2, R_B = R_G + C * LG * 4,
+                       R_BYTES = (R_B + C * 4 + 127) / 128 * 128, V_BYTES = C * LQ * 2;
   // the producer's partial sums of A' / Aqk' (8 warps × 2 × 16 × 16 fp32); each warpgroup's o block [token][v] (E)
   // lies over them at the end of a step
-  static constexpr int RAW0 = F_BYTES, PART = RAW0 + 2 * R_BYTES, PART_BYTES = WARPS * 2 * C * C * 4,
+  static constexpr int RAW0 = F_BYTES, V0 = RAW0 + 2 * R_BYTES, PART = V0 + 3 * V_BYTES,
+                       PART_BYTES = WARPS * 2 * C * C * 4,
                        S_A = PART + PART_BYTES, S_MASK = S_A + (C * LA * 4 + 127) / 128 * 128, S_CST = S_MASK + 128,
                        SMEM_BYTES = S_CST + K * 16;
   static_assert(F_QG % 1024 == 0 && F_KG % 1024 == 0 && F_AQ % 1024 == 0, "descriptor tiles at 1024-byte boundaries");
@@ -129,17 +133,18 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
   const int step_qk = C * a.H * K, step_v = C * HV * V, g32 = ((tid >> 5) - cr) * HV * K + 4 * (tid & 31) - 8 * cpc;
   auto issue = [&](int c, int rows, int b, uint32_t& bnext) {   // chunks in order, c = 0, 1, …: each call advances
     uint8_t* raw = smem + RAW0 + b * R_BYTES;
+    uint8_t* vt = smem + V0 + (c % 3) * V_BYTES;
     const uint4 z = make_uint4(0, 0, 0, 0);
     const int qo = (cr * LQ + 8 * cpc) * 2;
     const int64_t at = src_v - static_cast<const E*>(a.v);   // v's element offset: the gate's too
     if (cr < rows) {
       cp_async16(smem_u32(raw + R_Q + qo), src_qk);
       cp_async16(smem_u32(raw + R_K + qo), src_qk + k_minus_q);
-      cp_async16(smem_u32(raw + R_V + qo), src_v);
+      cp_async16(smem_u32(vt + qo), src_v);
     } else {
       *reinterpret_cast<uint4*>(raw + R_Q + qo) = z;
       *reinterpret_cast<uint4*>(raw + R_K + qo) = z;
-      *reinterpret_cast<uint4*>(raw + R_V + qo) = z;
+      *reinterpret_cast<uint4*>(vt + qo) = z;
     }
     if (g_bf16) {
       uint8_t* dst = raw + R_G + cr * LG * 4 + 16 * cpc;
@@ -440,7 +445,7 @@ __device__ __forceinline__ void Fused16<E>::run(const KDA2RecurrentArgs& a) {
     // R = vᵀ − Sᵀ (k 2^Γ)ᵀ, seeded with vᵀ from chunk c's raw tile: R[4jj + e] = (row vr + 8·(e / 2), token
     // 8jj + 2t + e % 2); then v_newᵀ = R T̃ᵀ — the same v_new as uᵀ − Sᵀwᵀ with u = T̃v, w = T̃(k 2^Γ), whose w and u
     // (a producer phase, a CTA barrier and uᵀ's round trip through shared memory) are not made
-    const E* sV = reinterpret_cast<const E*>(smem + RAW0 + (c & 1) * R_BYTES + R_V);
+    const E* sV = reinterpret_cast<const E*>(smem + V0 + (c % 3) * V_BYTES);
     float R[8], P[8] = {}, O[8] = {};
 #pragma unroll
     for (int e = 0; e < 8; ++e) R[e] = X::to_f(sV[(8 * (e >> 2) + 2 * t + (e & 1)) * LQ + vr + 8 * ((e >> 1) & 1)]);

@@ -1,0 +1,118 @@
+"""The fused twin of a built chunk library (docs/DESIGN.md §1): a variant holding the fused 16-token kernel
+(kda2/fused.cuh) beside its two kernels, launched by index (kda2_launch, as `kda2 tune` times it).
+
+An unsplit call runs the fused kernel: its o and final state equal, bit for bit, those of the same header's check kernel
+(tests/kernels/fused_check.cu, which tests/gpu/test_fused_gpu.py holds to the fp64 reference and its rounding model) on
+the same inputs, for every case of the chunk GPU tests (kda2/bench/cases.py CASES) — so the library launches that
+kernel, with its block, shared memory and the call's arguments as they are. An explicitly split call runs the two
+kernels (docs/DESIGN.md §1 exact split): within the fp64 reference's bar and not the fused kernel's bits. Outputs are
+poisoned with NaN first. Which library: --chunk-library (kimi_linear_chunk's every-candidate build has twins), else
+the chunk builds under build/; a library without a twin skips, saying so. Skips without a GPU (conftest.py).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from kda2.bench.cases import CASES, TOL, Case, draw, ref_options, to_torch  # noqa: E402
+from test_chunk_gpu import chunk_lib  # noqa: E402,F401 - fixture
+from test_fused_gpu import call_options, fused  # noqa: E402,F401 - fixture
+
+pytestmark = pytest.mark.gpu
+
+SPLIT_CASES = [
+    Case("twin-split-softplus-B2-T3000-vf", B=2, T=3000, gate="softplus", v_first=True),
+    Case("twin-split-varlen-empty-len1-lowerbound-gva2-kf", cu=(0, 0, 1, 700, 701, 2600), ratio=2, gate="lower_bound"),
+]
+
+
+@pytest.fixture(scope="session")
+def twins(chunk_lib) -> dict[str, int]:
+    """{state layout: library index of its first fused twin}."""
+    out: dict[str, int] = {}
+    for v in chunk_lib.manifest["variants"]:
+        if v["config"].get("fused"):
+            out.setdefault(v["config"]["state_layout"], int(v["index"]))
+    if not out:
+        pytest.skip(f"{chunk_lib.manifest_path}: no fused twin built (agents.chunk.fused on sm_90a at K = V = 128; "
+                    "`kda2 build --candidates all kimi_linear_chunk` builds them)")
+    return out
+
+
+def _twin_for(chunk_lib, twins, case: Case) -> int:
+    layout = "v_first" if case.v_first else "k_first"
+    if layout not in twins:
+        pytest.skip(f"no {layout} fused twin in {chunk_lib.manifest_path}")
+    f = chunk_lib.features
+    if case.gate not in f.gate_modes or case.dtype not in f.input_dtypes:
+        pytest.skip(f"{case.id}: gate {case.gate} / {case.dtype} not built into {chunk_lib.manifest_path}")
+    return twins[layout]
+
+
+def _poisoned(torch, x: dict, case: Case):
+    o = torch.full_like(x["v"], math.nan)
+    ht = torch.full(x["sshape"], math.nan, device="cuda") if case.final else None
+    return o, ht
+
+
+def _launch(torch, lib, index: int, fused, x: dict, case: Case, split: int):
+    """o, ht of one kda2_launch of variant `index` (split segments asked explicitly; 1: unsplit)."""
+    o, ht = _poisoned(torch, x, case)
+    a = fused.args(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o, ht=ht, **call_options(x, case))
+    cu = case.cu
+    a.max_seqlen = max(b - e for e, b in zip(cu, cu[1:])) if cu else x["q"].shape[1]   # the longest sequence
+    a.split = split
+    ws = torch.empty(lib.workspace_bytes(a), dtype=torch.uint8, device="cuda")
+    a.workspace, a.workspace_bytes = ws.data_ptr(), ws.numel()
+    lib.launch_variant(index, a, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    return o, ht
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_unsplit_call_is_the_fused_kernel_bit_for_bit(chunk_lib, twins, fused, torch_cuda, seed, case: Case):
+    torch = torch_cuda
+    index = _twin_for(chunk_lib, twins, case)
+    seed = seed + CASES.index(case)
+    x = to_torch(torch, draw(case, seed, 128, 128), case, "cuda")
+    o_lib, ht_lib = _launch(torch, chunk_lib, index, fused, x, case, split=1)
+    o_chk, ht_chk = _poisoned(torch, x, case)
+    fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o_chk, ht=ht_chk, **call_options(x, case))
+    torch.cuda.synchronize()
+    assert bool(torch.isfinite(o_chk).all()), f"{case.id}: the check kernel left NaN in o"
+    for name, got, want in (("o", o_lib, o_chk), ("final state", ht_lib, ht_chk)):
+        if want is None:
+            continue
+        assert torch.equal(got, want), (
+            f"{case.id} seed {seed}: the twin's unsplit {name} differs from the fused check kernel's "
+            f"({int((got != want).sum())} of {got.numel()} elements, "
+            f"{int((~torch.isfinite(got)).sum())} non-finite): the library did not run the fused kernel as it is")
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_split_call_runs_the_two_kernels(chunk_lib, twins, fused, torch_cuda, seed, case: Case):
+    from kda2 import reference as ref
+
+    torch = torch_cuda
+    index = _twin_for(chunk_lib, twins, case)
+    x = to_torch(torch, draw(case, seed, 128, 128), case, "cuda")
+    o2, ht2 = _launch(torch, chunk_lib, index, fused, x, case, split=2)
+    o1, _ = _launch(torch, chunk_lib, index, fused, x, case, split=1)
+    bad = {n: int((~torch.isfinite(t)).sum()) for n, t in (("o", o2), ("ht", ht2)) if t is not None}
+    assert not any(bad.values()), f"{case.id}: NaN/Inf after the split call (unwritten or overflowed): {bad}"
+    o_ref, ht_ref = ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+        initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
+        **ref_options(case))
+    e_o = ref.relative_l2(o2.double().cpu().numpy(), o_ref)
+    e_s = ref.relative_l2(ht2.double().cpu().numpy(), ht_ref)
+    print(f"fused twin split 2 {case.id}: o {e_o:.3e} state {e_s:.3e}")
+    assert e_o <= TOL and e_s <= TOL, f"{case.id} seed {seed}: o {e_o:.3e}, state {e_s:.3e} (bar {TOL})"
+    assert not torch.equal(o2, o1), f"{case.id}: the split call gave the fused kernel's bits (did it split?)"

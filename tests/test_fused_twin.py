@@ -1,0 +1,132 @@
+"""The fused twin of a chunk variant (docs/DESIGN.md §1): planned by the agents where the spec asks for it (sm_90a,
+K = V = 128), laid out by the TIR stage (its kernel's block and shared memory), rendered as a third kernel beside the
+two, and launched by the library for the twin's unsplit calls. On the CPU: the plan, the TIR plan, the rendered text
+and the library's tables; `-m compile` checks the shared-memory formula against the header with nvcc. The GPU side is
+tests/gpu/test_chunk_fused_twin_gpu.py."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kda2.codegen.render import chunk_symbols, kernel_symbols, render_library, render_variant
+from kda2.plan.planner import plan_spec
+from kda2.plan.smem import FUSED_THREADS, fused_smem_bytes
+from kda2.plan.variant import splits, variant_id
+from kda2.spec.model import load_spec
+from kda2.spec.rules import load_rules
+from kda2.tir import plan_variant
+from kda2.tir.errors import TirConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS, RULES = ROOT / "kernel_specs", ROOT / "rules"
+TWIN = {"family": "chunk", "arch": "sm_90a", "k": 128, "v": 128, "state_layout": "v_first", "chunk": 64,
+        "block_v": 64, "stages": 2, "gate_modes": ["lower_bound", "precomputed", "softplus"],
+        "dtypes": ["bf16", "fp16"], "fused": True}
+FEATURES = {"qk_l2norm": True, "beta_sigmoid": True, "varlen": True}
+
+
+def _strip(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != "fused"}
+
+
+def test_agents_plan_a_twin_of_each_layout_and_state_mma_first_on_sm90a_only(tmp_path) -> None:
+    rules = load_rules(RULES)
+    spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    p90, p80 = plan_spec(spec, "sm_90a", rules), plan_spec(spec, "sm_80", rules)
+    assert not any(v.config.get("fused") for v in p80.variants)   # warpgroup MMAs: sm_90a's own
+    twins = [v for v in p90.variants if v.config.get("fused")]
+    others = [v for v in p90.variants if not v.config.get("fused")]
+    assert {(v.config["state_layout"], v.config.get("state_mma", "mma_sync")) for v in twins} == {
+        (lay, mma) for lay in ("k_first", "v_first") for mma in ("mma_sync", "wgmma")}
+    for v in twins:
+        # the twin is a candidate's config plus the knob, that candidate the first of its (layout, state_mma) in some
+        # bucket, and it comes after every candidate of its layout
+        base = _strip(v.config)
+        assert base in [o.config for o in others], v.id
+        assert "fused twin (profile h200" in dict(v.reasons)["fused"] and "85376 B smem" in dict(v.reasons)["fused"]
+        assert splits(v.config)   # its split calls run on its own two kernels
+    for layout in ("k_first", "v_first"):
+        kinds = [bool(v.config.get("fused")) for v in p90.variants if v.config["state_layout"] == layout]
+        assert kinds == sorted(kinds)
+    # untuned, no row routes to a twin (the tuner decides where they win)
+    untuned = plan_spec(spec, "sm_90a", rules, tuned={})
+    assert not any(untuned.variants[d["index"]].config.get("fused") for d in untuned.dispatch)
+    # fused: [false] plans none, and the other candidates are the same
+    text, n = re.subn(r", fused: \[false, true\]", "", (SPECS / "kimi_linear_chunk.yaml").read_text())
+    assert n == 1
+    (tmp_path / "kimi_linear_chunk.yaml").write_text(text)
+    without = plan_spec(load_spec(tmp_path / "kimi_linear_chunk.yaml"), "sm_90a", rules)
+    assert [v.id for v in without.variants] == [v.id for v in others]
+
+
+def test_tir_plans_the_fused_kernel_and_refuses_where_it_cannot_run() -> None:
+    plan = plan_variant(TWIN, 232448)
+    assert (plan["fused_threads"], plan["fused_smem_bytes"]) == (FUSED_THREADS, fused_smem_bytes(128)) == (256, 85376)
+    two = plan_variant(_strip(TWIN), 232448)
+    assert (two["fused_threads"], two["fused_smem_bytes"]) == (0, 0)
+    # the two kernels' layout is the base variant's
+    assert {k: v for k, v in plan.items() if not k.startswith("fused_")} == \
+        {k: v for k, v in two.items() if not k.startswith("fused_")}
+    for bad, what in ((dict(TWIN, arch="sm_80"), "arch 'sm_80'"), (dict(TWIN, k=64, v=64, block_v=64), "K 64"),
+                      (dict(TWIN, fused="yes"), "got 'yes'")):
+        with pytest.raises(TirConfigError, match="config field 'fused'") as e:
+            plan_variant(bad, 232448)
+        assert what in str(e.value)
+    # (its 85376 B are below the prep's, so the prep's budget check binds first)
+    assert plan["fused_smem_bytes"] < plan["prep_smem_bytes"]
+
+
+def test_twin_renders_a_fused_entry_per_dtype_after_the_two_kernels() -> None:
+    vid = variant_id(TWIN)
+    syms = kernel_symbols(TWIN)
+    assert syms[:7] == chunk_symbols(vid, ("bf16", "fp16"))
+    assert syms[7:] == (f"kda2_chunk_fused_{vid}", f"kda2_chunk_fused_f16_{vid}")
+    text = render_variant(TWIN, plan_variant(TWIN, 232448))
+    assert text.count('#include "kda2/fused.cuh"') == 1
+    for sym, elem in zip(syms[7:], ("__nv_bfloat16", "__half")):
+        assert re.search(rf"{sym}\(const KDA2RecurrentArgs a\) {{\n  kda2::fused::Fused16<{elem}>::run\(a\);", text)
+        assert f"kda2::fused::Fused16<{elem}>::SMEM_BYTES == 85376" in text
+    plain = render_variant(_strip(TWIN), plan_variant(_strip(TWIN), 232448))
+    assert "fused" not in plain   # a variant without the knob renders as before the twin existed
+
+
+def test_library_table_sends_unsplit_calls_of_a_twin_to_its_fused_kernel() -> None:
+    variants = [{"id": variant_id(c), "config": c, "cubin_path": "x.cubin", "plan": plan_variant(c, 232448)}
+                for c in (_strip(TWIN), TWIN)]
+    dispatch = [{"state_layout": "v_first", "bucket": 2048, "class": "c", "min_chains": 0, "index": 1}]
+    lib = render_library("c", "sm_90a", variants, dispatch, '"{}"', FEATURES)
+    rows = re.findall(r'^    \{"([0-9a-f]{12})", \{(.*)\}, (\d+),\n.*\n\s+\{ ([\d, ]+) \},\n\s+\{ ([\d, ]+) \},\n'
+                      r'(?:.*\n){3}\s+\{ ([-\d, ]+) \}\},$', lib, re.M)
+    assert [r[0] for r in rows] == [v["id"] for v in variants], lib
+    (_, _, n0, _, _, f0), (_, names, n1, threads, smem, f1) = rows
+    assert (n0, f0) == ("7", "-1, -1, -1, -1")
+    # slots (fp16 input) + 2 · (bf16 state): bf16 → kernel 7, fp16 → 8, no bf16-state entries
+    assert (n1, f1) == ("9", "7, 8, -1, -1") and names.count("kda2_chunk_fused_") == 2
+    assert threads.split(", ")[7:] == ["256", "256"] and smem.split(", ")[7:] == ["85376", "85376"]
+    launch = lib[lib.index("static int launch_variant("):]
+    assert "v.fused_kernel[entry_slot(&a)] >= 0 && a.split <= 1" in launch
+    assert "constexpr int kMaxKernels = 9;" in lib
+
+
+@pytest.mark.compile
+def test_fused_smem_formula_is_the_headers(tmp_path) -> None:
+    """kda2.plan.smem fused_smem_bytes / FUSED_THREADS against kda2/fused.cuh Fused16, by nvcc (the rendered twin
+    asserts the same); a wrong figure fails to compile."""
+    from kda2.codegen.render import INCLUDE_DIR
+    from kda2.compile.toolchain import _which_nvcc
+    import subprocess
+
+    def compiles(smem: int) -> subprocess.CompletedProcess:
+        src = tmp_path / f"f{smem}.cu"
+        src.write_text('#include "kda2/fused.cuh"\n'
+                       f"static_assert(kda2::fused::Fused16<__nv_bfloat16>::SMEM_BYTES == {smem}, \"smem\");\n"
+                       f"static_assert(kda2::fused::Fused16<__half>::THREADS == {FUSED_THREADS}, \"threads\");\n")
+        return subprocess.run([_which_nvcc(), "-c", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
+                               f"-I{INCLUDE_DIR}", "-o", str(tmp_path / "f.o"), str(src)], capture_output=True, text=True)
+
+    ok = compiles(fused_smem_bytes(128))
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    bad = compiles(fused_smem_bytes(128) + 16)
+    assert bad.returncode != 0 and "smem" in bad.stderr

@@ -79,7 +79,7 @@ def _routes(m: dict, vid: str) -> str:
 
 
 #: the chunk kernels of a variant in launch order (codegen/render.py chunk_symbols); the combine serves every dtype
-_CHUNK_STAGES = ("prep", "state", "fold", "combine")
+_CHUNK_STAGES = ("prep", "state", "fold", "combine", "fused")   # fused: the fused twin's kernel
 
 
 def entry_of(kernel: str, vid: str, family: str) -> tuple[str | None, str, str]:
@@ -116,10 +116,11 @@ def _describe(root: Path, v: dict, family: str, kernel: str, bad: Collection[str
         bounds += f" preload {c['preload']} tokens" if c.get("preload") else ""
         bounds += " persistent" if c.get("persistent") else ""
         return f"{c['state_layout']} {c['staging']} {c['k_map']} v/warp {c['v_per_warp']} warps {c['warps']}{bounds}"
-    text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}"
+    text = f"{c['state_layout']} block_v {c['block_v']} stages {c['stages']}" + (" fused twin" if c.get("fused") else "")
     which = entry_of(kernel, v["id"], family)[0]
-    # the plan sizes the prep and state kernels only; one that fails its sha256 (a FAIL line of its own) sizes nothing
-    if which not in ("prep", "state") or v["plan"] in bad:
+    # the plan sizes the prep, state and fused kernels only; one that fails its sha256 (a FAIL line of its own) sizes
+    # nothing
+    if which not in ("prep", "state", "fused") or v["plan"] in bad:
         return text
     try:  # an unreadable plan only drops these words here: its FAIL line comes from _beside (sm_90+)
         plan = _sidecar(root, v, "plan", (f"{which}_smem_bytes", f"{which}_threads"))

@@ -3,15 +3,16 @@
 # build with the tuning record of call 2 (its P3-class rows on the fused twin where the tuner chose it) against cuDNN-FE
 # 1.32's fused Hopper KDA forward in the same process: P1-P6 and cuDNN's ten Kimi-K3 shapes with the bounded gate, then
 # P1-P6 softplus (kda2 alone: FLA's Triton warm-up does not fit this call), and the routed build's GPU tests of the
-# twin and the chunk library.
+# twin and the chunk library. On an H100: TAR=routed_h100 LIB=build/_h100/kimi_linear_chunk/sm_90a, the routed build of
+# specs/kimi_linear_chunk.yaml (the spec targeting h100), which routes by tuning/kimi_linear_chunk.h100.json (call 2).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 O=/tmp/o; rm -rf $O; mkdir -p $O /tmp/cudnnpkg
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
-tar xJf build/_ab/routed_twin.tar.xz && tar xJf build/_ab/cudnn_fe.tar.xz -C /tmp/cudnnpkg || exit 3
+tar xJf build/_ab/${TAR:-routed_twin}.tar.xz && tar xJf build/_ab/cudnn_fe.tar.xz -C /tmp/cudnnpkg || exit 3
 export PYTHONPATH=$PWD/src:/tmp/cudnnpkg CUDNN_FRONTEND_CAKE_CACHE_DIR=/tmp/cake
-LIB=build/kimi_linear_chunk/sm_90a
+LIB=${LIB:-build/kimi_linear_chunk/sm_90a}
 snap() { mkdir -p $OUT/call3 && cp -r $O/* $OUT/call3/; }
 el "cuDNN compile"
 timeout 200 python3 -m kda2.bench.cudnn_peer --warm > $O/cudnn_probe.log 2>&1; echo "cudnn probe rc $?"

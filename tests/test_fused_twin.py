@@ -12,7 +12,7 @@ import pytest
 
 from kda2.codegen.render import chunk_symbols, kernel_symbols, render_library, render_variant
 from kda2.plan.planner import plan_spec
-from kda2.plan.smem import FUSED_THREADS, fused_smem_bytes
+from kda2.plan.smem import FUSED_MAX_IMBALANCE_PCT, FUSED_THREADS, fused_smem_bytes, fused_takes
 from kda2.plan.variant import splits, variant_id
 from kda2.spec.model import load_spec
 from kda2.spec.rules import load_rules
@@ -106,8 +106,22 @@ def test_library_table_sends_unsplit_calls_of_a_twin_to_its_fused_kernel() -> No
     assert (n1, f1) == ("9", "7, 8, -1, -1") and names.count("kda2_chunk_fused_") == 2
     assert threads.split(", ")[7:] == ["256", "256"] and smem.split(", ")[7:] == ["85376", "85376"]
     launch = lib[lib.index("static int launch_variant("):]
-    assert "v.fused_kernel[entry_slot(&a)] >= 0 && a.split <= 1" in launch
+    assert "v.fused_kernel[entry_slot(&a)] >= 0 && fused_takes(a)" in launch
     assert "constexpr int kMaxKernels = 9;" in lib
+    assert f"constexpr int64_t kFusedMaxImbalancePct = {FUSED_MAX_IMBALANCE_PCT};" in lib
+
+
+@pytest.mark.parametrize("max_seqlen, n, total, varlen, split, takes", [
+    (2048, 8, 8 * 2048, False, 1, True),                 # P3: dense
+    (3063, 6, 8192, True, 1, False),                     # P4: the longest 2.24x the mean
+    (2048, 8, 8 * 2048, True, 1, True),                  # K10: uniform varlen
+    (2048, 8, 8 * 2048, False, 2, False),                # an explicit split runs the two kernels
+    (1 << 31, 1, 1 << 31, False, 1, False),              # past 32 bits (kda2/fused.cuh)
+])
+def test_fused_takes_dense_and_even_unsplit_calls(max_seqlen, n, total, varlen, split, takes) -> None:
+    """The library's rule (templates/library.cpp.j2 fused_takes), mirrored in kda2.plan.smem for the GPU test that
+    tells which kernel ran."""
+    assert fused_takes(max_seqlen, n, total, varlen=varlen, split=split) is takes
 
 
 @pytest.mark.compile

@@ -1,11 +1,12 @@
 """The fused twin of a built chunk library (docs/DESIGN.md §1): a variant holding the fused 16-token kernel
 (kda2/fused.cuh) beside its two kernels, launched by index (kda2_launch, as `kda2 tune` times it).
 
-An unsplit call runs the fused kernel: its o and final state equal, bit for bit, those of the same header's check kernel
+An unsplit call the library's rule gives the fused kernel (kda2.plan.smem fused_takes: dense, or varlen no more
+uneven than FUSED_MAX_IMBALANCE_PCT) equals, bit for bit, the same header's check kernel's o and final state
 (tests/kernels/fused_check.cu, which tests/gpu/test_fused_gpu.py holds to the fp64 reference and its rounding model) on
 the same inputs, for every case of the chunk GPU tests (kda2/bench/cases.py CASES) — so the library launches that
-kernel, with its block, shared memory and the call's arguments as they are. An explicitly split call runs the two
-kernels (docs/DESIGN.md §1 exact split): within the fp64 reference's bar and not the fused kernel's bits. Outputs are
+kernel, with its block, shared memory and the call's arguments as they are; an uneven varlen call and an explicitly
+split one run the two kernels (docs/DESIGN.md §1): within the fp64 reference's bar and not the fused kernel's bits. Outputs are
 poisoned with NaN first. Which library: --chunk-library (kimi_linear_chunk's every-candidate build has twins), else
 the chunk builds under build/; a library without a twin skips, saying so. Skips without a GPU (conftest.py).
 """
@@ -62,12 +63,16 @@ def _poisoned(torch, x: dict, case: Case):
     return o, ht
 
 
+def _longest(x: dict, case: Case) -> int:
+    cu = case.cu
+    return max(b - e for e, b in zip(cu, cu[1:])) if cu else x["q"].shape[1]
+
+
 def _launch(torch, lib, index: int, fused, x: dict, case: Case, split: int):
     """o, ht of one kda2_launch of variant `index` (split segments asked explicitly; 1: unsplit)."""
     o, ht = _poisoned(torch, x, case)
     a = fused.args(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o, ht=ht, **call_options(x, case))
-    cu = case.cu
-    a.max_seqlen = max(b - e for e, b in zip(cu, cu[1:])) if cu else x["q"].shape[1]   # the longest sequence
+    a.max_seqlen = _longest(x, case)
     a.split = split
     ws = torch.empty(lib.workspace_bytes(a), dtype=torch.uint8, device="cuda")
     a.workspace, a.workspace_bytes = ws.data_ptr(), ws.numel()
@@ -76,8 +81,25 @@ def _launch(torch, lib, index: int, fused, x: dict, case: Case, split: int):
     return o, ht
 
 
+def _within_bar(x: dict, case: Case, o, ht, what: str) -> None:
+    from kda2 import reference as ref
+
+    torch_ok = all(bool(t.isfinite().all()) for t in (o, ht) if t is not None)
+    assert torch_ok, f"{case.id}: NaN/Inf after the {what} (unwritten or overflowed)"
+    o_ref, ht_ref = ref.recurrent_kda_ref(
+        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
+        initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
+        **ref_options(case))
+    e_o = ref.relative_l2(o.double().cpu().numpy(), o_ref)
+    e_s = ref.relative_l2(ht.double().cpu().numpy(), ht_ref) if ht is not None else 0.0
+    print(f"fused twin {what} {case.id}: o {e_o:.3e} state {e_s:.3e}")
+    assert e_o <= TOL and e_s <= TOL, f"{case.id}: o {e_o:.3e}, state {e_s:.3e} (bar {TOL})"
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_unsplit_call_is_the_fused_kernel_bit_for_bit(chunk_lib, twins, fused, torch_cuda, seed, case: Case):
+    from kda2.plan.smem import fused_takes
+
     torch = torch_cuda
     index = _twin_for(chunk_lib, twins, case)
     seed = seed + CASES.index(case)
@@ -87,6 +109,12 @@ def test_unsplit_call_is_the_fused_kernel_bit_for_bit(chunk_lib, twins, fused, t
     fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o_chk, ht=ht_chk, **call_options(x, case))
     torch.cuda.synchronize()
     assert bool(torch.isfinite(o_chk).all()), f"{case.id}: the check kernel left NaN in o"
+    n, total = (len(case.cu) - 1, case.cu[-1]) if case.cu else (1, 1)
+    if not fused_takes(_longest(x, case), n, total, varlen=bool(case.cu)):
+        # uneven varlen: the library's rule sends it to the two kernels
+        _within_bar(x, case, o_lib, ht_lib, "uneven varlen call")
+        assert not torch.equal(o_lib, o_chk), f"{case.id}: an uneven varlen call gave the fused kernel's bits"
+        return
     for name, got, want in (("o", o_lib, o_chk), ("final state", ht_lib, ht_chk)):
         if want is None:
             continue
@@ -98,21 +126,12 @@ def test_unsplit_call_is_the_fused_kernel_bit_for_bit(chunk_lib, twins, fused, t
 
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
 def test_split_call_runs_the_two_kernels(chunk_lib, twins, fused, torch_cuda, seed, case: Case):
-    from kda2 import reference as ref
-
     torch = torch_cuda
     index = _twin_for(chunk_lib, twins, case)
     x = to_torch(torch, draw(case, seed, 128, 128), case, "cuda")
     o2, ht2 = _launch(torch, chunk_lib, index, fused, x, case, split=2)
-    o1, _ = _launch(torch, chunk_lib, index, fused, x, case, split=1)
-    bad = {n: int((~torch.isfinite(t)).sum()) for n, t in (("o", o2), ("ht", ht2)) if t is not None}
-    assert not any(bad.values()), f"{case.id}: NaN/Inf after the split call (unwritten or overflowed): {bad}"
-    o_ref, ht_ref = ref.recurrent_kda_ref(
-        x["q"], x["k"], x["v"], x["g"], x["beta"], A_log=x["A_log"], dt_bias=x["dt_bias"],
-        initial_state=x["initial_state"], output_final_state=True, cu_seqlens=list(case.cu) if case.cu else None,
-        **ref_options(case))
-    e_o = ref.relative_l2(o2.double().cpu().numpy(), o_ref)
-    e_s = ref.relative_l2(ht2.double().cpu().numpy(), ht_ref)
-    print(f"fused twin split 2 {case.id}: o {e_o:.3e} state {e_s:.3e}")
-    assert e_o <= TOL and e_s <= TOL, f"{case.id} seed {seed}: o {e_o:.3e}, state {e_s:.3e} (bar {TOL})"
-    assert not torch.equal(o2, o1), f"{case.id}: the split call gave the fused kernel's bits (did it split?)"
+    o_chk, _ = _poisoned(torch, x, case)
+    fused(x["q"], x["k"], x["v"], x["g"], x["beta"], o=o_chk, ht=None, **call_options(x, case))
+    torch.cuda.synchronize()
+    _within_bar(x, case, o2, ht2, "split 2 call")
+    assert not torch.equal(o2, o_chk), f"{case.id}: the split call gave the fused kernel's bits (did it split?)"

@@ -215,14 +215,15 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                  prep_maps=family == "chunk" and bool(v["plan"]["prep_tma"]),
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.hardware import PDL_ARCHS
-    from kda2.plan.smem import (OVERLAP_MIN_CHUNKS, OVERLAP_SHORT, OVERLAP_SM_SHARE, SPLIT_MAX_SEGMENTS,
-                                 SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, SPLIT_SPILL_MIN_CHUNKS, combine_shape,
+    from kda2.plan.smem import (FUSED_MAX_IMBALANCE_PCT, OVERLAP_MIN_CHUNKS, OVERLAP_SHORT, OVERLAP_SM_SHARE,
+                                 SPLIT_MAX_SEGMENTS, SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, SPLIT_SPILL_MIN_CHUNKS, combine_shape,
                                  split_min_chunks)
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
     return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
                        pdl=arch in PDL_ARCHS, overlap={"min_chunks": OVERLAP_MIN_CHUNKS, "sm_share": OVERLAP_SM_SHARE,
                                                          "short": OVERLAP_SHORT},
                        dispatch=list(dispatch), library_json=library_json, combine=combine_shape(k),
+                       fused_max_imbalance_pct=FUSED_MAX_IMBALANCE_PCT,
                        split={"min_chunks": split_min_chunks(k), "min_segments": SPLIT_MIN_SEGMENTS,
                               "max_segments": SPLIT_MAX_SEGMENTS, "spill_min_chunks": SPLIT_SPILL_MIN_CHUNKS,
                               "segment_steps": SPLIT_SEGMENT_STEPS})

@@ -168,6 +168,21 @@ def state_smem_bytes(s: Mapping[str, int], *, k: int, block_v: int, stages: int,
 FUSED_THREADS, FUSED_CTAS_PER_SM = 256, 2
 #: Tokens a step of its chain (the chunk it factors at once).
 FUSED_STEP = 16
+#: The library runs a twin's unsplit varlen call on the fused kernel only while its longest sequence is at most this
+#: percentage of the mean (max_seqlen · N ≤ FUSED_MAX_IMBALANCE_PCT / 100 · total tokens); else on its two kernels. A
+#: fused chain lasts as long as its own sequence, so SMs whose chains end early idle while the longest runs, where the
+#: two kernels' prep is parallel over chunks. Measured through the library (H100, experiments/2026-12-05-twin call 4):
+#: P3 (uniform) 0.54 ms fused against 0.73 on two kernels, P4 (271–3063 tokens, longest 2.24× the mean) 0.82 against
+#: 0.77. Between those two points, 150 % is a judgement, not a measurement.
+FUSED_MAX_IMBALANCE_PCT = 150
+
+
+def fused_takes(max_seqlen: int, n: int, total: int, *, varlen: bool, split: int = 1) -> bool:
+    """Whether a fused twin runs a call on its fused kernel (templates/library.cpp.j2 fused_takes, the same rule):
+    unsplit, sequences within 32 bits, and varlen batches no more uneven than FUSED_MAX_IMBALANCE_PCT allows."""
+    if split > 1 or max_seqlen > 0x7FFFFFFF:
+        return False
+    return not varlen or max_seqlen * n * 100 <= FUSED_MAX_IMBALANCE_PCT * total
 
 
 def fused_smem_bytes(k: int) -> int:

@@ -449,6 +449,29 @@ def test_tune_dry_run_of_a_build_needs_no_pydantic(built, tmp_path) -> None:
     assert "Traceback" not in p.stderr and (p.returncode == 0 or p.stderr.startswith("kda2: error: "))
 
 
+def test_tune_for_another_profile_needs_no_pydantic(built, tmp_path) -> None:
+    """`kda2 tune --profile NAME` on a GPU host without the build packages: the profile is the build's validated copy
+    in the plan cache, the budget the plan's; an unknown name or another arch's profile is one line naming the
+    allowed."""
+    d, _ = built
+    load_plans(str(SPECS), str(REPO / "rules"), str(tmp_path / "build"), ["kimi_linear_chunk"],
+               str(REPO / "profiles"), str(REPO / "tuning"))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", BLOCK_BUILD_PACKAGES, "tune", "--dry-run", str(d), "--tuning",
+                               str(tmp_path / "tuning"), *extra], capture_output=True, text=True, cwd=tmp_path, env=env)
+
+    p = run("--profile", "h100")
+    assert p.returncode == 0, p.stderr
+    assert "kimi_linear_chunk / sm_90a on h100 (published)" in p.stdout
+    p = run("--profile", "nosuch")
+    assert p.returncode != 0 and "--profile nosuch: unknown; allowed: a100, h100" in p.stderr, p.stderr
+    p = run("--profile", "a100")
+    assert p.returncode != 0 and "--profile a100 is sm_80, the library is sm_90a" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_tune_reads_the_plan_from_the_manifest_without_the_plan_cache(built, tmp_path) -> None:
     """A build tree copied alone to a GPU host without kda2[build]: no build/.kda2/plan-cache.json beside it, yet
     the manifest's "planned" (the plan cache's own record, as the build writes it) gives tune the profile and

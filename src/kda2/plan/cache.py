@@ -122,6 +122,9 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
             if d["routed_by"] == "tune" and b and b["variant"] == d["variant"]:
                 d["tuned"] = {k: b[k] for k in ("us", "gpu", "date", "shape")}
     data = dict(_to_json(plans, warnings), key=key)
+    # every profile, validated: `kda2 tune --profile NAME` reads the one it names here where pydantic is not installed
+    data["profiles"] = {name: {**prof.model_dump(mode="json"), "digest": prof.digest()}
+                        for name, prof in profiles.items()}
     # A build of some specs (SPECS=...) keeps the other specs' last plans beside its own, unplanned: their
     # libraries under build/ were built from them, and kda2 tune reads a library's profile and budget here.
     names = {p["spec"]["name"] for p in data["plans"]}

@@ -187,7 +187,15 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
         raise TuneError(f"{path}: built with CANDIDATES={m.get('candidates')} ({len(m['variants'])} variants: what the "
                         f"dispatch routes to); tuning times every candidate: build them with `kda2 build --candidates "
                         f"all {m['spec']}` (or `scons CANDIDATES=all`) and tune {where}")
-    cached = None if profile else (_planned(m) or _from_plan_cache(path, m["spec"], m["arch"]))
+    cached = _planned(m) or _from_plan_cache(path, m["spec"], m["arch"])
+    if profile and cached is not None:
+        # another profile than the plan's: the build's validated copy of it, with the plan's budget (no pydantic)
+        views = _cached_profiles(path)
+        if views is not None and profile not in views:
+            raise TuneError(f"--profile {profile}: unknown; allowed: {', '.join(sorted(views))}")
+        if views is not None and views[profile].arch != m["arch"]:
+            raise TuneError(f"--profile {profile} is {views[profile].arch}, the library is {m['arch']}")
+        cached = (views[profile], cached[1]) if views is not None else None
     if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
         hw, budget = cached
     else:
@@ -295,6 +303,17 @@ def _from_plan_cache(manifest: Path, spec: str, arch: str) -> tuple[Any, Any] | 
             return None
         return ProfileView(p["profile"]), SimpleNamespace(**p["spec"]["budget"])
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
+
+
+def _cached_profiles(manifest: Path) -> dict[str, Any] | None:
+    """{name: ProfileView} of every profile the build validated (build/.kda2/plan-cache.json "profiles"), or None."""
+    from kda2.plan.profile_view import ProfileView
+
+    try:
+        data = json.loads(_plan_cache(manifest).read_text())
+        return {name: ProfileView(p) for name, p in data["profiles"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 

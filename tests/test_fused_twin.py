@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kda2.codegen.render import chunk_symbols, kernel_symbols, render_library, render_variant
+from kda2.plan.model import estimate_resources, prune_reason
 from kda2.plan.planner import plan_spec
 from kda2.plan.smem import FUSED_MAX_IMBALANCE_PCT, FUSED_THREADS, fused_smem_bytes, fused_takes
 from kda2.plan.variant import splits, variant_id
@@ -47,6 +48,8 @@ def test_agents_plan_a_twin_of_each_layout_and_state_mma_first_on_sm90a_only(tmp
         assert base in [o.config for o in others], v.id
         assert "fused twin (profile h200" in dict(v.reasons)["fused"] and "85376 B smem" in dict(v.reasons)["fused"]
         assert splits(v.config)   # its split calls run on its own two kernels
+        # its base passes the tuner's prune (a pruned base would take the twin with it, unmeasured)
+        assert prune_reason(base, estimate_resources(base), p90.profile, spec.budget) is None, v.id
     for layout in ("k_first", "v_first"):
         kinds = [bool(v.config.get("fused")) for v in p90.variants if v.config["state_layout"] == layout]
         assert kinds == sorted(kinds)

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from kda2.plan.agents import Candidate
 from kda2.plan.agents.layout import LayoutAgent
-from kda2.plan.model import estimate_resources, occupancy, workloads
+from kda2.plan.model import estimate_resources, occupancy, prune_reason, workloads
 from kda2.spec.knobs import FUSED_HEAD_DIM, knob
 from kda2.plan.smem import (CHUNK, FUSED_CTAS_PER_SM, FUSED_STEP, FUSED_THREADS, PREP_THREADS, SPLIT_MAX_SEGMENTS,
                              SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, expected_strides, fused_smem_bytes,
@@ -174,9 +174,9 @@ class BudgetAgent:
 
 class FusedAgent:
     """Where the spec asks for it (agents.chunk.fused), on sm_90a at K = V = 128: after the budget, a fused twin of the
-    first candidate of each (state layout, state_mma) — the same two kernels, plus the fused 16-token kernel
-    (kda2/fused.cuh), which runs the twin's unsplit calls in one pass with no workspace (docs/DESIGN.md §1, "the fused
-    twin"); explicitly split calls run on the two kernels. The twins come after: the fused kernel wins where the chains
+    first candidate of each (state layout, state_mma) the tuner would not prune — the same two kernels, plus the fused
+    16-token kernel (kda2/fused.cuh), which runs the twin's unsplit calls in one pass with no workspace
+    (docs/DESIGN.md §1, "the fused twin"); uneven varlen and split calls run on the two kernels. The twins come after: the fused kernel wins where the chains
     about fill its two CTAs an SM (P3 on the H200: 0.54 ms against the library's 0.64) and loses where they are fewer
     or spill into a second wave (K10: 0.39 against 0.33, P4 0.82 against 0.70; experiments/2026-12-05-fused call 27),
     so the tuner routes them per batch class."""
@@ -190,7 +190,9 @@ class FusedAgent:
         firsts: dict[str, Candidate] = {}
         for c in cands:
             cfg = c.config
-            if cfg["k"] == cfg["v"] == FUSED_HEAD_DIM and fused_smem_bytes(cfg["k"]) <= limit:
+            # a base the tuner would prune (kda2.plan.model prune_reason: e.g. 2 warps an SM) would take its twin with it
+            if cfg["k"] == cfg["v"] == FUSED_HEAD_DIM and fused_smem_bytes(cfg["k"]) <= limit and \
+                    prune_reason(cfg, estimate_resources(cfg), hw, spec.budget) is None:
                 firsts.setdefault((cfg["state_layout"], knob(cfg, "state_mma")), c)
         return out + [c.extend(self.name, f"fused twin ({hw.cite('arch')}): this candidate's two kernels for split "
                                           f"calls, and for unsplit ones the fused {FUSED_STEP}-token kernel "

@@ -107,7 +107,7 @@ def render_variant(config: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
         from kda2.plan.smem import combine_shape
         triples = [(*symbols[chunk_entry_index(config, d):chunk_entry_index(config, d) + 3], INPUT_DTYPES[d][0])
                    for d in chunk_dtypes(config)]
-        fused = symbols[len(chunk_symbols(vid, chunk_dtypes(config))):]
+        fused = fused_symbols(vid, chunk_dtypes(config)) if config.get("fused") else ()
         extra = dict(entries=triples, combine_symbol=symbols[3], combine=combine_shape(config["k"]),
                      fused_entries=[(sym, INPUT_DTYPES[d][0]) for sym, d in zip(fused, chunk_dtypes(config))])
     else:
@@ -149,7 +149,8 @@ def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
     from kda2.plan.smem import combine_shape
     p, dtypes = v["plan"], chunk_dtypes(v["config"])
     prep, state = (p["prep_threads"], p["prep_smem_bytes"]), (p["state_threads"], p["state_smem_bytes"])
-    rows = [prep, state, state, (combine_shape(v["config"]["k"])["threads"], 0)] + [prep, state, state] * (len(dtypes) - 1)
+    rows = ([prep, state, state, (combine_shape(v["config"]["k"])["threads"], 0)]
+            + [prep, state, state] * (len(dtypes) - 1))
     if v["config"].get("fused"):
         rows += [(p["fused_threads"], p["fused_smem_bytes"])] * len(dtypes)
     return [t for t, _ in rows], [b for _, b in rows]
@@ -157,8 +158,8 @@ def _chunk_launch(v: Mapping[str, Any]) -> tuple[list[int], list[int]]:
 
 #: What the library TU reads from a chunk variant's plan (launch shapes, shared memory, whether the prep takes the
 #: tensor maps of its tiles).
-CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes", "prep_tma", "lds_kv", "lds_g",
-                     "fused_threads", "fused_smem_bytes")
+CHUNK_LAUNCH_KEYS = ("prep_threads", "state_threads", "prep_smem_bytes", "state_smem_bytes", "prep_tma", "lds_kv",
+                     "lds_g", "fused_threads", "fused_smem_bytes")
 #: What it reads from a bulk-staged recurrent variant's plan: the tile's rows and row pitch (its dynamic shared memory).
 BULK_LAUNCH_KEYS = ("bulk_rows", "bulk_pitch")
 
@@ -216,8 +217,8 @@ def render_library(spec_name: str, arch: str, variants: Sequence[Mapping[str, An
                  allows={f: bool(v["config"].get(f, features[f])) for f in RUNTIME_FEATURES}) for v in variants]
     from kda2.plan.hardware import PDL_ARCHS
     from kda2.plan.smem import (FUSED_MAX_IMBALANCE_PCT, OVERLAP_MIN_CHUNKS, OVERLAP_SHORT, OVERLAP_SM_SHARE,
-                                 SPLIT_MAX_SEGMENTS, SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, SPLIT_SPILL_MIN_CHUNKS, combine_shape,
-                                 split_min_chunks)
+                                 SPLIT_MAX_SEGMENTS, SPLIT_MIN_SEGMENTS, SPLIT_SEGMENT_STEPS, SPLIT_SPILL_MIN_CHUNKS,
+                                 combine_shape, split_min_chunks)
     tmpl = _env().get_template(LIBRARY_TEMPLATES[0])
     return tmpl.render(spec_name=spec_name, arch=arch, family=family, key_dim=k, value_dim=v_dim, variants=rows,
                        pdl=arch in PDL_ARCHS, overlap={"min_chunks": OVERLAP_MIN_CHUNKS, "sm_share": OVERLAP_SM_SHARE,

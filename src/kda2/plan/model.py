@@ -61,9 +61,9 @@ def workloads(family: str, bucket: int) -> list[Workload]:
     D1), one token each, or 4 in a multi-token bucket (M1's speculative verify); recurrent prefill: 8
     sequences of min(bucket, 256). Chunk: the bucket's length, N so that N·T ≈ 16K tokens at H = 32 first
     (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), then the other end of the range of
-    chains the P-shapes span: a thin shard at 2048 (P6: 16 chains) and half of P3's batch (cuDNN's K10: 128 chains,
-    which a fused kernel of two CTAs an SM half fills: docs/DESIGN.md §1, the fused twin), a wide mixed batch at 8192 (P4: 384 chains,
-    its longest prompt within the bucket), and at 65536 twice P5's chains (64, at a quarter of its length): where
+    chains the P-shapes span: a thin shard at 2048 (P6: 16 chains) and half of P3's batch (cuDNN's K10: 128
+    chains, which a fused kernel of two CTAs an SM half fills: docs/DESIGN.md §1, the fused twin), a wide mixed
+    batch at 8192 (P4: 384 chains, its longest prompt within the bucket), and at 65536 twice P5's chains (64, at a quarter of its length): where
     few chains leave SMs free the single-stage state pass runs beside the prep (docs/DESIGN.md §1 overlap), with
     more the library does not overlap and a two-stage pass is faster, so the two need their own winners."""
     if family == "recurrent":

@@ -24,8 +24,8 @@ from pydantic_core import PydanticCustomError
 
 from kda2.artifact.canonical import canonical_json
 from kda2.plan.hardware import ARCHS, BULK_ARCHS, MAX_SMEM_PER_BLOCK
-from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, DECODE_MAX_T, FUSED_HEAD_DIM, INPUT_DTYPES, RECURRENT_FIELDS,
-                             SPEC_STAGING, SPEC_V_PER_WARP)
+from kda2.spec.knobs import (CHUNK_FIELDS, CHUNK_HEAD_DIMS, DECODE_MAX_T, FUSED_HEAD_DIM, INPUT_DTYPES,
+                             RECURRENT_FIELDS, SPEC_STAGING, SPEC_V_PER_WARP)
 
 __all__ = ["Agents", "Budget", "ChunkAgents", "ChunkSpec", "ChunkTile", "Features", "HeadDims", "SPEC_CLASSES",
            "Spec", "SpecError", "Staging", "Tile", "field_problem", "format_validation_error", "load_spec",
@@ -412,8 +412,8 @@ class ChunkTile(_Strict):
     arch) or wgmma (sm_90a, K <= 128, block_v a multiple of 64; planned beside the mma_sync candidates); prep_wu: how
     the prep makes w and u — levels (every arch) or bfs, blocked substitution on warpgroup MMAs (sm_90a; planned
     beside the levels candidates; measured on an H100 only, not yet tuned: docs/DESIGN.md §1); fused: whether the
-    fused 16-token kernel (sm_90a, K = V = 128) is planned as a twin of each layout's first candidate, running its
-    unsplit calls in one pass (docs/DESIGN.md §1, "the fused twin"; false: none, [false, true]: the tuner picks).
+    fused 16-token kernel (sm_90a, K = V = 128) is planned as a twin of the first unpruned candidate of each layout and
+    state_mma, running its unsplit calls in one pass (docs/DESIGN.md §1, "the fused twin"; false: none, [false, true]: the tuner picks).
     """
 
     block_v: Choices[Literal[CHUNK_FIELDS["block_v"]]] = [32, 64]  # type: ignore[valid-type]

@@ -189,13 +189,17 @@ def groups_from_manifest(manifest: str | os.PathLike, *, specs_dir: str = "kerne
                         f"all {m['spec']}` (or `scons CANDIDATES=all`) and tune {where}")
     cached = _planned(m) or _from_plan_cache(path, m["spec"], m["arch"])
     if profile and cached is not None:
-        # another profile than the plan's: the build's validated copy of it, with the plan's budget (no pydantic)
+        # another profile than the plan's: the build's validated copy of it, with the plan's budget (no pydantic);
+        # a cache without the copies re-reads the profiles below
         views = _cached_profiles(path)
-        if views is not None and profile not in views:
+        if views is None:
+            cached = None
+        elif profile not in views:
             raise TuneError(f"--profile {profile}: unknown; allowed: {', '.join(sorted(views))}")
-        if views is not None and views[profile].arch != m["arch"]:
+        elif views[profile].arch != m["arch"]:
             raise TuneError(f"--profile {profile} is {views[profile].arch}, the library is {m['arch']}")
-        cached = (views[profile], cached[1]) if views is not None else None
+        else:
+            cached = (views[profile], cached[1])
     if cached is not None:  # what the library was planned with (needs no pydantic: a GPU host may lack it)
         hw, budget = cached
     else:

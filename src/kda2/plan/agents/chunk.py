@@ -7,7 +7,7 @@ of the algorithm (docs/DESIGN.md §1): per chunk it loads w, qg, kg, Aqk and u^T
 on sm_90, cp.async on sm_80, `stages` deep) and runs the state update and the output on tensor cores. What the agents choose:
 how wide a V-slice one state CTA owns (block_v), how deep its load pipeline is (stages), and (sm_90a) whether its
 products run on mma.sync or on warpgroup MMAs (state_mma), and whether the prep's w / u do (prep_wu); and (sm_90a,
-K = V = 128) a fused twin of each layout's first candidate (fused).
+K = V = 128) fused twins of the first unpruned candidate of each layout and state_mma (fused).
 """
 from __future__ import annotations
 
@@ -176,10 +176,10 @@ class FusedAgent:
     """Where the spec asks for it (agents.chunk.fused), on sm_90a at K = V = 128: after the budget, a fused twin of the
     first candidate of each (state layout, state_mma) the tuner would not prune — the same two kernels, plus the fused
     16-token kernel (kda2/fused.cuh), which runs the twin's unsplit calls in one pass with no workspace
-    (docs/DESIGN.md §1, "the fused twin"); uneven varlen and split calls run on the two kernels. The twins come after: the fused kernel wins where the chains
-    about fill its two CTAs an SM (P3 on the H200: 0.54 ms against the library's 0.64) and loses where they are fewer
-    or spill into a second wave (K10: 0.39 against 0.33, P4 0.82 against 0.70; experiments/2026-12-05-fused call 27),
-    so the tuner routes them per batch class."""
+    (docs/DESIGN.md §1, "the fused twin"); uneven varlen and split calls run on the two kernels. The twins come after:
+    the fused kernel wins where the chains about fill its two CTAs an SM (P3 on the H200: 0.54 ms against the library's
+    0.64) and loses where they are fewer or spill into a second wave (K10: 0.39 against 0.33, P4 0.82 against 0.70;
+    experiments/2026-12-05-fused call 27), so the tuner routes them per batch class."""
     name = "fused"
 
     def __call__(self, spec: Any, hw: Any, bucket: int, cands: Sequence[Candidate]) -> list[Candidate]:
@@ -187,7 +187,7 @@ class FusedAgent:
         if True not in spec.agents.chunk.fused or hw.arch != "sm_90a":   # warpgroup MMAs are sm_90a's own
             return out
         limit = min(hw.smem_per_block_bytes, spec.budget.max_smem_bytes)
-        firsts: dict[str, Candidate] = {}
+        firsts: dict[tuple[str, str], Candidate] = {}
         for c in cands:
             cfg = c.config
             # a base the tuner would prune (kda2.plan.model prune_reason: e.g. 2 warps an SM) would take its twin with it

@@ -95,6 +95,9 @@ def test_draw_matches_case(case):
         assert np.all(x["beta"] == np.float32(1e-3))
     elif case.stress == "beta_large":
         assert np.all(x["beta"] == np.float32(0.999))
+    elif case.stress == "long_memory":
+        beta = 1 / (1 + np.exp(-x["beta"])) if case.bsig else x["beta"]
+        assert np.median(beta) < 0.01
 
 
 def test_draw_is_fresh_per_seed_and_reproducible():
@@ -110,8 +113,34 @@ def test_bad_stress_combinations_are_refused():
         cc.draw(cc.Case("x", gate="softplus", stress="g_block_edge"), 0)
     with pytest.raises(ValueError, match="bsig"):
         cc.draw(cc.Case("x", stress="beta_small"), 0)
+    with pytest.raises(ValueError, match="long_memory.*softplus or precomputed"):
+        cc.draw(cc.Case("x", gate="lower_bound", stress="long_memory"), 0)
     with pytest.raises(ValueError, match="unknown"):
         cc.draw(cc.Case("x", stress="nope"), 0)
+
+
+def _tail_from(c: cc.Case, x: dict, cut: int, state) -> np.ndarray:
+    """The fp64 reference's output on tokens [cut, T) started from `state` (the state at `cut`)."""
+    o, _ = recurrent_kda_ref(*(x[n][:, cut:] for n in ("q", "k", "v", "g", "beta")), A_log=x["A_log"],
+                             dt_bias=x["dt_bias"], initial_state=state, **cc.ref_options(c))
+    return o
+
+
+@pytest.mark.parametrize("gate", ["softplus", "precomputed"])
+def test_long_memory_makes_a_segments_start_state_matter(gate):
+    """What the split tests need of `long_memory`: a segment's output 600 tokens long still depends on its start state
+    (a combine off by δ moves the output by about δ), where the ordinary inputs forget it (a wrong combine would pass)."""
+    cut, T = 200, 800
+    for stress, lo, hi in ((None, 0.0, 1e-4), ("long_memory", 0.3, np.inf)):
+        c = cc.Case("m", T=T, H=1, gate=gate, stress=stress)
+        x = cc.draw(c, 11)
+        _, s_cut = recurrent_kda_ref(*(x[n][:, :cut] for n in ("q", "k", "v", "g", "beta")), A_log=x["A_log"],
+                                     dt_bias=x["dt_bias"], initial_state=x["initial_state"], output_final_state=True,
+                                     **cc.ref_options(c))
+        o_true = _tail_from(c, x, cut, s_cut)
+        late = slice(T - cut - 100, None)   # the segment's last 100 tokens, 500+ tokens after its start
+        moved = relative_l2(_tail_from(c, x, cut, np.zeros_like(s_cut))[:, late], o_true[:, late])
+        assert lo <= moved <= hi, f"{gate} stress={stress}: zero start state moves the late output by {moved:.2e}"
 
 
 def test_options_match_fla_and_reference_names():

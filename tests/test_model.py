@@ -8,7 +8,7 @@ import pytest
 
 from kda2.plan.model import (Resources, Workload, bytes_moved, chains, class_rows, estimate, spare_beside,
                              occupancy, prune_reason, rank, resources_from_ptxas, spearman, spearman_of_record,
-                             step_ns_from_record, workloads)
+                             step_ns_from_record, tensor_flops, workloads)
 from kda2.plan.profile import load_profiles
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,6 +108,26 @@ def test_workloads_first_class_ranks_the_bucket() -> None:
     assert workloads("recurrent", 1024)[0].as_dict() == {"N": 8, "T": 256, "H": 32, "class": "prefill-n8"}
     assert [(w.N, w.T) for w in (workloads("chunk", b)[0] for b in (2048, 8192, 65536))] == \
         [(8, 2048), (2, 8192), (1, 65536)]
+
+
+@pytest.mark.parametrize("bucket", [4096, 8192])
+def test_the_wide_class_is_p4s_uneven_packing(bucket: int) -> None:
+    """P4's class is P4's packing (so a twin is timed on the two kernels the library runs P4 on), within the bucket;
+    the model sizes it by its own tokens and chunks, not N × its longest."""
+    from kda2.bench.chunk import SHAPES
+    from kda2.plan.smem import fused_takes
+
+    w = workloads("chunk", bucket)[-1]
+    p4 = next(s for s in SHAPES if s.id == "P4")
+    assert w.lengths == p4.seqlens and w.H == p4.H and w.T == max(w.lengths) <= bucket
+    assert not fused_takes(w.T, w.N, w.tokens, varlen=True)
+    assert fused_takes(workloads("chunk", 2048)[0].T, 8, 8 * 2048, varlen=False)
+    assert w.tokens == sum(p4.seqlens) < w.N * w.T
+    assert w.chunks(64) == sum(-(-n // 64) for n in p4.seqlens)
+    assert tensor_flops(CHUNK, w) < tensor_flops(CHUNK, Workload(w.N, w.T, w.H))
+    assert bytes_moved(CHUNK, w) < bytes_moved(CHUNK, Workload(w.N, w.T, w.H))
+    small = workloads("chunk", 3000)[-1]     # a bucket shorter than P4's longest prompt: scaled to fit
+    assert small.T <= 3000 and small.N == len(p4.seqlens)
 
 
 @pytest.mark.parametrize("family,bucket", [("recurrent", 1), ("recurrent", 8), ("recurrent", 1024),

@@ -550,7 +550,7 @@ def test_measure_checks_a_persistent_candidate_where_its_tiles_outnumber_the_cta
                                 launch_variant=lambda idx, args, stream: launched.append((idx, args["N"])))
     monkeypatch.setattr(loader, "load", lambda manifest: lib)
     pools: list[bool] = []  # how each timed case holds its states (checks: always h0 -> ht)
-    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed, pool=False: (
+    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed, pool=False, lengths=None: (
         pools.append(pool) or {"args": {"N": N}, "N": N, "T": T, "bytes": 1 << 20}))
     bad_n: list[int] = []
     monkeypatch.setattr(tune, "_reference_error", lambda c: 1.0 if c["N"] in bad_n else 1e-4)
@@ -665,8 +665,9 @@ def test_measure_times_a_split_row_at_its_fewest_chains(monkeypatch) -> None:
     launched: list[dict] = []
     lib = types.SimpleNamespace(preload=lambda dev: None, launch_variant=lambda idx, args, stream: launched.append(args))
     monkeypatch.setattr(loader, "load", lambda manifest: lib)
-    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed, pool=False, split=0: {
-        "args": {"N": N, "T": T, "H": H, "split": split}, "bytes": 1 << 20})
+    monkeypatch.setattr(tune, "_case", lambda torch, abi, cfg, feats, N, T, H, HV, seed, pool=False, split=0,
+                        lengths=None: {"args": {"N": N, "T": T, "H": H, "split": split, "lengths": lengths},
+                                       "bytes": 1 << 20})
     monkeypatch.setattr(tune, "_reference_error", lambda c: 1e-4)
     ms = {16: 0.3, 8: 0.25, 1: 2.0}
 
@@ -690,6 +691,15 @@ def test_measure_times_a_split_row_at_its_fewest_chains(monkeypatch) -> None:
     assert sorted(set(split_launches)) == [(1, 65536, 1, 1), (1, 65536, 1, 8), (1, 65536, 1, 16)]
     # the class timings leave the split to the library (split 0), which a workspace of the slots keeps unsplit
     assert {a["split"] for a in launched if a["T"] != 65536 or a["H"] != 1} == {0}
+    # at 8192 the wide class is timed as the varlen batch it stands for (P4's packing), the first one dense
+    from kda2.plan.model import workloads
+
+    launched.clear()
+    tune.measure({**task, "bucket": 8192, "splits": {}}, quick=True)
+    by_class = {(a["N"], a["H"], a["lengths"]) for a in launched}
+    first, mixed = workloads("chunk", 8192)
+    assert {(first.N, first.H, None), (mixed.N, mixed.H, mixed.lengths)} <= by_class and mixed.lengths
+    assert {c for c in by_class if c[2]} == {(mixed.N, mixed.H, mixed.lengths)}
 
 
 # ---- the run's edges: --time-limit, --record, Ctrl-C, a hand-edited partial record ---------------------

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.gpu
 SPLIT_CASES = [
     Case("twin-split-softplus-B2-T3000-vf", B=2, T=3000, gate="softplus", v_first=True),
     Case("twin-split-varlen-empty-len1-lowerbound-gva2-kf", cu=(0, 0, 1, 700, 701, 2600), ratio=2, gate="lower_bound"),
+    Case("twin-split-longmem-softplus-T3000-kf", T=3000, gate="softplus", stress="long_memory"),
 ]
 
 

@@ -4,8 +4,9 @@ from its start state.
 
 The split is exact: split and unsplit calls agree to rounding (≤ 1e-3 relative L2, o and final state), both
 meet the accuracy bar vs the float64 reference, for every gate mode, both state layouts, GVA, no initial
-state, varlen with empty and length-1 sequences, and extreme gates; at T = 65536 split 8 vs unsplit. Outputs
-are poisoned with NaN before every call. Without a GPU every test here skips (conftest.py).
+state, varlen with empty and length-1 sequences, extreme gates, and a state that remembers (`long_memory`: without
+it a segment forgets its start state within a few dozen tokens and a wrong combine would pass); at T = 65536 split 8 vs
+unsplit, with ordinary and with long-memory inputs. Outputs are poisoned with NaN before every call. Without a GPU every test here skips (conftest.py).
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ CASES = [
     # fp16: the fold has an entry per input dtype (it reads the workspace's fp16 tiles)
     Case("split-fp16-softplus-T2100-vf", T=2100, gate="softplus", dtype="fp16", v_first=True),
     Case("split-fp16-varlen-empty-len1-lowerbound-gva2-kf", cu=EDGES, ratio=2, gate="lower_bound", dtype="fp16"),
+    Case("split-longmem-softplus-B2-T3000-vf", B=2, T=3000, gate="softplus", stress="long_memory", v_first=True),
+    Case("split-longmem-varlen-empty-len1-precomputed-gva2-kf", cu=EDGES, ratio=2, stress="long_memory"),
+    Case("split-fp16-longmem-softplus-T2100-kf", T=2100, gate="softplus", dtype="fp16", stress="long_memory"),
 ]
 
 
@@ -86,18 +90,24 @@ def test_split_is_exact(chunk_lib, chunk_kda, ref, torch_cuda, seed, case: Case,
         assert ok, f"{ctx}: {name} relative L2 vs float64 {err:.3e} > {bound:.3e}"
 
 
-def test_split_long_sequence(chunk_lib, chunk_kda, torch_cuda, seed):
+@pytest.mark.parametrize("stress", [None, "long_memory"])
+def test_split_long_sequence(chunk_lib, chunk_kda, torch_cuda, seed, stress):
     """T = 65536 (1024 chunks) in 8 segments of 128 chunks: the same outputs as the unsplit pass."""
     torch = torch_cuda
     lib = chunk_lib
-    gate = "softplus" if "softplus" in lib.features.gate_modes else lib.features.gate_modes[0]
-    c = Case("split-long-T65536", T=65536, H=2, gate=gate, v_first="v_first" in lib.features.state_layouts,
-             l2=lib.features.qk_l2norm, bsig=lib.features.beta_sigmoid)
+    modes = lib.features.gate_modes
+    gate = next((m for m in ("softplus", "precomputed") if m in modes), None)
+    if gate is None and stress:
+        pytest.skip(f"[{lib.spec}] long-memory inputs need the softplus or precomputed gate; built: {list(modes)}")
+    gate = gate or modes[0]
+    c = Case(f"split-long-T65536-{stress or 'plain'}", T=65536, H=2, gate=gate, stress=stress,
+             v_first="v_first" in lib.features.state_layouts, l2=lib.features.qk_l2norm,
+             bsig=lib.features.beta_sigmoid)
     x = to_torch(torch, draw(c, seed + 599, lib.k, lib.v), c, DEVICE)
     o1, h1 = _run(torch, chunk_kda, lib, x, c, 1)
     o8, h8 = _run(torch, chunk_kda, lib, x, c, 8)
     d_o, d_h = _diff(torch, o8, o1), _diff(torch, h8, h1)
-    assert d_o <= SPLIT_TOL and d_h <= SPLIT_TOL, f"T=65536 split 8 vs 1: o {d_o:.2e}, state {d_h:.2e}"
+    assert d_o <= SPLIT_TOL and d_h <= SPLIT_TOL, f"{c.id} split 8 vs 1: o {d_o:.2e}, state {d_h:.2e}"
 
 
 def test_split_argument_is_checked(chunk_lib, chunk_kda, torch_cuda, seed):

@@ -32,6 +32,14 @@ MODEL_FACTOR = 1.05
 STRESS_CHANNELS = 10  # channels per head hit by a strong-decay stress input
 STRESS_G = -20.0      # precomputed log-decay of those channels
 STRESS_DT_BIAS = 6.0  # dt_bias of those channels for the softplus gate (g ≈ −exp(A_log)·6 per token)
+# The long-memory stress: a state that forgets little over thousands of tokens, so a sequence's later output depends on
+# its start state — what a split's combine produces (with ordinary inputs the gate and the delta rule forget a segment's
+# start state within a few dozen tokens, and a wrong combine hides under the split tests' bar). Per token the gate
+# decays by ≈ 3e-4 (softplus: exp(A_log) = e^-8 times softplus(g + dt_bias) ≈ 0.8; precomputed: the usual
+# logsigmoid(randn)/16 scaled by 1/128) and the delta rule removes ≈ β/K of a direction, β ≈ sigmoid(randn − 6) ≈ 0.004.
+LONG_MEMORY_A_LOG = -8.0
+LONG_MEMORY_G_SCALE = 1.0 / 128
+LONG_MEMORY_BETA_SHIFT = -6.0
 # The prep kernel sums a channel of a 16-token diagonal block on tensor cores against the block's middle row while its
 # decay over 8 tokens, in log2 units, is ≤ DIAG_RANGE (kda2/chunk.cuh), else against a row per quarter while its decay
 # over 4 tokens is, else pairwise on CUDA cores. These per-token decays straddle both edges: 8·8.0·log2(e) ≈ 92.3 and
@@ -66,7 +74,7 @@ class Case:
     beta_bf16: bool = False            # beta 16-bit, in the input dtype (KDA2_BETA_BF16), else fp32
     param: str = "fp32"                # A_log / dt_bias dtype: fp32, bf16 or fp16 (a model cast with .to(...) / .half())
     scale: float | None = None
-    stress: str | None = None          # g_minus20 | g_block_edge | dt_bias_plus6 | beta_small | beta_large
+    stress: str | None = None          # g_minus20 | g_block_edge | dt_bias_plus6 | beta_small | beta_large | long_memory
 
     @property
     def HV(self) -> int:
@@ -209,6 +217,18 @@ def draw(c: Case, seed: int, K: int = 128, V: int = 128) -> dict[str, Any]:
         if c.bsig:
             raise ValueError(f"{c.id}: stress {c.stress} is a post-sigmoid beta (bsig=False)")
         beta = np.full((B, T, HV), 1e-3 if c.stress == "beta_small" else 0.999, dtype=np.float32)
+    elif c.stress == "long_memory":
+        if c.gate == "lower_bound":
+            raise ValueError(f"{c.id}: stress long_memory is for the softplus or precomputed gate (the lower_bound "
+                             "gate decays by at least half its bound a token whatever A_log is)")
+        if c.gate == "softplus":
+            if A_log is None:
+                raise ValueError(f"{c.id}: stress long_memory with the softplus gate needs A_log")
+            A_log[:] = LONG_MEMORY_A_LOG
+        else:
+            g = g * LONG_MEMORY_G_SCALE
+        raw = randn(B, T, HV) + LONG_MEMORY_BETA_SHIFT
+        beta = raw if c.bsig else _sigmoid(raw)
     elif c.stress is not None:
         raise ValueError(f"{c.id}: unknown stress {c.stress!r}")
     cu = np.asarray(c.cu, dtype=np.int64) if c.cu else None

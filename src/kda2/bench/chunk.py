@@ -43,6 +43,7 @@ from typing import Any, Callable
 from kda2.bench import host
 from kda2.bench.report import floor_bytes, row_bounds
 from kda2.bench.timing import Stats, Timer
+from kda2.plan.model import MIXED_SEQLENS
 
 K_DIM = V_DIM = 128   # the P shapes' head dim (docs/DESIGN.md §1.1)
 #: --head-dim: K = V of the run. At another head dim each shape keeps its tokens and H·K (the bytes of q, k, v, g and
@@ -93,7 +94,7 @@ class Shape:
         return f"{self.id} B{self.B} T{self.T} H{self.H}"
 
 
-P4_SEQLENS = (1300, 547, 2048, 963, 271, 3063)
+P4_SEQLENS = MIXED_SEQLENS
 SHAPES = [
     Shape("P1", 1, 8192, 64, why="headline shape of FlashKDA / cuLA tables"),
     Shape("P2", 1, 16384, 32, why="Kimi-Linear layer, long prompt"),

@@ -27,9 +27,14 @@ from kda2.plan.smem import CHUNK, expected_strides, state_smem_bytes, state_thre
 from kda2.spec.knobs import DECODE_MAX_T, knob
 
 
+#: FlashKDA's mixed batch (the benchmark's P4, docs/DESIGN.md §1.1): six prompts of uneven length, 8192 tokens packed.
+MIXED_SEQLENS = (1300, 547, 2048, 963, 271, 3063)
+
+
 @dataclass(frozen=True)
 class Workload:
-    """A shape a bucket is judged at: N sequences of T tokens, H = HV heads (DESIGN §1.1 shapes).
+    """A shape a bucket is judged at: N sequences of T tokens, H = HV heads (DESIGN §1.1 shapes), or with `lengths`
+    a varlen packing of N = len(lengths) sequences whose longest is T.
 
     graph: the tuner times it as a serving loop replays it, calls captured in one CUDA graph (kda2.bench.timing
     Timer.graph), not one call between events: a one-sequence decode step (D1) is a few microseconds, where the
@@ -40,18 +45,35 @@ class Workload:
     H: int
     name: str = ""
     graph: bool = False
+    lengths: tuple[int, ...] | None = None
 
     @property
     def chains(self) -> int:
         """Independent (sequence, head) states: what a batch class is told apart by (kda2_select's `chains`)."""
         return self.N * self.H
 
+    @property
+    def tokens(self) -> int:
+        return sum(self.lengths) if self.lengths else self.N * self.T
+
+    def chunks(self, size: int) -> int:
+        """Chunks of `size` tokens over all sequences (each sequence's last one partial)."""
+        return sum(-(-n // size) for n in self.lengths) if self.lengths else self.N * -(-self.T // size)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"N": self.N, "T": self.T, "H": self.H, **({"class": self.name} if self.name else {})}
+        return {"N": self.N, "T": self.T, "H": self.H, **({"lengths": list(self.lengths)} if self.lengths else {}),
+                **({"class": self.name} if self.name else {})}
 
 
 def _w(kind: str, N: int, T: int, H: int = 32) -> Workload:
     return Workload(N, T, H, f"{kind}-n{N}" + ("" if H == 32 else f"h{H}"), graph=kind == "decode" and N == 1)
+
+
+def _mixed(bucket: int, H: int) -> Workload:
+    """MIXED_SEQLENS, scaled down where its longest prompt would not fit the bucket."""
+    top = max(MIXED_SEQLENS)
+    lengths = tuple(max(1, n * min(bucket, top) // top) for n in MIXED_SEQLENS)
+    return Workload(len(lengths), max(lengths), H, f"prefill-mixed{len(lengths)}h{H}", lengths=lengths)
 
 
 def workloads(family: str, bucket: int) -> list[Workload]:
@@ -62,8 +84,9 @@ def workloads(family: str, bucket: int) -> list[Workload]:
     sequences of min(bucket, 256). Chunk: the bucket's length, N so that N·T ≈ 16K tokens at H = 32 first
     (P3 at 2048, a P1-sized batch at 8192, one P5-like sequence at 65536), then the other end of the range of
     chains the P-shapes span: a thin shard at 2048 (P6: 16 chains) and half of P3's batch (cuDNN's K10: 128
-    chains, which a fused kernel of two CTAs an SM half fills: docs/DESIGN.md §1, the fused twin), a wide mixed
-    batch at 8192 (P4: 384 chains, its longest prompt within the bucket), and at 65536 twice P5's chains (64, at a quarter of its length): where
+    chains, which a fused kernel of two CTAs an SM half fills: docs/DESIGN.md §1, the fused twin), P4's mixed
+    batch at 8192 (384 chains, its longest prompt within the bucket: packed as P4 is, since a twin runs so uneven a
+    batch on its two kernels, kda2.plan.smem fused_takes), and at 65536 twice P5's chains (64, at a quarter of its length): where
     few chains leave SMs free the single-stage state pass runs beside the prep (docs/DESIGN.md §1 overlap), with
     more the library does not overlap and a two-stage pass is faster, so the two need their own winners."""
     if family == "recurrent":
@@ -76,7 +99,7 @@ def workloads(family: str, bucket: int) -> list[Workload]:
     if bucket <= 2048:   # and a half-filled batch: K10's 128 chains, where the fused twin loses and P3's 256 win
         return [first, _w("prefill", 2, bucket, 8), _w("prefill", n // 2, bucket)]
     if bucket <= 8192:
-        return [first, _w("prefill", 6, bucket // 2, 64)]
+        return [first, _mixed(bucket, 64)]
     return [first, _w("prefill", 1, bucket // 4, 64)]
 
 
@@ -288,13 +311,13 @@ def spare_beside(a: Resources, b: Resources, hw: Any) -> dict[str, int]:
 
 def bytes_moved(config: Mapping[str, Any], w: Workload) -> float:
     """DRAM bytes of one call: inputs, outputs, state in and out; chunk adds its workspace round trip."""
-    K, V, N, T, H = config["k"], config["v"], w.N, w.T, w.H
-    tokens = N * T
+    K, V, N, H = config["k"], config["v"], w.N, w.H
+    tokens = w.tokens
     io = tokens * H * (2 * K * 2 + V * 2 + K * 4 + 4 + V * 2)  # q, k bf16; v bf16; g fp32; beta; o bf16
     state = 2 * N * H * K * V * 4
     if config["family"] != "chunk":
         return float(io + state)
-    chunks = N * -(-T // CHUNK)
+    chunks = w.chunks(CHUNK)
     slices = V // config["block_v"]
     shared = 3 * CHUNK * K * 2 + CHUNK * CHUNK * 2  # w, qg, kg, Aqk: every V-slice reads them
     own = CHUNK * V * 2 + K * 4                     # uᵀ (split over slices) and the last gate row
@@ -307,7 +330,7 @@ def tensor_flops(config: Mapping[str, Any], w: Workload) -> float:
         return 0.0
     K, V, C = config["k"], config["v"], CHUNK
     per_chunk = 2 * (3 * C * K * V + 3 * C * C * K + C * C * V + C ** 3 / 3)
-    return per_chunk * w.N * -(-w.T // C) * w.H
+    return per_chunk * w.chunks(C) * w.H
 
 
 def chains(config: Mapping[str, Any], w: Workload) -> tuple[int, int]:

@@ -22,6 +22,7 @@ estimates and what it prunes without a GPU.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import math
 import os
@@ -29,7 +30,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from kda2.artifact.atomic import write_text
 from kda2.artifact.manifest import DEFAULT_BUILD_DIRS
@@ -435,7 +436,8 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
         "from the tuning record where one measured the row: `step from record`), `kda2 plan --reasons` at the "
         "agents' design shape")
     for key, tasks in rows.items():
-        classes = ", ".join(f"{w.name} N={w.N} T={w.T} H={w.H}" for w in workloads(g.family, tasks[0].bucket))
+        classes = ", ".join(f"{w.name} N={w.N} " + (f"lengths={list(w.lengths)}" if w.lengths else f"T={w.T}")
+                            + f" H={w.H}" for w in workloads(g.family, tasks[0].bucket))
         log(f"  {key}  (batch classes: {classes})")
         for name, chains in {n: r["chains"] for t in tasks for n, r in t.splits.items()}.items():
             log(f"    {name}: each candidate's split timed too, at N=1 T={tasks[0].bucket} H={chains} (the row's fewest "
@@ -452,10 +454,11 @@ def describe(g: Group, log: Callable[[str], None] = print) -> None:
 # ---- measuring one candidate (runs on a GPU, in this process or a Dask worker) ----------------------
 
 def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, seed: int,
-          pool: bool = False, split: int = 0) -> dict:
+          pool: bool = False, split: int = 0, lengths: Sequence[int] | None = None) -> dict:
     """Random inputs of one shape in the library's layout (outputs poisoned), plus the packed arguments. pool: the
     states updated in place through state_indices (rows 0..N-1), as a serving step runs decode (the benchmark's
-    decode rows too); else h0 in, ht out to a separate buffer."""
+    decode rows too); else h0 in, ht out to a separate buffer. lengths: a varlen packing of N sequences (device
+    cu_seqlens, T its longest) instead of N dense sequences of T tokens."""
     from kda2.artifact.abi import GATE_MODES
 
     K, V = cfg["k"], cfg["v"]
@@ -470,12 +473,13 @@ def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, s
     l2norm, beta_sig = bool(feats.get("qk_l2norm")), bool(feats.get("beta_sigmoid"))
     c: dict[str, Any] = {"mode": mode, "v_first": v_first, "N": N, "T": T, "H": H, "HV": HV, "K": K,
                          "l2norm": l2norm, "beta_sigmoid": beta_sig}
-    c["q"], c["k"] = randn(1, N * T, H, K, dtype=torch.bfloat16), randn(1, N * T, H, K, dtype=torch.bfloat16)
-    c["v"] = randn(1, N * T, HV, V, dtype=torch.bfloat16)
+    tokens = sum(lengths) if lengths else N * T
+    c["q"], c["k"] = randn(1, tokens, H, K, dtype=torch.bfloat16), randn(1, tokens, H, K, dtype=torch.bfloat16)
+    c["v"] = randn(1, tokens, HV, V, dtype=torch.bfloat16)
     # realistic gates (DESIGN §1.1): raw gate ~ randn through the in-kernel activation, or logsigmoid/16
-    c["g"] = randn(1, N * T, HV, K) if mode != "precomputed" else \
-        torch.nn.functional.logsigmoid(randn(1, N * T, HV, K)) / 16
-    c["beta"] = randn(1, N * T, HV) if beta_sig else torch.sigmoid(randn(1, N * T, HV))
+    c["g"] = randn(1, tokens, HV, K) if mode != "precomputed" else \
+        torch.nn.functional.logsigmoid(randn(1, tokens, HV, K)) / 16
+    c["beta"] = randn(1, tokens, HV) if beta_sig else torch.sigmoid(randn(1, tokens, HV))
     c["A_log"], c["dt_bias"] = randn(HV) * 0.5, randn(HV * K)
     c["h0"] = randn(N, HV, *((V, K) if v_first else (K, V))) * 0.1
     c["o"] = torch.full_like(c["v"], float("nan"))
@@ -488,15 +492,18 @@ def _case(torch, abi, cfg: dict, feats: dict, N: int, T: int, H: int, HV: int, s
     a.A_log, a.dt_bias, a.o = c["A_log"].data_ptr(), c["dt_bias"].data_ptr(), c["o"].data_ptr()
     a.h0, a.ht = c["h0"].data_ptr(), c["ht"].data_ptr()
     a.cu_seqlens = a.state_indices = None
+    if lengths:
+        c["cu"] = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int64, device="cuda")
+        a.cu_seqlens = c["cu"].data_ptr()
     if pool:
         c["idx"] = torch.arange(N, dtype=torch.int32, device="cuda")
         a.state_indices = c["idx"].data_ptr()
-    a.N, a.T, a.H, a.HV = N, T, H, HV
+    a.N, a.T, a.H, a.HV = N, tokens if lengths else T, H, HV
     a.scale, a.lower_bound = K ** -0.5, -5.0
     a.gate_mode, a.flags, a.state_v_first = GATE_MODES[mode], flags, int(v_first)
     if cfg["family"] == "chunk":  # two kernels through a device workspace (kda2/abi.h)
         # split 0: the library's choice, which gives way to a workspace of the slots only (unsplit)
-        nbytes = abi.chunk_workspace_bytes(N, T, HV, K, V, False, max(split, 1))
+        nbytes = abi.chunk_workspace_bytes(N, a.T, HV, K, V, bool(lengths), max(split, 1))
         a.split = split
         c["ws"] = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
         a.workspace, a.workspace_bytes = c["ws"].data_ptr(), nbytes
@@ -590,12 +597,12 @@ def measure(task: dict, quick: bool = False, l2_bytes: int = 50 << 20) -> dict:
     # place won N = 64 by 0.3 % and lost it by 4 % in place, bench/results/h200-2026-12-01-decode/call6)
     pool = cfg["family"] == "recurrent" and task["bucket"] <= DECODE_MAX_T
     for w in workloads(cfg["family"], task["bucket"]):
-        one = _case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=100, pool=pool)
+        one = _case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=100, pool=pool, lengths=w.lengths)
         # enough input sets that one round of them does not fit in L2 (2x its size), at most 8 (graph-timed
         # one-sequence steps: 32, about what the benchmark's D1 rotates through)
         n_sets = max(2, min(32 if w.graph else 8, math.ceil(2 * l2_bytes / max(one["bytes"], 1))))
-        cases = [one] + [_case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=101 + r, pool=pool)
-                         for r in range(n_sets - 1)]
+        cases = [one] + [_case(torch, abi, cfg, feats, N=w.N, T=w.T, H=w.H, HV=w.H, seed=101 + r, pool=pool,
+                               lengths=w.lengths) for r in range(n_sets - 1)]
         try:
             if w.graph:  # captured on the timer's side stream: each launch asks for the stream it runs on
                 st = timer.graph(lambda i: lib.launch_variant(idx, cases[i]["args"],

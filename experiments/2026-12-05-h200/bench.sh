@@ -3,7 +3,8 @@
 # kimi_linear_chunk build (tuning/kimi_linear_chunk.h200.json with the twins and P4's mixed class) — its chunk GPU
 # suite (the chunk cases, the twin's, the split's with the long-memory cases, the overlap's) while FLA 0.6.0 warms its
 # Triton kernels and cuDNN-FE 1.32 compiles; then P1-P6 softplus against FLA and cuDNN (its gate precomputed) in one
-# process with the roofline chart, cuDNN's ten Kimi-K3 shapes and P1-P6 on the bounded gate against cuDNN.
+# process with the roofline chart, cuDNN's ten Kimi-K3 shapes and P1-P6 on the bounded gate against cuDNN; last, P3 at
+# four A_log values on both gates (is the twin's softplus cost in the data: channels its middle-row anchor leaves out?).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -32,4 +33,10 @@ echo "k3 rc $?"; grep -E "^\| K" $O/k3/bench_chunk.md | tail -10; snap
 el "bench P1-P6 bounded gate (cuDNN)"
 timeout 80 python3 -m kda2.bench chunk --no-fla --library $LIB --shapes p --gates lower_bound --out $O/plb > $O/bench_plb.log 2>&1
 echo "p lb rc $?"; grep -E "^\| P" $O/plb/bench_chunk.md
+el "P3: where the twin's softplus time goes — every head's A_log set (weak to strong decay), both gates, kda2 alone"
+for al in -4 -2 0 1; do for gate in softplus lower_bound; do
+  timeout 40 python3 -m kda2.bench chunk --no-fla --no-cudnn --library $LIB --shapes P3 --gates $gate --a-log $al \
+    --out $O/alog/$gate$al > $O/alog_$gate$al.log 2>&1
+  echo "a_log $al $gate rc $? $(grep -E '^\| P3' $O/alog/$gate$al/bench_chunk.md | head -1)"
+done; done
 el done; snap

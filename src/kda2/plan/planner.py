@@ -102,6 +102,7 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
     variants: list[PlannedVariant] = []
     warnings: list[str] = []
     stale: list[str] = []   # rows whose tuned winner is no longer a candidate
+    unmeasured: list[str] = []   # batch classes a record measured other classes of its row but not (newer classes)
     seen: set[str] = set()
     dispatch: list[dict[str, Any]] = []
     for layout in ("k_first", "v_first"):
@@ -122,6 +123,9 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
             for w, min_chains in class_rows(spec.family, bucket):
                 first, routed_by = group[0], "rank"
                 winner = (tuned or {}).get(f"{key}:{w.name}", (tuned or {}).get(key))
+                if (tuned and f"{key}:{w.name}" not in tuned and key in tuned
+                        and any(k.startswith(f"{key}:") for k in tuned)):
+                    unmeasured.append(f"{key} ({w.name})")
                 if winner is not None:
                     match = [pv for pv in group if pv.id == winner]
                     if match:
@@ -146,6 +150,10 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
         warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}): the tuned variant of "
                         f"{len(stale)} dispatch row(s) is no longer a candidate ({'; '.join(stale)}); they route to "
                         f"the agents' first choice (re-run `kda2 tune`)")
+    if unmeasured:   # a class added after the record (model.workloads): routed by its row's first-class winner
+        warnings.append(f"tuning record tuning/{spec.name}.{profile.name}.json ({arch}) did not time "
+                        f"{len(unmeasured)} batch class(es) ({'; '.join(unmeasured)}); they route to their row's "
+                        f"winner (re-run `kda2 tune`)")
     return SpecPlan(spec=spec, arch=arch, variants=tuple(variants), dispatch=tuple(dispatch),
                     considered=tuple(considered), warnings=tuple(warnings), profile=profile)
 

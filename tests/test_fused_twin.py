@@ -114,6 +114,46 @@ def test_library_table_sends_unsplit_calls_of_a_twin_to_its_fused_kernel() -> No
     assert f"constexpr int64_t kFusedMaxImbalancePct = {FUSED_MAX_IMBALANCE_PCT};" in lib
 
 
+def test_a_row_routed_to_a_twin_falls_back_to_the_fastest_non_twin_timed_at_its_class() -> None:
+    """The calls a twin's fused kernel does not take (uneven varlen, split) run on the fastest non-twin the record timed
+    at the row's class, not on the twin's own two kernels (whose base is the agents' first candidate, not the best);
+    the routed build keeps that variant, and the library's row names it."""
+    from kda2.plan.planner import built
+
+    rules = load_rules(RULES)
+    spec = load_spec(SPECS / "kimi_linear_chunk.yaml")
+    ranked = plan_spec(spec, "sm_90a", rules)
+    group = [v for v in ranked.variants if v.config["state_layout"] == "v_first"]
+    twin = next(v for v in group if v.config.get("fused"))
+    plain = [v for v in group if not v.config.get("fused")]
+    assert len(plain) >= 3
+    key, klass = "v_first:2048", "prefill-n8"
+    # the twin fastest; a non-twin second, another slower, the twin's own base (when timed) slowest of the non-twins
+    timed = {twin.id: 500.0, plain[1].id: 600.0, plain[2].id: 650.0, plain[0].id: 700.0}
+    plan = plan_spec(spec, "sm_90a", rules, tuned={f"{key}:{klass}": twin.id},
+                     tuned_times={f"{key}:{klass}": timed})
+    rows = {(d["state_layout"], d["bucket"], d["class"]): d for d in plan.dispatch}
+    row = rows[("v_first", 2048, klass)]
+    assert row["variant"] == twin.id and row["fallback"] == plain[1].id
+    assert plan.variants[row["fallback_index"]].id == plain[1].id
+    assert all(d["fallback"] is None and d["fallback_index"] == -1 for d in plan.dispatch if d is not row)
+    # untimed: no fallback (the twin's two kernels, as before)
+    bare = plan_spec(spec, "sm_90a", rules, tuned={f"{key}:{klass}": twin.id})
+    assert all(d["fallback"] is None for d in bare.dispatch)
+    # the routed build compiles the fallback and points the row at its new index
+    small = built(plan, "routed")
+    srow = next(d for d in small.dispatch if (d["state_layout"], d["bucket"], d["class"]) == ("v_first", 2048, klass))
+    assert small.variants[srow["fallback_index"]].id == plain[1].id and small.variants[srow["index"]].id == twin.id
+    # the library's row carries it, and kda2_fwd hands it to the launch
+    variants = [{"id": v.id, "config": v.config, "cubin_path": "x.cubin", "plan": plan_variant(v.config, 232448)}
+                for v in small.variants]
+    lib = render_library("c", "sm_90a", variants, list(small.dispatch), '"{}"', FEATURES)
+    assert re.search(rf"\{{ 1, 2048, {srow['min_chains']}, {srow['index']}, 1, {srow['fallback_index']} \}},"
+                     rf"\s+// {klass}: {twin.id}, split <= 1 \(agents\), else {plain[1].id}", lib), lib
+    assert "kRoutes[row].max_split, kRoutes[row].fallback)" in lib
+    assert "fallback >= 0 && v.fused_kernel[entry_slot(&a)] >= 0 && !fused_takes(a)" in lib
+
+
 @pytest.mark.parametrize("max_seqlen, n, total, varlen, split, takes", [
     (2048, 8, 8 * 2048, False, 1, True),                 # P3: dense
     (3063, 6, 8192, True, 1, False),                     # P4: the longest 2.24x the mean

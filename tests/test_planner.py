@@ -259,6 +259,24 @@ def test_missing_lock_is_empty(tmp_path) -> None:
     assert read_lock(tmp_path / "none.lock.json") == {}
 
 
+def test_record_gives_each_class_every_candidates_time(tmp_path) -> None:
+    """class_times: per class, what the record timed each candidate at (a twin's fallback is picked from them)."""
+    from kda2.plan.lock import class_times, read_baselines
+
+    path = tmp_path / "s.h200.json"
+    path.write_text(json.dumps({"schema": 2, "spec": "s", "profile": "h200", "arch": "sm_90a", "gpu": "x", "date": "d",
+                                "routes": {"v_first:2048": {
+                                    "variant": "aaaaaaaaaaaa", "candidates": {
+                                        "aaaaaaaaaaaa": {"us": 5.0, "classes": {"c1": 5.0, "c2": 9.0}},
+                                        "bbbbbbbbbbbb": {"us": 6.0, "classes": {"c1": 6.0, "c2": 7.0}},
+                                        "cccccccccccc": {"failure": "wrong_result"}},
+                                    "classes": {n: {"variant": v, "us": 1.0, "shape": {}}
+                                                for n, v in (("c1", "aaaaaaaaaaaa"), ("c2", "bbbbbbbbbbbb"))}}}}))
+    got = class_times(read_baselines(path))
+    assert got == {"sm_90a": {"v_first:2048:c1": {"aaaaaaaaaaaa": 5.0, "bbbbbbbbbbbb": 6.0},
+                              "v_first:2048:c2": {"aaaaaaaaaaaa": 9.0, "bbbbbbbbbbbb": 7.0}}}
+
+
 #: Batch classes newer than a committed record, which route to their row's winner until `kda2 tune` times them: P4's
 #: mixed packing replaced the uniform 6 × 4096 class after the H200 tune of 2026-12-05 (experiments/2026-12-05-h200);
 #: no H200 could be had for the re-tune. (At K = 64 and 256 the old class's winner was its row's winner anyway.)

@@ -6,12 +6,14 @@ uneven than FUSED_MAX_IMBALANCE_PCT) equals, bit for bit, the same header's chec
 (tests/kernels/fused_check.cu, which tests/gpu/test_fused_gpu.py holds to the fp64 reference and its rounding model) on
 the same inputs, for every case of the chunk GPU tests (kda2/bench/cases.py CASES) — so the library launches that
 kernel, with its block, shared memory and the call's arguments as they are; an uneven varlen call and an explicitly
-split one run the two kernels (docs/DESIGN.md §1): within the fp64 reference's bar and not the fused kernel's bits. Outputs are
+split one run the two kernels (docs/DESIGN.md §1): within the fp64 reference's bar and not the fused kernel's bits; through
+the dispatch (kda2_fwd), a row routed to a twin runs such a call on its fallback variant, bit for bit. Outputs are
 poisoned with NaN first. Which library: --chunk-library (kimi_linear_chunk's every-candidate build has twins), else
 the chunk builds under build/; a library without a twin skips, saying so. Skips without a GPU (conftest.py).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -136,3 +138,33 @@ def test_split_call_runs_the_two_kernels(chunk_lib, twins, fused, torch_cuda, se
     torch.cuda.synchronize()
     _within_bar(x, case, o2, ht2, "split 2 call")
     assert not torch.equal(o2, o_chk), f"{case.id}: the split call gave the fused kernel's bits (did it split?)"
+
+
+def test_routed_uneven_call_runs_the_rows_fallback(chunk_lib, fused, torch_cuda, seed):
+    """A dispatch row routed to a twin, with a fallback (kda2.plan.planner: the fastest non-twin the record timed at
+    its class): an uneven varlen call of that row's shape, through the dispatch, gives the fallback variant's bits."""
+    import kda2
+    from test_chunk_gpu import _call
+
+    torch = torch_cuda
+    rows = [d for d in chunk_lib.manifest["dispatch"] if d.get("fallback_index", -1) >= 0]
+    if not rows:
+        pytest.skip(f"{chunk_lib.manifest_path}: no dispatch row routed to a twin has a fallback (a tuned routed build "
+                    "has them where a twin won a class)")
+    d = rows[0]
+    # sequences up to the row's bucket, their longest twice the mean (the fused kernel does not take it), the row's
+    # chains (its class's min_chains or more, below the next class's)
+    lens = [d["bucket"], d["bucket"] // 8, d["bucket"] // 4, 16, d["bucket"] // 2, 1, 7, d["bucket"] // 16]
+    heads = max(1, -(-max(d["min_chains"], 1) // len(lens)))
+    cu = (0, *itertools.accumulate(lens))
+    case = Case("twin-row-fallback", cu=cu, H=heads, gate="softplus", v_first=d["state_layout"] == "v_first")
+    x = to_torch(torch, draw(case, seed + 77, 128, 128), case, "cuda")
+    assert chunk_lib.route(case.v_first, max(lens), len(lens) * heads)["class"] == d["class"]
+    o, ht = _poisoned(torch, x, case)
+    o, ht = _call(kda2.chunk_kda, x, case, output_final_state=True, library=chunk_lib,
+                  cu_seqlens_cpu=x["cu_seqlens_cpu"], out=o, final_state_out=ht)
+    torch.cuda.synchronize()
+    o_fb, ht_fb = _launch(torch, chunk_lib, d["fallback_index"], fused, x, case, split=1)
+    _within_bar(x, case, o, ht, "routed uneven call")
+    assert torch.equal(o, o_fb) and torch.equal(ht, ht_fb), (
+        f"{d['class']}: the routed uneven call's bits are not the fallback {d['fallback']}'s")

@@ -98,7 +98,7 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     from kda2.plan.planner import plan_all
     from kda2.spec.rules import load_rules
     from kda2.spec.model import load_specs
-    from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
+    from kda2.plan.lock import class_times, read_spec_baselines, routes, tuned_splits
     from kda2.plan.profile import load_profiles, resolve_targets
 
     specs = load_specs(specs_dir)
@@ -112,7 +112,8 @@ def load_plans(specs_dir: str, rules_dir: str, build_dir: str, only: list[str] |
     profiles = load_profiles(profiles_dir)
     baselines = {s.name: read_spec_baselines(s.name, resolve_targets(s, profiles), tuning_dir) for s in specs}
     plans, warnings = plan_all(specs, rules, {name: routes(b) for name, b in baselines.items()}, profiles,
-                               every_spec=not only, splits={name: tuned_splits(b) for name, b in baselines.items()})
+                               every_spec=not only, splits={name: tuned_splits(b) for name, b in baselines.items()},
+                               times={name: class_times(b) for name, b in baselines.items()})
     # the tuned latency of each route the lock decided: the manifest carries it for the runtime monitor
     for p in plans:
         base = baselines[p.spec.name].get(p.arch, {})

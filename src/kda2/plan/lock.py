@@ -49,7 +49,10 @@ def _entry_baselines(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                     "date": entry.get("date"), "shape": r.get("shape")}
         for name, c in r.get("classes", {}).items():  # each batch class's own winner
             out[f"{key}:{name}"] = {"variant": c["variant"], "us": c["us"], "gpu": entry.get("gpu"),
-                                    "date": entry.get("date"), "shape": c["shape"]}
+                                    "date": entry.get("date"), "shape": c["shape"],
+                                    # every candidate's time at the class: the planner's pick of a twin's fallback
+                                    "timed": {vid: x["classes"][name] for vid, x in r.get("candidates", {}).items()
+                                              if isinstance(x.get("classes"), dict) and name in x["classes"]}}
             if isinstance(c.get("split"), dict):
                 out[f"{key}:{name}"]["split"] = int(c["split"]["segments"])
     return out
@@ -95,6 +98,11 @@ def routes(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[st
 def tuned_splits(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, int]]:
     """{arch: {"k_first:8192:prefill-n2": segments}}: the split each class's winner was timed fastest with."""
     return {arch: {key: b["split"] for key, b in rows.items() if "split" in b} for arch, rows in baselines.items()}
+
+
+def class_times(baselines: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """{arch: {"k_first:2048:prefill-n8": {variant id: us}}}: what the record timed every candidate at, per class."""
+    return {arch: {key: b["timed"] for key, b in rows.items() if b.get("timed")} for arch, rows in baselines.items()}
 
 
 def read_lock(path: str | os.PathLike) -> dict[str, dict[str, str]]:

@@ -21,7 +21,7 @@ from kda2.plan.profile import Profile, load_profiles, resolve_targets
 from kda2.spec.rules import Rule, apply_rules, unmatched
 from kda2.spec.model import Budget, Spec
 from kda2.plan.variant import splits, variant_id, variant_name
-from kda2.spec.knobs import FAMILY_FIELDS, INPUT_DTYPES, MATCH_ONLY_FIELDS
+from kda2.spec.knobs import FAMILY_FIELDS, INPUT_DTYPES, MATCH_ONLY_FIELDS, knob
 
 
 class PlanError(ValueError):
@@ -69,12 +69,15 @@ def _base_config(spec: Spec, arch: str) -> dict[str, Any]:
 
 
 def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, str] | None = None,
-              profile: Profile | None = None, tuned_splits: Mapping[str, int] | None = None) -> SpecPlan:
+              profile: Profile | None = None, tuned_splits: Mapping[str, int] | None = None,
+              tuned_times: Mapping[str, Mapping[str, float]] | None = None) -> SpecPlan:
     """`tuned`: {"<layout>:<bucket>:<class>": variant id} from the spec's tuning record for this arch, if any (a
     "<layout>:<bucket>" key, from a record of one class per bucket, routes every class of the bucket).
     `tuned_splits`: {"<layout>:<bucket>:<class>": segments} the record confirmed for that class's winner (chunk; a row
-    routed elsewhere keeps the agents' split). `profile`: the hardware the agents design for (default: the spec's
-    target for `arch`, from profiles/)."""
+    routed elsewhere keeps the agents' split). `tuned_times`: {"<layout>:<bucket>:<class>": {variant id: us}}, every
+    candidate the record timed at the class: a row routed to a fused twin falls back to the fastest of them that is
+    not one, for the calls its fused kernel does not take (docs/DESIGN.md §1). `profile`: the hardware the agents
+    design for (default: the spec's target for `arch`, from profiles/)."""
     if profile is None:
         profile = resolve_targets(spec, load_profiles())[arch]
     if profile.arch != arch:
@@ -141,9 +144,16 @@ def plan_spec(spec: Spec, arch: str, rules: Sequence[Rule], tuned: Mapping[str, 
                         split, split_by = confirmed, "tune"
                         split_why = (f"tune: {confirmed} segment(s) timed fastest for {first.id} at this row's fewest "
                                      f"chains (tuning/{spec.name}.{profile.name}.json); the agents': {split_why}")
+                fallback = None
+                if spec.family == "chunk" and knob(first.config, "fused"):   # the calls its fused kernel does
+                    timed = (tuned_times or {}).get(f"{key}:{w.name}", {})       # not take: the fastest non-twin
+                    plain = [pv for pv in group if not knob(pv.config, "fused") and pv.id in timed]
+                    fallback = min(plain, key=lambda pv: timed[pv.id]).id if plain else None
                 dispatch.append({"state_layout": layout, "bucket": bucket, "class": w.name, "min_chains": min_chains,
                                  "variant": first.id, "routed_by": routed_by,
                                  "index": next(i for i, v in enumerate(variants) if v.id == first.id),
+                                 "fallback": fallback,
+                                 "fallback_index": next((i for i, v in enumerate(variants) if v.id == fallback), -1),
                                  "candidates": [pv.id for pv in group],
                                  "split": split, "split_by": split_by, "split_why": split_why})
     if stale:  # one line per record: a spec edit (head dims, knobs) can leave every row's winner behind
@@ -235,7 +245,7 @@ def built(plan: Any, candidates: str) -> Any:
     check_candidates(candidates)
     if candidates == "all":
         return plan
-    keep = {d["variant"] for d in plan.dispatch}
+    keep = {d["variant"] for d in plan.dispatch} | {d["fallback"] for d in plan.dispatch if d.get("fallback")}
     for layout in {pv.config["state_layout"] for pv in plan.variants}:
         mine = [pv for pv in plan.variants if pv.config["state_layout"] == layout]
         if any(pv.id in keep and not splits(pv.config) for pv in mine):
@@ -244,8 +254,8 @@ def built(plan: Any, candidates: str) -> Any:
                 keep.add(first.id)
     variants = tuple(pv for pv in plan.variants if pv.id in keep)
     index = {pv.id: i for i, pv in enumerate(variants)}
-    dispatch = tuple({**d, "index": index[d["variant"]], "candidates": [c for c in d["candidates"] if c in keep]}
-                     for d in plan.dispatch)
+    dispatch = tuple({**d, "index": index[d["variant"]], "fallback_index": index.get(d.get("fallback"), -1),
+                      "candidates": [c for c in d["candidates"] if c in keep]} for d in plan.dispatch)
     if dataclasses.is_dataclass(plan):
         return dataclasses.replace(plan, variants=variants, dispatch=dispatch)
     out = copy.copy(plan)
@@ -256,19 +266,22 @@ def built(plan: Any, candidates: str) -> Any:
 def plan_all(specs: Sequence[Spec], rules: Sequence[Rule],
              locks: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
              profiles: Mapping[str, Profile] | None = None, *, every_spec: bool = True,
-             splits: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None) -> tuple[list[SpecPlan], list[str]]:
+             splits: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
+             times: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]] | None = None
+             ) -> tuple[list[SpecPlan], list[str]]:
     """Plans for every (spec, arch), plus warnings: rules that match no proposed variant, stale tuning records.
 
     `locks`: {spec name: {arch: {"<layout>:<bucket>": variant id}}} (see kda2.plan.lock.read_lock); `splits`: {spec
-    name: {arch: {"<layout>:<bucket>:<class>": segments}}} (kda2.plan.lock.tuned_splits);
+    name: {arch: {"<layout>:<bucket>:<class>": segments}}} (kda2.plan.lock.tuned_splits); `times`: {spec name: {arch:
+    {"<layout>:<bucket>:<class>": {variant id: us}}}} (kda2.plan.lock.class_times);
     `profiles`: {name: Profile} (default: profiles/), each spec's targets resolved in it; `every_spec`: False when
     `specs` is a subset of the repository's (a rule may match only specs left out, so none is called unmatched).
     """
     locks = locks or {}
     profiles = load_profiles() if profiles is None else profiles
-    splits = splits or {}
+    splits, times = splits or {}, times or {}
     plans = [plan_spec(s, arch, rules, locks.get(s.name, {}).get(arch), profile=hw,
-                       tuned_splits=splits.get(s.name, {}).get(arch))
+                       tuned_splits=splits.get(s.name, {}).get(arch), tuned_times=times.get(s.name, {}).get(arch))
              for s in specs for arch, hw in resolve_targets(s, dict(profiles)).items()]
     configs = [c for p in plans for c in p.considered]
     warnings = [f"{r.path}: rule {r.id:04d} matches no current variant (kept, but it changes nothing)"

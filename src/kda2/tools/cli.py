@@ -296,7 +296,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from kda2.plan.planner import PlanError, plan_spec
     from kda2.spec.rules import RuleError, load_rules
     from kda2.spec.model import SpecError, load_spec
-    from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
+    from kda2.plan.lock import class_times, read_spec_baselines, routes, tuned_splits
     from kda2.plan.profile import load_profiles, resolve_targets
 
     found = _spec_file(args.spec)
@@ -337,8 +337,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                              + f"; allowed: the profiles for {', '.join(allowed_archs)}: {', '.join(fits) or 'none'}")
             targets, archs = {prof.arch: prof}, [prof.arch]
         baselines = read_spec_baselines(spec.name, targets, tuning_dir)  # what the build routes by
-        lock, splits = routes(baselines), tuned_splits(baselines)
-        plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a], tuned_splits=splits.get(a)) for a in archs]
+        lock, splits, times = routes(baselines), tuned_splits(baselines), class_times(baselines)
+        plans = [plan_spec(spec, a, rules, lock.get(a), profile=targets[a], tuned_splits=splits.get(a),
+                           tuned_times=times.get(a)) for a in archs]
         for p in plans:
             for w in p.warnings:
                 print(f"kda2: warning: {w}", file=sys.stderr)

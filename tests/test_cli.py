@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kda2.plan.planner import plan_spec
-from kda2.plan.lock import read_spec_baselines, routes, tuned_splits
+from kda2.plan.lock import class_times, read_spec_baselines, routes, tuned_splits
 from kda2.plan.profile import load_profiles, resolve_targets
 from kda2.spec.rules import load_rules
 from kda2.spec.model import load_spec
@@ -120,15 +120,22 @@ def routes_and_rules(cell: str) -> tuple[list[str], list[str]]:
 
 
 def expected_routes(plan, vid: str) -> list[str]:
-    """Chunk rows add their split knob: "kf<=8192/prefill-n2(tune,split<=4:agents)"."""
+    """Chunk rows add their split knob: "kf<=8192/prefill-n2(tune,split<=4:agents)"; a twin's row names its fallback
+    variant too: "kf<=2048/prefill-n8(fallback)"."""
     split = (lambda d: f",split<={d['split']}:{d['split_by']}") if plan.spec.family == "chunk" else (lambda d: "")
-    return sorted(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}/{d['class']}({d['routed_by']}"
-                  f"{split(d)})" for d in plan.dispatch if d["variant"] == vid) or ["candidate"]
+    where = (lambda d: f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}/{d['class']}")
+    return sorted([f"{where(d)}({d['routed_by']}{split(d)})" for d in plan.dispatch if d["variant"] == vid]
+                  + [f"{where(d)}(fallback)" for d in plan.dispatch if d.get("fallback") == vid]) or ["candidate"]
 
 
 def tuned(spec) -> dict:
     """What the build routes by: the spec's tuning records (tuning/<spec>.<profile>.json)."""
     return routes(read_spec_baselines(spec.name, resolve_targets(spec, load_profiles()), REPO / "tuning"))
+
+
+def tuned_times(spec) -> dict:
+    """Every candidate's time per batch class in the same records (a twin's row picks its fallback from them)."""
+    return class_times(read_spec_baselines(spec.name, resolve_targets(spec, load_profiles()), REPO / "tuning"))
 
 
 def tuned_split(spec) -> dict:
@@ -462,9 +469,10 @@ def test_plan_chunk_spec_shows_block_v_stages_smem() -> None:
     assert "block_v" in p.stdout and "stages" in p.stdout and "smem prep/state B" in p.stdout
     for arch in spec.archs:
         plan = plan_spec(spec, arch, rules, tuned=tuned(spec).get(arch),  # as the CLI: routed by the tuning record
-                         tuned_splits=tuned_split(spec).get(arch))
+                         tuned_splits=tuned_split(spec).get(arch), tuned_times=tuned_times(spec).get(arch))
+        used = {d["variant"] for d in plan.dispatch} | {d["fallback"] for d in plan.dispatch if d.get("fallback")}
         section = p.stdout.split(f"{spec.name} / {arch}: {len(plan.variants)} candidate kernels, "
-                                 f"{len({d['variant'] for d in plan.dispatch})} routed, for {len(plan.dispatch)} "
+                                 f"{len(used)} routed, for {len(plan.dispatch)} "
                                  f"dispatch rows", 1)[1].split("\n\n")[0]
         rows = [CHUNK_ROW.match(line) for line in section.splitlines() if re.match(r"^  [0-9a-f]{12} ", line)]
         assert rows and all(rows), section

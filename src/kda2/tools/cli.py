@@ -356,8 +356,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         routed: dict[str, list[str]] = {}
         for d in p.dispatch:
             split = f",split<={d['split']}:{d['split_by']}" if spec.family == "chunk" else ""
-            routed.setdefault(d["variant"], []).append(f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}"
-                                                       f"<={d['bucket']}/{d['class']}({d['routed_by']}{split})")
+            where = f"{'kf' if d['state_layout'] == 'k_first' else 'vf'}<={d['bucket']}/{d['class']}"
+            routed.setdefault(d["variant"], []).append(f"{where}({d['routed_by']}{split})")
+            if d.get("fallback"):   # a twin's row: the calls its fused kernel declines run here
+                routed.setdefault(d["fallback"], []).append(f"{where}(fallback)")
         print(f"{spec.name} / {p.arch}: {len(p.variants)} candidate kernels, {len(routed)} routed, for "
               f"{len(p.dispatch)} dispatch rows "
               f"(buckets {list(spec.seq_len_buckets)}, layouts {list(spec.features.state_layouts)}); "

@@ -435,7 +435,8 @@ def test_render_library_contains_variants_and_dispatch_and_compiles(built, tmp_p
         assert f'"{kernel_symbol(v["id"])}"' in text
         assert f'kda2_cubin_{v["id"]}' in text
         assert f'.incbin \\"{cubin}\\"' in text
-    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+), (\d+), 1 \},  // c: ([0-9a-f]{12})$", text, re.M)  # never split
+    # never split, no fallback (no twin)
+    rows = re.findall(r"^\s*\{ (\d), (\d+), (\d+), (\d+), 1, -1 \},  // c: ([0-9a-f]{12})$", text, re.M)
     assert rows == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), "0", str(d["index"]),
                      variants[d["index"]]["id"]) for d in dispatch]
     assert "constexpr int kNumVariants = 3;" in text and "constexpr int kNumRoutes = 3;" in text
@@ -686,11 +687,12 @@ def test_chunk_library_rows_dispatch_and_workspace(tmp_path) -> None:
     # each row carries its split knob (the most segments the library's own choice takes for its calls), which
     # kda2_fwd hands to the launch; a launch by index takes the library-wide bound
     dispatch = json.loads(lib.kda2_library_json())["dispatch"]
-    routes = re.findall(r"^    \{ (\d), (\d+), (\d+), (\d+), (\d+) \},", text, re.M)
+    routes = re.findall(r"^    \{ (\d), (\d+), (\d+), (\d+), (\d+), (-?\d+) \},", text, re.M)
     assert routes == [(str(int(d["state_layout"] == "v_first")), str(d["bucket"]), str(d["min_chains"]),
-                       str(d["index"]), str(d["split"])) for d in dispatch] and {r[4] for r in routes} == {"1", "2", "3"}
+                       str(d["index"]), str(d["split"]), "-1") for d in dispatch]
+    assert {r[4] for r in routes} == {"1", "2", "3"}
     fwd = text[text.index('extern "C" int kda2_fwd('):]
-    assert "launch_variant(index, &a, stream, kRoutes[row].max_split)" in fwd
+    assert "launch_variant(index, &a, stream, kRoutes[row].max_split, kRoutes[row].fallback)" in fwd
     assert "launch_variant(index, args, stream, kSplitMaxSegments)" in text[text.index('extern "C" int kda2_launch('):]
     assert lib.kda2_abi_version() == abi.ABI_VERSION
     assert json.loads(lib.kda2_library_json())["family"] == "chunk"

@@ -94,12 +94,11 @@ class Shape:
         return f"{self.id} B{self.B} T{self.T} H{self.H}"
 
 
-P4_SEQLENS = MIXED_SEQLENS
 SHAPES = [
     Shape("P1", 1, 8192, 64, why="headline shape of FlashKDA / cuLA tables"),
     Shape("P2", 1, 16384, 32, why="Kimi-Linear layer, long prompt"),
     Shape("P3", 8, 2048, 32, why="batched prompts"),
-    Shape("P4", 1, sum(P4_SEQLENS), 64, seqlens=P4_SEQLENS, why="mixed batch (FlashKDA's)"),
+    Shape("P4", 1, sum(MIXED_SEQLENS), 64, seqlens=MIXED_SEQLENS, why="mixed batch (FlashKDA's)"),
     Shape("P5", 1, 65536, 32, why="long context"),
     Shape("P6", 2, 2048, 8, why="thin tensor-parallel shard"),
 ]
